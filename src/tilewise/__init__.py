@@ -1,0 +1,34 @@
+"""tilewise: a Python tile-level GPU kernel language and compiler.
+
+    import tilewise as tw
+    from tilewise import T, Tx
+
+CUDA libraries are imported lazily, only when a launch needs them.
+"""
+
+from .errors import (CompileError, DispatchError, HazardError, LaunchError, LayoutError,
+                     ScriptError, SimulationError, TargetError, TilewiseError, VerifyError)
+from .script import T, Tx, from_source
+
+__version__ = "0.1.0"
+
+__all__ = ["T", "Tx", "from_source", "TilewiseError", "ScriptError", "LayoutError",
+           "DispatchError", "CompileError", "LaunchError", "SimulationError", "HazardError",
+           "TargetError", "VerifyError", "Target", "compile", "simulate"]
+
+
+def __getattr__(name):
+    # Heavy or late-landing parts load on first use, keeping `import tilewise` fast.
+    if name == "Target":
+        from .target import Target
+
+        return Target
+    if name == "compile":
+        from .compiler import compile
+
+        return compile
+    if name == "simulate":
+        from .sim import simulate
+
+        return simulate
+    raise AttributeError(f"module 'tilewise' has no attribute {name!r}")

@@ -1,0 +1,85 @@
+"""Generic traversal of IR nodes.
+
+``Visitor.visit(node)`` calls ``visit_<ClassName>`` when defined, else walks the node's
+fields. ``Mutator.visit(node)`` returns a node, rebuilding a parent only when a child
+changed (identity preserved otherwise). Buffers and Vars are leaves for both: a pass that
+rewrites buffers maps them explicitly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .expr import Node, Var
+from .stmt import Buffer
+
+_FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS_CACHE.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name != "span")
+        _FIELDS_CACHE[cls] = names
+    return names
+
+
+def _is_leaf(node) -> bool:
+    return isinstance(node, (Var, Buffer))
+
+
+class Visitor:
+    def visit(self, node):
+        if isinstance(node, (tuple, list)):
+            for x in node:
+                self.visit(x)
+            return None
+        if not isinstance(node, Node):
+            return None
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        return self.generic_visit(node)
+
+    def generic_visit(self, node):
+        if _is_leaf(node):
+            return None
+        for name in child_fields(type(node)):
+            self.visit(getattr(node, name))
+        return None
+
+
+class Mutator:
+    def visit(self, node):
+        if isinstance(node, tuple):
+            new = tuple(self.visit(x) for x in node)
+            return node if all(a is b for a, b in zip(new, node)) else new
+        if not isinstance(node, Node):
+            return node
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            return method(node)
+        return self.generic_visit(node)
+
+    def generic_visit(self, node):
+        if _is_leaf(node):
+            return node
+        changes = {}
+        for name in child_fields(type(node)):
+            old = getattr(node, name)
+            new = self.visit(old)
+            if new is not old:
+                changes[name] = new
+        return dataclasses.replace(node, **changes) if changes else node
+
+
+def walk(node, fn) -> None:
+    """Call ``fn`` on every node below ``node`` (pre-order, Buffers/Vars included)."""
+
+    class _W(Visitor):
+        def visit(self, n):
+            if isinstance(n, Node):
+                fn(n)
+            return super().visit(n)
+
+    _W().visit(node)

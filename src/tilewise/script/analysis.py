@@ -1,0 +1,52 @@
+"""Small analyses on index expressions: affine forms and constant differences."""
+
+from __future__ import annotations
+
+from ..ir.expr import BinOp, Cast, IntImm, Var, as_int
+
+
+def affine(e) -> dict | None:
+    """``e`` as {Var or 1: coefficient}, or None when it is not affine in its Vars."""
+    if isinstance(e, bool):
+        return None
+    if isinstance(e, int):
+        return {1: e}
+    if isinstance(e, IntImm):
+        return {1: e.value}
+    if isinstance(e, Var):
+        return {e: 1}
+    if isinstance(e, Cast) and e.dtype.is_int and e.value.dtype.is_int:
+        return affine(e.value)
+    if isinstance(e, BinOp) and e.op in ("+", "-"):
+        a, b = affine(e.a), affine(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if e.op == "+" else -1
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = out.get(k, 0) + sign * v
+        return {k: v for k, v in out.items() if v != 0 or k == 1}
+    if isinstance(e, BinOp) and e.op == "*":
+        ca, cb = as_int(e.a), as_int(e.b)
+        if ca is None and cb is None:
+            return None
+        k, other = (ca, e.b) if ca is not None else (cb, e.a)
+        f = affine(other)
+        return None if f is None else {v: c * k for v, c in f.items()}
+    return None
+
+
+def const_difference(a, b) -> int | None:
+    """``a - b`` when it is a compile-time constant (e.g. ``(i*8 + 8) - i*8``)."""
+    ia, ib = as_int(a), as_int(b)
+    if ia is not None and ib is not None:
+        return ia - ib
+    fa, fb = affine(a), affine(b)
+    if fa is None or fb is None:
+        return None
+    keys = set(fa) | set(fb)
+    diff = {k: fa.get(k, 0) - fb.get(k, 0) for k in keys}
+    if any(v != 0 for k, v in diff.items() if k != 1):
+        return None
+    return diff.get(1, 0)
+

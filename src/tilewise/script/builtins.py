@@ -1,0 +1,383 @@
+"""What each ``T.*`` name does when the parser meets a call to it."""
+
+from __future__ import annotations
+
+from ..errors import ScriptError, TilewiseError
+from ..ir import dtype as dt
+from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, IntImm, Range, Var,
+                       binop, cast, const, select)
+from ..ir.stmt import SCOPES, Buffer, DeclBuffer, ThreadBinding, TileCall
+from ..ptx import table as ptx_table
+from .namespace import Builtin, PtxPath, TilePrimitiveRef, TypeCtor
+from .parser import _describe, _LoopRange, is_ir
+
+_HANDLERS: dict = {}
+
+
+def handler(name):
+    def deco(fn):
+        _HANDLERS[name] = fn
+        return fn
+
+    return deco
+
+
+def call(p, fn, args, kwargs, node):
+    """Dispatch a call by what the callee evaluated to."""
+    if isinstance(fn, TypeCtor):
+        return _type_ctor(p, fn.dtype, args, kwargs)
+    if isinstance(fn, Builtin):
+        return fn.handler(p, args, kwargs)
+    if isinstance(fn, PtxPath):
+        op = fn.op
+        if op is None:
+            raise p.error(f"T.{fn._path} is a group of instructions, not one",
+                          "call one of its members, e.g. T.ptx.cp_async.commit_group()")
+        return op.call(args, kwargs, p.span())
+    if isinstance(fn, TilePrimitiveRef):
+        return _tile_call(p, fn, args, kwargs)
+    if isinstance(fn, _BoundMethod):
+        return fn(p, args, kwargs)
+    if fn is range:
+        return _range(p, args, kwargs, "serial")
+    if fn in (min, max) and any(is_ir(a) for a in args):
+        return _minmax(p, fn.__name__, args)
+    if any(is_ir(a) or isinstance(a, Buffer) for a in list(args) + list(kwargs.values())):
+        raise p.error(f"the Python function {getattr(fn, '__name__', fn)!r} cannot take "
+                      f"run-time values", "only T.* functions run on the device")
+    if not callable(fn):
+        raise p.error(f"{_describe(fn)} is not callable")
+    try:
+        return fn(*args, **kwargs)
+    except TilewiseError:
+        raise
+    except Exception as e:
+        raise p.error(f"calling {getattr(fn, '__name__', fn)!r} at compile time failed: "
+                      f"{type(e).__name__}: {e}") from None
+
+
+def _arity(p, name, args, kwargs, lo, hi=None, allowed=()):
+    hi = lo if hi is None else hi
+    if not lo <= len(args) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise p.error(f"T.{name} takes {want} positional argument(s), got {len(args)}")
+    for k in kwargs:
+        if k not in allowed:
+            raise p.error(f"T.{name} has no keyword {k!r}",
+                          f"its keywords are: {', '.join(allowed)}" if allowed else
+                          "it takes no keywords")
+
+
+def _type_ctor(p, t, args, kwargs):
+    _arity(p, t.name, args, kwargs, 1)
+    v = args[0]
+    if is_ir(v):
+        return cast(t, v)
+    if isinstance(v, (bool, int, float)):
+        if t.is_int and isinstance(v, float):
+            raise p.error(f"T.{t.name}({v!r}): a float cannot be an integer constant")
+        return const(int(v) if t.is_int else float(v), t) if t.kind != "bool" else const(bool(v))
+    raise p.error(f"T.{t.name} cannot convert {_describe(v)}")
+
+
+def _shape(p, shape, what):
+    if isinstance(shape, int):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or not shape:
+        raise p.error(f"the shape of {what} must be a tuple of ints, got {_describe(shape)}")
+    out = []
+    for s in shape:
+        if is_ir(s):
+            raise p.error(f"the shape of {what} must be known at compile time",
+                          "use Python ints or constants from the enclosing scope")
+        if not isinstance(s, int) or isinstance(s, bool) or s <= 0:
+            raise p.error(f"the shape of {what} has an invalid extent {s!r}",
+                          "every extent must be a positive int")
+        out.append(s)
+    return tuple(out)
+
+
+def _dtype(p, v):
+    try:
+        return dt.dtype(v.dtype if isinstance(v, TypeCtor) else v)
+    except ScriptError as e:
+        raise p.error(e.message, e.hint) from None
+
+
+def _layout(p, layout, shape, what):
+    if layout is None:
+        return None
+    from ..layout import TileLayout
+
+    if not isinstance(layout, TileLayout):
+        try:
+            layout = TileLayout(layout)
+        except TilewiseError:
+            raise
+        except Exception:
+            raise p.error(f"layout= of {what} must be a TileLayout, got {_describe(layout)}",
+                          "write layout=TileLayout(S[...])") from None
+    size = 1
+    for s in shape:
+        size *= s
+    if layout.size() != size:
+        raise p.error(f"the layout of {what} covers {layout.size()} elements but the shape "
+                      f"{shape} has {size}", "make the layout's extents match the shape")
+    return layout
+
+
+def _name(p, default):
+    return p.assign_name or default
+
+
+# ------------------------------------------------------------------ header and launch
+@handler("match_buffer")
+def _match_buffer(p, args, kwargs):
+    _arity(p, "match_buffer", args, kwargs, 2, 3, ("dtype", "layout"))
+    if p.entered:
+        raise p.error("T.match_buffer must come before T.device_entry()")
+    handle, shape = args[0], args[1]
+    dtype = args[2] if len(args) > 2 else kwargs.get("dtype", "float32")
+    if not isinstance(handle, Var) or handle not in p.params:
+        raise p.error("the first argument of T.match_buffer must be a kernel parameter")
+    if any(h is handle for h, _ in p.buffer_map):
+        raise p.error(f"parameter {handle.name!r} is matched twice")
+    shape = _shape(p, shape, "T.match_buffer")
+    layout = _layout(p, kwargs.get("layout"), shape, "T.match_buffer")
+    buf = Buffer(_name(p, handle.name), shape, _dtype(p, dtype), "global", layout, data=handle,
+                 span=p.span())
+    p.buffer_map.append((handle, buf))
+    return buf
+
+
+@handler("device_entry")
+def _device_entry(p, args, kwargs):
+    _arity(p, "device_entry", args, kwargs, 0)
+    if p.entered:
+        raise p.error("T.device_entry() is called twice")
+    if p.depth:
+        raise p.error("T.device_entry() must be at the top level of the kernel")
+    p.entered = True
+    return None
+
+
+def _launch(kind):
+    def h(p, args, kwargs):
+        _arity(p, kind, args, kwargs, 1)
+        if p.depth:
+            raise p.error(f"T.{kind} must be declared at the top level of the kernel")
+        if not p.entered:
+            raise p.error(f"T.{kind} must come after T.device_entry()")
+        if any(b.kind == kind for b in p.launch):
+            raise p.error(f"T.{kind} is declared twice")
+        ext = args[0]
+        if isinstance(ext, int):
+            ext = [ext]
+        if (not isinstance(ext, (list, tuple)) or not ext or len(ext) > (3 if kind == "cta_id"
+                                                                         else 1)
+                or any(not isinstance(e, int) or isinstance(e, bool) or e <= 0 for e in ext)):
+            most = "up to 3" if kind == "cta_id" else "one"
+            raise p.error(f"T.{kind} takes a list of {most} positive compile-time int(s), "
+                          f"got {_describe(ext) if not isinstance(ext, (list, tuple)) else ext}",
+                          f"write T.{kind}([n])")
+        names = p.assign_name
+        vars_ = []
+        for d in range(len(ext)):
+            name = names if names and len(ext) == 1 else (
+                kind if len(ext) == 1 else f"{kind}_{'xyz'[d]}")
+            v = Var(name, dt.int32, span=p.span())
+            p.launch.append(ThreadBinding(v, kind, tuple(ext), d, span=p.span()))
+            vars_.append(v)
+        return vars_[0] if len(vars_) == 1 else tuple(vars_)
+
+    return h
+
+
+for _k in ("cta_id", "thread_id", "warp_id", "lane_id", "warpgroup_id"):
+    _HANDLERS[_k] = _launch(_k)
+
+
+# ------------------------------------------------------------------ buffers
+def _alloc(p, scope, args, kwargs, fname):
+    _arity(p, fname, args, kwargs, 2, 2, ("layout", "scope", "align"))
+    scope = kwargs.get("scope", scope)
+    if scope not in SCOPES or scope in ("global", "tmem"):
+        raise p.error(f"T.{fname} cannot allocate in scope {scope!r}",
+                      "allocate in 'shared', 'shared.dyn' or 'local'; declare tensor memory "
+                      "with T.decl_buffer(..., scope='tmem')")
+    shape = _shape(p, args[0], f"T.{fname}")
+    layout = _layout(p, kwargs.get("layout"), shape, f"T.{fname}")
+    buf = Buffer(_name(p, "buf"), shape, _dtype(p, args[1]), scope, layout, span=p.span())
+    p.emit(DeclBuffer(buf, span=p.span()))
+    return buf
+
+
+_HANDLERS["alloc_buffer"] = lambda p, a, k: _alloc(p, "shared", a, k, "alloc_buffer")
+_HANDLERS["alloc_shared"] = lambda p, a, k: _alloc(p, "shared", a, k, "alloc_shared")
+_HANDLERS["alloc_local"] = lambda p, a, k: _alloc(p, "local", a, k, "alloc_local")
+
+
+@handler("decl_buffer")
+def _decl_buffer(p, args, kwargs):
+    _arity(p, "decl_buffer", args, kwargs, 2, 2, ("scope", "allocated_addr", "layout"))
+    if kwargs.get("scope") != "tmem":
+        raise p.error("T.decl_buffer declares tensor memory and needs scope=\"tmem\"",
+                      "allocate other memories with T.alloc_buffer")
+    addr = kwargs.get("allocated_addr")
+    if addr is None:
+        raise p.error("T.decl_buffer(scope=\"tmem\") needs allocated_addr=",
+                      "pass the address tcgen05.alloc wrote, e.g. allocated_addr=tmem_addr[0]")
+    if not is_ir(addr) or not addr.dtype.is_int:
+        raise p.error("allocated_addr= must be a run-time 32-bit value such as tmem_addr[0]")
+    shape = _shape(p, args[0], "T.decl_buffer")
+    layout = _layout(p, kwargs.get("layout"), shape, "T.decl_buffer")
+    buf = Buffer(_name(p, "tmem"), shape, _dtype(p, args[1]), "tmem", layout,
+                 allocated_addr=addr, span=p.span())
+    p.emit(DeclBuffer(buf, span=p.span()))
+    return buf
+
+
+class _BoundMethod:
+    def __init__(self, fn, buf):
+        self.fn, self.buf = fn, buf
+
+    def __call__(self, p, args, kwargs):
+        return self.fn(p, self.buf, args, kwargs)
+
+
+def _view(p, buf: Buffer, args, kwargs):
+    for k in kwargs:
+        if k not in ("layout", "dtype"):
+            raise p.error(f"view() has no keyword {k!r}", "its keywords are: layout, dtype")
+    shape = _shape(p, tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list))
+                   else tuple(args), f"{buf.name}.view")
+    t = _dtype(p, kwargs["dtype"]) if "dtype" in kwargs else buf.dtype
+    layout = _layout(p, kwargs.get("layout"), shape, f"{buf.name}.view")
+    if buf.scope == "tmem":
+        raise p.error("tensor-memory buffers cannot be viewed", "declare another T.decl_buffer")
+    storage = _storage_elems(layout, shape) * t.bits
+    have = buf.size * buf.dtype.bits
+    if storage > have:
+        raise p.error(f"the view needs {storage // 8} bytes per thread but {buf.name!r} has "
+                      f"{have // 8}", "view fewer elements or allocate a larger buffer")
+    v = Buffer(_name(p, buf.name + "_view"), shape, t, buf.scope, layout, view_of=buf,
+               span=p.span())
+    p.emit(DeclBuffer(v, span=p.span()))
+    return v
+
+
+def _storage_elems(layout, shape) -> int:
+    if layout is None:
+        n = 1
+        for s in shape:
+            n *= s
+        return n
+    return layout.storage().span("m")
+
+
+def buffer_attr(p, buf: Buffer, attr: str):
+    if attr == "view":
+        return _BoundMethod(_view, buf)
+    if attr == "shape":
+        return tuple(buf.shape)
+    if attr == "dtype":
+        return buf.dtype.name
+    if attr == "scope":
+        return buf.scope
+    raise p.error(f"buffer {buf.name!r} has no attribute {attr!r}",
+                  "buffers have .view(...), .shape, .dtype and .scope")
+
+
+# ------------------------------------------------------------------ scalars and calls
+@handler("address_of")
+def _address_of(p, args, kwargs):
+    _arity(p, "address_of", args, kwargs, 1)
+    v = args[0]
+    if isinstance(v, Buffer):
+        return AddressOf(v, (), span=p.span())
+    if isinstance(v, BufferLoad):
+        return AddressOf(v.buffer, v.indices, span=p.span())
+    raise p.error(f"T.address_of needs a buffer or a buffer element, got {_describe(v)}")
+
+
+@handler("cast")
+def _cast(p, args, kwargs):
+    _arity(p, "cast", args, kwargs, 2)
+    t = _dtype(p, args[1])
+    v = args[0]
+    return cast(t, v if is_ir(v) else const(v, t))
+
+
+@handler("select")
+def _select(p, args, kwargs):
+    _arity(p, "select", args, kwargs, 3)
+    return select(p.truthy(args[0]), args[1], args[2])
+
+
+def _minmax(p, op, args):
+    if len(args) != 2:
+        raise p.error(f"T.{op} takes 2 arguments, got {len(args)}")
+    a, b = args
+    p.check_operands(op, a, b)
+    return binop(op, a, b, p.span())
+
+
+_HANDLERS["min"] = lambda p, a, k: (_arity(p, "min", a, k, 2), _minmax(p, "min", a))[1]
+_HANDLERS["max"] = lambda p, a, k: (_arity(p, "max", a, k, 2), _minmax(p, "max", a))[1]
+
+
+def _range(p, args, kwargs, kind):
+    name = "range" if kind == "serial" and not kwargs.get("_T") else f"T.{kind}"
+    if kwargs:
+        raise p.error(f"{name} takes no keywords")
+    if not 1 <= len(args) <= 2:
+        raise p.error(f"{name} takes 1 or 2 arguments (a step is not supported), got {len(args)}")
+    start, stop = (0, args[0]) if len(args) == 1 else args
+    for v in (start, stop):
+        if not is_ir(v) and (not isinstance(v, int) or isinstance(v, bool)):
+            raise p.error(f"{name} bounds must be integers, got {_describe(v)}")
+        if is_ir(v) and not v.dtype.is_int:
+            raise p.error(f"{name} bounds must be integers, got a {v.dtype} value")
+    extent = binop("-", stop, start)
+    s = const(start, extent.dtype if is_ir(extent) else None)
+    return _LoopRange(s, const(extent, s.dtype), kind)
+
+
+_HANDLERS["serial"] = lambda p, a, k: _range(p, a, k, "serial")
+_HANDLERS["unroll"] = lambda p, a, k: _range(p, a, k, "unroll")
+
+
+@handler("tvm_storage_sync")
+def _storage_sync(p, args, kwargs):
+    _arity(p, "tvm_storage_sync", args, kwargs, 1)
+    if args[0] != "shared":
+        raise p.error(f"T.tvm_storage_sync({args[0]!r}) is not supported",
+                      "use T.tvm_storage_sync(\"shared\") (a CTA barrier)")
+    return ptx_table.lookup("cuda.cta_sync").call([], {}, p.span())
+
+
+# ------------------------------------------------------------------ tile primitives
+def _tile_call(p, ref: TilePrimitiveRef, args, kwargs):
+    prim = ref.prim
+    if len(args) != len(prim.operands):
+        raise p.error(f"Tx.{prim.name} takes {len(prim.operands)} operands "
+                      f"({', '.join(prim.operands)}), got {len(args)}")
+    operands = []
+    for name, a in zip(prim.operands, args):
+        if isinstance(a, Buffer):
+            a = BufferRegion(a, tuple(Range(IntImm(0), s) for s in a.shape), span=p.span())
+        if not isinstance(a, BufferRegion):
+            raise p.error(f"operand {name!r} of Tx.{prim.name} must be a buffer region such as "
+                          f"A[0:128, 0:32], got {_describe(a)}")
+        operands.append(a)
+    options = prim.check_options(kwargs, p.span())
+    p.emit(TileCall(prim.name, ref.scope, tuple(operands), options, span=p.span()))
+    return None
+
+
+def handlers() -> dict:
+    return dict(_HANDLERS)
+
+
+
+
