@@ -52,6 +52,11 @@ class PtxOp:
             raise ScriptError(
                 f"T.{self.name} takes {n_fixed} operand(s) ({self.signature()}), "
                 f"got {len(args)}", span, hint=f"call it as T.{self.name}({self.signature()})")
+        names = [p.name for p in self.params]
+        for bad in kwargs:
+            if bad not in names:
+                raise ScriptError(f"T.{self.name} has no operand named {bad!r}", span,
+                                  hint=did_you_mean(bad, names))
         for i, p in enumerate(self.params):
             if i < len(args):
                 if p.name in kwargs:
@@ -65,10 +70,6 @@ class PtxOp:
                 raise ScriptError(f"T.{self.name} is missing operand {p.name!r}", span,
                                   hint=f"call it as T.{self.name}({self.signature()})")
             out.append(self._check(p, v, span))
-        if kwargs:
-            bad = next(iter(kwargs))
-            raise ScriptError(f"T.{self.name} has no operand named {bad!r}", span,
-                              hint=did_you_mean(bad, [p.name for p in self.params]))
         out.extend(const(a) if not isinstance(a, Expr) else a for a in args[n_fixed:])
         return tuple(out)
 

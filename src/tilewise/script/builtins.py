@@ -367,8 +367,8 @@ def _tile_call(p, ref: TilePrimitiveRef, args, kwargs):
         if isinstance(a, Buffer):
             a = BufferRegion(a, tuple(Range(IntImm(0), s) for s in a.shape), span=p.span())
         if not isinstance(a, BufferRegion):
-            raise p.error(f"operand {name!r} of Tx.{prim.name} must be a buffer region such as "
-                          f"A[0:128, 0:32], got {_describe(a)}")
+            raise p.error(f"operand {name!r} of Tx.{prim.name} must be a buffer region, got "
+                          f"{_describe(a)}", "pass a slice of a buffer such as A[0:128, 0:32]")
         operands.append(a)
     options = prim.check_options(kwargs, p.span())
     p.emit(TileCall(prim.name, ref.scope, tuple(operands), options, span=p.span()))

@@ -34,18 +34,26 @@ _PY_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operato
            "@": operator.matmul, "**": operator.pow, "<": operator.lt, "<=": operator.le,
            ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 
-_REJECTED = {
-    ast.While: "while loops (use `for i in range(n)` with a bound known in advance)",
-    ast.Try: "try/except", ast.With: "with blocks", ast.Raise: "raise",
-    ast.Lambda: "lambda", ast.FunctionDef: "nested functions", ast.ClassDef: "classes",
-    ast.Return: "return (guard the rest of the kernel with `if` instead)",
-    ast.Global: "global", ast.Nonlocal: "nonlocal", ast.Import: "import",
-    ast.ImportFrom: "import", ast.Delete: "del", ast.Break: "break", ast.Continue: "continue",
-    ast.AsyncFunctionDef: "async functions", ast.AsyncFor: "async for",
-    ast.AsyncWith: "async with", ast.Yield: "yield", ast.YieldFrom: "yield",
-    ast.Await: "await", ast.NamedExpr: "the walrus operator", ast.Assert: "assert",
-    ast.JoinedStr: "f-strings", ast.Set: "sets", ast.SetComp: "set comprehensions",
-    ast.DictComp: "dict comprehensions",
+_GENERIC_HINT = "write the kernel with for/if, assignments and T.*/Tx.* calls"
+_REJECTED = {  # construct -> (name, what to write instead)
+    ast.While: ("while loops", "use `for i in range(n)` with a bound known in advance"),
+    ast.Try: ("try/except", "check conditions with `if`; errors cannot be caught on the GPU"),
+    ast.With: ("with blocks", None), ast.Raise: ("raise", None),
+    ast.Lambda: ("lambda", "compute the value inline or in a Python helper at compile time"),
+    ast.FunctionDef: ("nested functions", "define helpers outside the kernel"),
+    ast.ClassDef: ("classes", None),
+    ast.Return: ("return", "guard the rest of the kernel with `if` instead"),
+    ast.Global: ("global", None), ast.Nonlocal: ("nonlocal", None),
+    ast.Import: ("import", "import at module level"),
+    ast.ImportFrom: ("import", "import at module level"), ast.Delete: ("del", None),
+    ast.Break: ("break", "bound the loop instead"), ast.Continue: ("continue", "use `if`"),
+    ast.AsyncFunctionDef: ("async functions", None), ast.AsyncFor: ("async for", None),
+    ast.AsyncWith: ("async with", None), ast.Yield: ("yield", None),
+    ast.YieldFrom: ("yield", None), ast.Await: ("await", None),
+    ast.NamedExpr: ("the walrus operator", "assign on its own line"),
+    ast.Assert: ("assert", "check at compile time outside the kernel"),
+    ast.JoinedStr: ("f-strings", None), ast.Set: ("sets", None),
+    ast.SetComp: ("set comprehensions", None), ast.DictComp: ("dict comprehensions", None),
 }
 
 
@@ -121,9 +129,9 @@ class Parser:
         try:
             method = getattr(self, "s_" + type(node).__name__, None)
             if method is None:
-                what = _REJECTED.get(type(node), type(node).__name__)
+                what, hint = _REJECTED.get(type(node), (type(node).__name__, None))
                 raise self.error(f"{what} is not supported in a tilewise kernel",
-                                 "write the kernel with for/if, assignments and T.*/Tx.* calls")
+                                 hint or _GENERIC_HINT)
             method(node)
         except TilewiseError as e:
             raise e.with_span(self.span(node)) from None
@@ -273,8 +281,9 @@ class Parser:
     def expr(self, node: ast.expr):
         method = getattr(self, "e_" + type(node).__name__, None)
         if method is None:
-            what = _REJECTED.get(type(node), type(node).__name__)
-            raise self.error(f"{what} is not supported in a tilewise kernel", node=node)
+            what, hint = _REJECTED.get(type(node), (type(node).__name__, None))
+            raise self.error(f"{what} is not supported in a tilewise kernel",
+                             hint or _GENERIC_HINT, node)
         prev, self.node = self.node, node
         try:
             return method(node)
@@ -342,7 +351,7 @@ class Parser:
             return
         g = gens[i]
         it = self.expr(g.iter)
-        if is_ir(it) or isinstance(it, _LoopRange) or not hasattr(it, "__iter__"):
+        if is_ir(it) or not hasattr(it, "__iter__"):
             raise self.error("a comprehension must iterate over a compile-time sequence",
                              "use range(n) with n known at compile time", node=g.iter)
         for v in it:
@@ -573,5 +582,7 @@ def parse_function(fdef: ast.FunctionDef, pyscope: dict, file: str, lines: list[
         raise p.error("the kernel never calls T.device_entry()",
                       "call T.device_entry() after the T.match_buffer lines", fdef)
     body = seq(*p.blocks[0])
-    return PrimFunc(fdef.name, tuple(p.params), tuple(p.buffer_map), tuple(p.launch), body,
+    func = PrimFunc(fdef.name, tuple(p.params), tuple(p.buffer_map), tuple(p.launch), body,
                     span=p.span(fdef))
+    func.launch_config  # noqa: B018 - checks that the launch declarations agree
+    return func
