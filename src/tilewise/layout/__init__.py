@@ -1,0 +1,143 @@
+"""The layout algebra: where each element of a tile lives.
+
+A **layout** maps a *logical tile coordinate* to a *place* on named axes. The compiler
+reads layouts to choose instructions, to compute addresses and to split work between
+threads, so they are plain immutable values with pure operations.
+
+Axes
+----
+Each axis has a kind: the memory offset ``m`` (``"memory"``, in elements); thread axes
+``laneid``, ``warpid``, ``wid_in_wg``, ``tid_in_wg``, ``wgid``, ``tx`` (``"thread"``); CTA
+axes ``bx``, ``by``, ``bz`` (``"cta"``); cluster axes ``cbx``, ``cby``, ``cbz``
+(``"cluster"``); tensor-memory ``TLane``, ``TCol`` (``"tmem"``). ``Axis.get("laneid")``
+looks one up by name; a misspelt name is a ``LayoutError`` that suggests the nearest.
+
+Writing a layout
+----------------
+::
+
+    S[(128, 32)]                                # row-major on m: (i, j) -> m = 32 i + j
+    S[(128, 8) : (1@tid_in_wg, 1)]              # row i in thread i, column j in register j
+    S[(128, 8) : (1@TLane, 1@TCol)]             # tensor memory: row -> lane, column -> column
+    S[8 : 4@laneid]                             # 1-D: element i in lane 4 i
+    S[(8, 2, 4, 2) : (4@laneid, 1@warpid, 1@laneid, 1)] + R[2 : 4@warpid] + 5@warpid
+
+``S[extents : strides]`` is the **shard**: iters ``(extent, stride, axis)``, outermost
+first; the extents read row-major are the logical domain, and element ``(i0, i1, ...)``
+goes to ``sum(ik * stride_k)`` on each axis. A bare integer stride is on ``m``.
+``R[...]`` adds a **replica**: every element is also held at each place the replica
+iters enumerate — allowed on thread / CTA / cluster axes only (a replica on ``m`` or
+tensor memory would store one element at several addresses; no instruction does that,
+so it is rejected). ``+ 5@warpid`` (or ``+ 5`` on ``m``) adds an **offset**. Wrap it as
+``TileLayout(S[...])`` (optional: ``S[...]`` already is a ``TileLayout``) or build it with
+``TileLayout.from_iters(shard=[(128, 1, "tid_in_wg"), (8, 1, "m")])``.
+
+Extents are positive and strides non-negative. Every malformed layout is a
+``LayoutError`` whose message says what is wrong and whose hint says what to change.
+
+Using a layout
+--------------
+* ``apply(i, j)`` / ``apply(lin)`` / ``apply(i, j, shape=(64, 64))`` -> ``{"tid_in_wg": 5,
+  "m": 3}``: the first place of an element (offset included, replica index 0);
+  ``apply_all`` lists every replica; ``apply_np(coords)`` is the vectorised form.
+* ``size()``, ``shape`` (the extents as written), ``span(axis)`` (largest index + 1),
+  ``axes()``, ``thread_axes()``.
+* ``canonicalize()`` drops extent-1 iters and merges contiguous neighbours on one axis;
+  an empty shard becomes ``(1, 1, m)``; the replica is sorted. ``==`` and ``hash`` use it,
+  so they compare the function of the *linear* index: ``S[(128, 32)] == S[4096]``.
+* ``group(shape)`` re-splits the iters so the domain reads as ``shape``; ``slice(region,
+  shape=)`` returns the sub-tile as a layout whose offset absorbs the start
+  (``slice(r).apply(c, shape=r_shape) == apply(c + start)``); ``permute(order)``.
+* ``storage()`` keeps the memory / tensor-memory part (for a register view: the
+  per-thread register index); ``split_threads()`` returns ``(who, where)``.
+* ``contiguous_run()`` and ``vector_width(dtype_bits)`` say how many consecutive
+  innermost elements one access may move; ``is_bijective_on("m")``, ``is_injective()``.
+* ``repr`` reads back as the builder syntax; ``render_ascii`` / ``render_svg`` draw it
+  (``_repr_svg_`` shows it in notebooks).
+
+Swizzles
+--------
+``TileLayout(S[(64, 64)]).swizzle(128, dtype_bits=16)`` applies the 128-byte shared-memory
+swizzle (32 and 64 too; ptx-semantics.md §5) to ``m`` after the affine map, relative to a
+buffer base aligned to the swizzle repeat. Every operation keeps it; ``contiguous_run``
+sees through it: runs inside an aligned 16-byte chunk stay contiguous.
+
+Instruction atoms
+-----------------
+Built from the PTX formulas, never typed in: ``tcgen05_atom(shape, num, dtype_bits)``
+(one warp, ``laneid`` x register element ``m``) and ``tcgen05_warpgroup_atom`` (four warps,
+``tid_in_wg``, datapath ``"D"`` or ``"F"``), ``tmem_datapath("D"|"F", cols)``,
+``mma_m8n8_fragment(dtype_bits)``, ``ldmatrix_m8n8(num, trans)``. ``match_atom(layout,
+atom)`` returns a truthy ``MatchResult``, or one whose ``reason`` says what differs.
+"""
+
+from tilewise.layout.atoms import (
+    MatchResult,
+    ldmatrix_m8n8,
+    match_atom,
+    mma_m8n8_fragment,
+    tcgen05_atom,
+    tcgen05_shape,
+    tcgen05_warpgroup_atom,
+    tmem_datapath,
+)
+from tilewise.layout.axes import (
+    Axis,
+    Iter,
+    OnAxis,
+    TCol,
+    TLane,
+    bx,
+    by,
+    bz,
+    cbx,
+    cby,
+    cbz,
+    laneid,
+    m,
+    tid_in_wg,
+    tx,
+    warpid,
+    wgid,
+    wid_in_wg,
+)
+from tilewise.layout.builder import R, S
+from tilewise.layout.layout import Replica, TileLayout
+from tilewise.layout.render import render_ascii, render_svg
+from tilewise.layout.swizzle import Swizzle
+
+__all__ = [
+    "Axis",
+    "Iter",
+    "MatchResult",
+    "OnAxis",
+    "R",
+    "Replica",
+    "S",
+    "Swizzle",
+    "TCol",
+    "TLane",
+    "TileLayout",
+    "bx",
+    "by",
+    "bz",
+    "cbx",
+    "cby",
+    "cbz",
+    "laneid",
+    "ldmatrix_m8n8",
+    "m",
+    "match_atom",
+    "mma_m8n8_fragment",
+    "render_ascii",
+    "render_svg",
+    "tcgen05_atom",
+    "tcgen05_shape",
+    "tcgen05_warpgroup_atom",
+    "tid_in_wg",
+    "tmem_datapath",
+    "tx",
+    "warpid",
+    "wgid",
+    "wid_in_wg",
+]

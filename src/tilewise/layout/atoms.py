@@ -1,0 +1,263 @@
+"""Instruction atoms: the register / tensor-memory layouts instructions impose.
+
+Atoms are never typed in as iters. Each factory states the instruction's mapping as the
+formula of its reference (PTX ISA tables, via ptx-semantics.md §3), evaluates it for every
+thread and register, and *fits* a layout to that table (``_fit``): each logical bit of the
+tile is sent to the place its unit coordinate reaches, and the fitted layout is then
+checked against the whole table. A formula that is not a tile layout is a defect here,
+reported loudly, never a silently wrong atom.
+
+Logical tile of a tcgen05 atom: rows are the lane offset ``dl`` (0..31 for ``.32x32b``,
+0..15 for ``.16x*b``); columns are element columns, ``col = c * e + h`` where ``c`` is the
+logical 32-bit column of the formula, ``e = 32 // dtype_bits`` elements share one 32-bit
+register and ``h`` is the element's half (bits ``[16h, 16h+16)`` for 16-bit types, the
+``.pack::16b`` rule). The register axis ``m`` counts elements of the thread's fragment:
+``m = r * e + h``, so an fp16 fragment of 4 registers is ``m`` in 0..7, like the seed's
+``A_reg = T.alloc_local((8,), "float16")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from tilewise.errors import LayoutError, did_you_mean
+from tilewise.layout.axes import Axis, Iter, as_int
+from tilewise.layout.layout import TileLayout
+
+Place = dict[str, int]
+
+# shape -> (lanes, registers per .num, dl(t, r), c(t, r)); ptx-semantics.md §3.
+TCGEN05_SHAPES: dict[str, tuple[int, int, Callable, Callable]] = {
+    "32x32b": (32, 1, lambda t, r: t, lambda t, r: r),
+    "16x64b": (16, 1, lambda t, r: (t >> 2) + 8 * (t & 1), lambda t, r: 2 * r + ((t >> 1) & 1)),
+    "16x128b": (16, 2, lambda t, r: (t >> 2) + 8 * (r & 1), lambda t, r: 4 * (r >> 1) + (t & 3)),
+    "16x256b": (
+        16,
+        4,
+        lambda t, r: (t >> 2) + 8 * ((r >> 1) & 1),
+        lambda t, r: 8 * (r >> 2) + 2 * (t & 3) + (r & 1),
+    ),
+}
+TCGEN05_NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
+MAX_REGS = 128  # PTX Table 49: no shape/num combination passes more registers
+
+
+def _fit(dims: tuple[int, int], table: Iterable[tuple[tuple[int, int], Place]]) -> TileLayout:
+    """The layout over ``dims`` (powers of two) whose places are ``table``."""
+    rows, cols = dims
+    places: dict[int, Place] = {}
+    for (row, col), place in table:
+        places[row * cols + col] = place
+    size = rows * cols
+    if sorted(places) != list(range(size)):
+        raise RuntimeError(f"atom table does not cover its {rows}x{cols} tile")
+    iters = []
+    for bit in reversed(range(size.bit_length() - 1)):  # outermost bit first
+        unit = {k: v for k, v in places[1 << bit].items() if v}
+        if len(unit) > 1:
+            raise RuntimeError(f"atom bit {bit} moves two axes at once: {unit}")
+        name, stride = next(iter(unit.items()), ("m", 0))
+        iters.append(Iter(2, stride, Axis.get(name)))
+    layout = TileLayout._build(iters).canonicalize().group(dims)
+    got = layout.apply_np(np.arange(size))
+    for name in {k for place in places.values() for k in place}:
+        want = np.array([places[i].get(name, 0) for i in range(size)])
+        if not np.array_equal(got.get(name, np.zeros(size, np.int64)), want):
+            raise RuntimeError(f"atom formula is not a tile layout on axis {name}")
+    return layout
+
+
+def _elems_per_32b(dtype_bits: object) -> int:
+    bits = as_int(dtype_bits, "dtype_bits", "pass dtype_bits=16 or 32")
+    if bits not in (8, 16, 32):
+        raise LayoutError(
+            f"dtype_bits {bits} is not supported by tcgen05 register atoms",
+            hint="pass dtype_bits=8, 16 or 32",
+        )
+    return 32 // bits
+
+
+def _check_shape_num(shape: str, num: object) -> tuple[int, int, Callable, Callable]:
+    if shape not in TCGEN05_SHAPES:
+        raise LayoutError(
+            f"unknown tcgen05 shape {shape!r}", hint=did_you_mean(str(shape), TCGEN05_SHAPES)
+        )
+    lanes, regs, dl, c = TCGEN05_SHAPES[shape]
+    n = as_int(num, "num", "num is the .xN repeat count: 1, 2, 4, ..., 128")
+    if n not in TCGEN05_NUMS or regs * n > MAX_REGS:
+        legal = [k for k in TCGEN05_NUMS if regs * k <= MAX_REGS]
+        raise LayoutError(
+            f"num={n} is not a legal .x count for tcgen05 .{shape}", hint=f"use one of {legal}"
+        )
+    return lanes, regs * n, dl, c
+
+
+def tcgen05_shape(shape: str, num: int = 1, dtype_bits: int = 32) -> tuple[int, int]:
+    """``(rows, cols)`` of one warp's tcgen05 fragment tile (elements of dtype_bits)."""
+    lanes, nregs, _, c = _check_shape_num(shape, num)
+    e = _elems_per_32b(dtype_bits)
+    return lanes, e * (1 + max(c(t, r) for t in range(32) for r in range(nregs)))
+
+
+def _tcgen05_table(
+    shape: str,
+    num: int,
+    dtype_bits: int,
+    rows_per_warp: int,
+    warps: int,
+    slabs: int,
+    thread_axis: str,
+) -> Iterable[tuple[tuple[int, int], Place]]:
+    _, nregs, dl, c = _check_shape_num(shape, num)
+    e = _elems_per_32b(dtype_bits)
+    for w in range(warps):
+        for s in range(slabs):
+            for t in range(32):
+                for r in range(nregs):
+                    for h in range(e):
+                        row = w * rows_per_warp + 16 * s + dl(t, r)
+                        reg = (s * nregs + r) * e + h
+                        yield (row, c(t, r) * e + h), {thread_axis: 32 * w + t, "m": reg}
+
+
+def tcgen05_atom(shape: str, num: int = 1, dtype_bits: int = 32) -> TileLayout:
+    """Register layout of one warp's ``tcgen05.ld/st.<shape>.x<num>`` fragment: logical
+    ``(dl, col)`` -> ``laneid`` and register element index ``m``."""
+    rows, cols = tcgen05_shape(shape, num, dtype_bits)
+    return _fit((rows, cols), _tcgen05_table(shape, num, dtype_bits, rows, 1, 1, "laneid"))
+
+
+def tcgen05_warpgroup_atom(
+    shape: str, num: int = 1, dtype_bits: int = 32, datapath: str = "D"
+) -> TileLayout:
+    """The four warps of a warpgroup issuing ``tcgen05.<shape>.x<num>`` together.
+
+    Datapath ``D`` (M=128): warp ``w`` covers rows ``32w..32w+31``; a ``.16x*b`` shape is
+    issued twice (slab 0 at row 0, slab 1 at row 16) and slab ``s``'s registers follow
+    slab ``s-1``'s in the thread's fragment. Datapath ``F`` (M=64): warp ``w`` covers rows
+    ``16w..16w+15`` in one issue (``.16x*b`` shapes only). Thread axis: ``tid_in_wg``.
+    """
+    rows, cols = tcgen05_shape(shape, num, dtype_bits)
+    dp = _check_datapath(datapath)
+    if dp == "F" and rows == 32:
+        raise LayoutError(
+            f"tcgen05 .{shape} moves 32 lanes per warp; datapath F (M=64) uses 16 lanes per warp",
+            hint="use a .16x64b/.16x128b/.16x256b shape",
+        )
+    per_warp = 32 if dp == "D" else 16
+    slabs = per_warp // rows
+    table = _tcgen05_table(shape, num, dtype_bits, per_warp, 4, slabs, "tid_in_wg")
+    return _fit((4 * per_warp, cols), table)
+
+
+# ---- tensor-memory datapaths ---------------------------------------------------------
+# Row r of an M-row accumulator -> TMEM lane. D (M=128) is the identity. F (M=64): warp
+# w's 16 rows sit in the first half of its 32-lane slice (PTX ISA §9.7.16.10 "data path
+# layout organization", figures for M=64 / cta_group::1; the tcgen05_ldst reference says
+# "F (M=64) scatters rows to lanes"; each warp may only touch lanes [32w, 32w+32), §2).
+DATAPATHS: dict[str, tuple[int, Callable[[int], int]]] = {
+    "D": (128, lambda r: r),
+    "F": (64, lambda r: 32 * (r // 16) + r % 16),
+}
+
+
+def _check_datapath(kind: str) -> str:
+    if kind not in DATAPATHS:
+        raise LayoutError(
+            f"unknown tensor-memory datapath {kind!r}", hint=did_you_mean(str(kind), DATAPATHS)
+        )
+    return kind
+
+
+def tmem_datapath(kind: str, cols: int = 1) -> TileLayout:
+    """Tensor-memory layout of an ``M x cols`` accumulator: row -> ``TLane`` per the
+    datapath ``kind`` ("D": M=128, "F": M=64), column -> ``TCol``."""
+    rows, lane = DATAPATHS[_check_datapath(kind)]
+    n = as_int(cols, "cols", "cols is a positive power of two")
+    if n <= 0 or n & (n - 1):
+        raise LayoutError(f"cols={n} is not a positive power of two", hint="e.g. cols=32")
+    table = (((r, c), {"TLane": lane(r), "TCol": c}) for r in range(rows) for c in range(n))
+    return _fit((rows, n), table)
+
+
+# ---- mma.sync / ldmatrix ---------------------------------------------------------------
+def mma_m8n8_fragment(dtype_bits: int = 16) -> TileLayout:
+    """An 8-row fragment of mma.sync / ldmatrix: lane ``t`` holds row ``t // 4``, columns
+    ``e*(t%4) .. e*(t%4)+e-1`` (``e = 32 // dtype_bits``: 8x8 for 16-bit types)."""
+    e = _elems_per_32b(dtype_bits)
+    table = (
+        ((t // 4, e * (t % 4) + h), {"laneid": t, "m": h}) for t in range(32) for h in range(e)
+    )
+    return _fit((8, 4 * e), table)
+
+
+def ldmatrix_m8n8(num: int = 1, trans: bool = False) -> TileLayout:
+    """Register layout of ``ldmatrix.sync.aligned.m8n8.x<num>{.trans}.b16``: matrix ``i``
+    is rows ``8i..8i+7`` of a ``(8*num) x 8`` tile and lands in register ``i``."""
+    n = as_int(num, "num", "ldmatrix takes .x1, .x2 or .x4")
+    if n not in (1, 2, 4):
+        raise LayoutError(f"num={n} is not a legal ldmatrix count", hint="use 1, 2 or 4")
+
+    def table() -> Iterable[tuple[tuple[int, int], Place]]:
+        for i in range(n):
+            for t in range(32):
+                for h in range(2):
+                    row, col = (2 * (t % 4) + h, t // 4) if trans else (t // 4, 2 * (t % 4) + h)
+                    yield (8 * i + row, col), {"laneid": t, "m": 2 * i + h}
+
+    return _fit((8 * n, 8), table())
+
+
+# ---- structural matching -------------------------------------------------------------
+@dataclass(frozen=True)
+class MatchResult:
+    """Truthy when a layout is an atom; otherwise ``reason`` says what differs."""
+
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _label(axis: Axis) -> str:
+    return "register axis" if axis.kind == "memory" else axis.name
+
+
+def _iter_mismatch(a: Iter, b: Iter) -> str | None:
+    if a.axis != b.axis:
+        return f"an iter on {a.axis.name} where the atom has {b.axis.name}"
+    if a.extent != b.extent:
+        return f"extent {a.extent} on {a.axis.name} where the atom has {b.extent}"
+    if a.stride != b.stride:
+        return f"{_label(a.axis)} stride {a.stride} where the atom has {b.stride}"
+    return None
+
+
+def match_atom(layout: TileLayout, atom: TileLayout) -> MatchResult:
+    """Is ``layout`` structurally ``atom`` (canonical forms equal)? Iters are compared
+    innermost first, so the reason names the first difference a fragment would show."""
+    a, b = layout.canonicalize(), atom.canonicalize()
+    if a == b:
+        return MatchResult(True)
+    for x, y in zip(reversed(a.shard), reversed(b.shard)):
+        why = _iter_mismatch(x, y)
+        if why:
+            return MatchResult(False, why)
+    if len(a.shard) != len(b.shard):
+        return MatchResult(
+            False,
+            f"{len(a.shard)} iters ({a.size()} elements) where the "
+            f"atom has {len(b.shard)} ({b.size()} elements)",
+        )
+    for what, x, y in (
+        ("replica", a.replica, b.replica),
+        ("offset", dict(a.offset), dict(b.offset)),
+        ("swizzle", a.swizzling, b.swizzling),
+    ):
+        if x != y:
+            return MatchResult(False, f"{what} {x} where the atom has {y}")
+    return MatchResult(False, "the layouts differ")  # unreachable: the key has no more

@@ -1,0 +1,90 @@
+"""Run an example kernel on random inputs, on the GPU when one fits the target, else in the
+simulator, and compare with the example's ``reference``.
+
+An example module provides ``inputs(rng) -> [arrays]`` and ``reference(*arrays) -> [arrays]``
+(what every argument must hold afterwards) and optionally ``TARGET`` and ``RTOL`` (a relative
+tolerance for float results; exact comparison otherwise, bit for bit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import TilewiseError
+
+
+def gpu_fits(target) -> tuple[bool, str]:
+    """Whether a GPU is present and can run code compiled for ``target``."""
+    from .target import Target
+
+    try:
+        from .runtime import device_target
+    except ImportError:
+        return False, "the GPU runtime is not installed"
+    dev = device_target()
+    if dev is None:
+        return False, "no GPU"
+    t = Target(target)
+    if not t.runs_on(dev):
+        return False, f"the GPU is {dev}, code for {t} cannot run on it"
+    return True, f"GPU {dev}"
+
+
+def execute(func, arrays, target, force_sim=False) -> str:
+    """Run ``func`` on numpy ``arrays`` in place; returns which executor ran it."""
+    fits, why = (False, "--sim asked for") if force_sim else gpu_fits(target)
+    if fits:
+        _run_gpu(func, arrays, target)
+        return f"GPU ({why})"
+    from .sim import simulate
+
+    simulate(func, *arrays, target=target)
+    return f"simulator ({why})"
+
+
+def _run_gpu(func, arrays, target):
+    import torch
+
+    from .compiler import compile as tw_compile
+
+    kernel = tw_compile(func, target=target)
+    dev = [torch.from_numpy(np.ascontiguousarray(a).view(_torch_view(a.dtype))).cuda()
+           for a in arrays]
+    kernel(*dev)
+    torch.cuda.synchronize()
+    for a, d in zip(arrays, dev):
+        a[...] = d.cpu().numpy().view(a.dtype)
+
+
+def _torch_view(dtype):
+    """A numpy dtype torch can hold with the same bytes (bfloat16/fp8 travel as ints)."""
+    return {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}[np.dtype(dtype).itemsize] \
+        if np.dtype(dtype).name in ("bfloat16", "float8_e4m3fn", "float8_e5m2") else dtype
+
+
+def compare(got, want, rtol=None) -> list[str]:
+    """Mismatch descriptions (empty when every array matches)."""
+    problems = []
+    for i, (g, w) in enumerate(zip(got, want)):
+        if rtol is None:
+            same = np.array_equal(g.view(np.uint8), np.ascontiguousarray(w).view(np.uint8))
+        else:
+            same = np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=0)
+        if not same:
+            bad = np.count_nonzero(g != w)
+            problems.append(f"argument {i}: {bad} of {g.size} elements differ")
+    return problems
+
+
+def run_example(mod, func, target, force_sim=False, seed=0) -> bool:
+    if not hasattr(mod, "inputs") or not hasattr(mod, "reference"):
+        raise TilewiseError(f"{mod.__name__} has no inputs()/reference() to run with",
+                            hint="define inputs(rng) and reference(*arrays) in the file")
+    rng = np.random.default_rng(seed)
+    arrays = mod.inputs(rng)
+    want = mod.reference(*[a.copy() for a in arrays])
+    where = execute(func, arrays, target, force_sim)
+    problems = compare(arrays, want, getattr(mod, "RTOL", None))
+    print(f"{func.name} on {where}, target {target}: "
+          + ("OK, matches the reference" if not problems else "MISMATCH: " + "; ".join(problems)))
+    return not problems
