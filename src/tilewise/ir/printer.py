@@ -110,7 +110,10 @@ class Printer:
         return f"T.address_of({self.name(e.buffer)}[{idx}])"
 
     def e_Call(self, e: Call, prec):
-        args = [self.expr(a) for a in e.args]
+        n = len(e.args)
+        while n and e.args[n - 1] is None:  # omitted optional operands of the PTX table
+            n -= 1
+        args = [self.expr(a) for a in e.args[:n]]
         args += [f"{k}={self.value(v)}" for k, v in e.kwargs]
         return f"T.{e.op}({', '.join(args)})"
 

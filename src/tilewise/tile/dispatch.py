@@ -1,0 +1,244 @@
+"""The dispatch pass: replace every ``TileCall`` by the statements of one variant.
+
+For each call, in program order:
+
+1. compute the active threads from the enclosing conditions (:mod:`.context`);
+2. build a :class:`DispatchContext`;
+3. try the registered candidates by descending priority (only the one named by
+   ``dispatch=`` when given): the first whose predicates all hold and whose
+   implementation does not raise :class:`DispatchFail` wins;
+4. record the decision (every candidate tried, with its reason) in the dispatch log.
+
+When nothing accepts, a :class:`DispatchError` at the user's line lists every candidate
+and its reason. :func:`explain` renders the log as text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import DispatchError, TilewiseError, did_you_mean
+from ..ir.expr import BinOp, Call, IntImm, UnaryOp, Var, as_int
+from ..ir.printer import SCOPE_PREFIX
+from ..ir.stmt import Assign, IfThenElse, LetStmt, PrimFunc, ThreadBinding, TileCall
+from ..ir.visitor import Mutator, walk
+from .context import (ActiveThreads, DispatchContext, Unknown, eval_threads, launch_env,
+                      scope_threads)
+from .registry import DispatchFail, candidates
+
+
+@dataclass
+class Decision:
+    """One line of the dispatch log."""
+
+    call: str  # e.g. "Tx.cta.copy_async(A_smem[0:128, 0:32], A[0:128, 0:32])"
+    span: object
+    tried: list[tuple[str, int, str | None]] = field(default_factory=list)
+    chosen: str | None = None
+    notes: list[str] = field(default_factory=list)
+    info: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        where = f"{self.span.file}:{self.span.line}" if self.span else "?"
+        lines = [f"{where}: {self.call}"]
+        for name, prio, reason in self.tried:
+            mark = f"declined: {reason}"
+            if name == self.chosen:
+                mark = "chosen" + "".join(f" ({i})" for i in self.info)
+            lines.append(f"    {name} (priority {prio}): {mark}")
+        if not self.tried:
+            lines.append("    no variant is registered for this primitive")
+        lines += [f"    warning: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _call_text(call: TileCall) -> str:
+    from ..ir.printer import Printer
+
+    p = Printer()
+    args = [p.value(a) for a in call.args] + [f"{k}={p.value(v)}" for k, v in call.options]
+    return f"{SCOPE_PREFIX.get(call.scope, call.scope)}.{call.op}({', '.join(args)})"
+
+
+def _thread_var(func: PrimFunc) -> tuple[object, ThreadBinding | None]:
+    for b in func.launch:
+        if b.kind == "thread_id":
+            return b.var, None
+    var = Var("tid")
+    block = func.launch_config.block
+    return var, ThreadBinding(var, "thread_id", (block,), span=func.span)
+
+
+class _Dispatch(Mutator):
+    def __init__(self, func: PrimFunc, target):
+        self.func = func
+        self.target = target
+        self.launch = func.launch_config
+        self.tids = np.arange(self.launch.block)
+        self.env = launch_env(func, self.tids)
+        self.masks: list[np.ndarray] = []
+        self.unknown: list[str] = []
+        self.tid, self.new_binding = _thread_var(func)
+        self.log: list[Decision] = []
+        self.uniform: set[int] = {id(b.var) for b in func.launch if b.kind == "cta_id"}
+
+    def is_uniform(self, e) -> bool:
+        """True when ``e`` has one value for the whole CTA (CTA ids, constant-bound loop
+        variables, locals computed from them): such a condition never splits the CTA."""
+        bad = []
+
+        def look(n):
+            if isinstance(n, Var) and id(n) not in self.uniform:
+                bad.append(n)
+            elif not isinstance(n, (Var, IntImm, BinOp, UnaryOp)) and n is not e:
+                bad.append(n)
+        walk(e, look)
+        return not bad and not isinstance(e, Call)
+
+    def visit_For(self, s):
+        if as_int(s.start) is not None and as_int(s.extent) is not None:
+            self.uniform.add(id(s.var))
+        return self.generic_visit(s)
+
+    # -- active threads -----------------------------------------------------------
+    def active(self) -> ActiveThreads:
+        mask = np.ones(self.launch.block, bool)
+        for m in self.masks:
+            mask &= m
+        return ActiveThreads(mask, not self.unknown, tuple(self.unknown))
+
+    def branch(self, cond_mask, text, body):
+        if cond_mask is None:
+            self.unknown.append(text)
+        else:
+            self.masks.append(cond_mask)
+        try:
+            return self.visit(body)
+        finally:
+            (self.unknown if cond_mask is None else self.masks).pop()
+
+    def visit_IfThenElse(self, s: IfThenElse):
+        from ..ir.printer import script
+
+        text = script(s.cond)
+        if self.is_uniform(s.cond):
+            return self.generic_visit(s)
+        try:
+            m = eval_threads(s.cond, self.env, self.tids) != 0
+        except Unknown:
+            m = None
+        then = self.branch(m, text, s.then_body)
+        other = None
+        if s.else_body is not None:
+            other = self.branch(None if m is None else ~m, f"not ({text})", s.else_body)
+        if then is s.then_body and other is s.else_body:
+            return s
+        return dataclasses.replace(s, then_body=then, else_body=other)
+
+    def visit_LetStmt(self, s: LetStmt):
+        if self.is_uniform(s.value):
+            self.uniform.add(id(s.var))
+        try:
+            self.env[id(s.var)] = eval_threads(s.value, self.env, self.tids)
+        except Unknown:
+            pass
+        return s
+
+    def visit_Assign(self, s: Assign):
+        self.env.pop(id(s.var), None)
+        self.uniform.discard(id(s.var))
+        return s
+
+    # -- the call -------------------------------------------------------------------
+    def visit_TileCall(self, s: TileCall):
+        ctx = DispatchContext(self.target, s.scope, scope_threads(s.scope, self.launch.block),
+                              self.active(), self.launch, s, s.span, tid=self.tid)
+        d = Decision(_call_text(s), s.span)
+        self.log.append(d)
+        try:
+            body = _choose(ctx, d)
+        except TilewiseError as e:
+            raise e.with_span(s.span)
+        d.notes.extend(ctx.notes)
+        d.info.extend(ctx.info)
+        return body
+
+
+def _forced(ctx: DispatchContext, cands):
+    name = ctx.option("dispatch")
+    if name is None:
+        return cands
+    chosen = [v for v in cands if v.name == name]
+    if not chosen:
+        known = [v.name for v in cands]
+        raise DispatchError(
+            f"{ctx.call.op} has no variant {name!r}", ctx.span,
+            hint=f"variants of {ctx.call.op}: " + (", ".join(known) or "none")
+            + (f"; {did_you_mean(name, known)}" if known else ""))
+    return chosen
+
+
+def _try(v, ctx: DispatchContext):
+    ok, reason = v.check(ctx)
+    if not ok:
+        return None, reason
+    try:
+        return v.impl(ctx), None
+    except DispatchFail as e:
+        return None, e.reason
+
+
+def _choose(ctx: DispatchContext, d: Decision):
+    for v in _forced(ctx, candidates(ctx.call.op)):
+        ctx.notes.clear()
+        ctx.info.clear()
+        body, reason = _try(v, ctx)
+        d.tried.append((v.name, v.priority, reason))
+        if body is not None:
+            d.chosen = v.name
+            return body
+    lines = "\n".join(f"  {n} (priority {p}): {r}" for n, p, r in d.tried) or "  (none)"
+    forced = ctx.option("dispatch")
+    what = (f"variant {forced!r} (forced by dispatch=) cannot implement this "
+            f"{ctx.call.op}" if forced else f"no variant of {ctx.call.op} accepts this call")
+    hint = ("remove dispatch= to let another variant take it" if forced else
+            "change the operands so that one variant's rule holds")
+    raise DispatchError(f"{what}:\n{lines}", ctx.span, hint=hint)
+
+
+def dispatch(func: PrimFunc, target) -> tuple[PrimFunc, list[Decision]]:
+    """``func`` with every tile call replaced, and the dispatch log."""
+    pass_ = _Dispatch(func, target)
+    try:
+        body = pass_.visit(func.body)
+    except DispatchError as e:
+        e.dispatch_log = pass_.log
+        raise
+    out = func.with_body(body)
+    if pass_.new_binding is not None and _uses(body, pass_.tid):
+        out = dataclasses.replace(out, launch=out.launch + (pass_.new_binding,))
+    return out, pass_.log
+
+
+def _uses(body, var) -> bool:
+    found = []
+    walk(body, lambda n: found.append(True) if n is var else None)
+    return bool(found)
+
+
+def explain(func: PrimFunc, target) -> str:
+    """Every tile call of ``func``, every candidate, chosen or the reason it declined."""
+    from ..passes.pipeline import lower
+
+    try:
+        log = lower(func, target, until="dispatch").dispatch_log
+        tail = ""
+    except DispatchError as e:
+        log = getattr(e, "dispatch_log", [])
+        tail = f"\n{e}"
+    head = f"dispatch of {func.name} for {target}:"
+    body = "\n".join(d.render() for d in log) or "    (no tile-primitive calls)"
+    return f"{head}\n{body}{tail}"

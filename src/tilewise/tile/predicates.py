@@ -1,0 +1,71 @@
+"""Predicates shared by the variants. Each returns ``True`` or ``(False, reason)``."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatch
+
+from ..ir.expr import BufferRegion
+
+
+def has_feature(ctx, feature: str, what: str):
+    if ctx.target.has(feature):
+        return True
+    return False, f"target {ctx.target} has no {what}"
+
+
+def scope_in(ctx, scopes: tuple[str, ...]):
+    if ctx.scope_kind in scopes:
+        return True
+    return False, (f"execution scope {ctx.scope_kind!r} is not supported (supported: "
+                   f"{', '.join(scopes)})")
+
+
+def all_active(ctx):
+    """Every thread of every scope instance that reaches the call is active."""
+    if ctx.scope_kind == "thread":
+        return True
+    if ctx.active.exact and ctx.active.count == 0:
+        return False, "no thread reaches this call"
+    return ctx.active.full_groups(ctx.thread_count)
+
+
+def operands_are_regions(ctx):
+    args = ctx.call.args
+    if len(args) != 2 or not all(isinstance(a, BufferRegion) for a in args):
+        return False, "operands must be two buffer regions (dst, src)"
+    return True
+
+
+def direction(ctx, pairs: tuple[tuple[str, str], ...]):
+    """``(dst scope, src scope)`` is one of ``pairs`` (glob patterns like 'shared*')."""
+    d, s = ctx.dst.buffer.scope, ctx.src.buffer.scope
+    if any(fnmatch(d, pd) and fnmatch(s, ps) for pd, ps in pairs):
+        return True
+    allowed = ", ".join(f"{ps} -> {pd}" for pd, ps in pairs)
+    return False, f"copies {s} -> {d}; this variant handles {allowed}"
+
+
+def same_dtype(ctx):
+    a, b = ctx.dst.buffer.dtype, ctx.src.buffer.dtype
+    if a == b:
+        return True
+    return False, f"dst is {a} but src is {b}; this variant does not convert"
+
+
+def same_size(ctx):
+    if ctx.dst.size == ctx.src.size:
+        return True
+    return False, (f"dst has {ctx.dst.size} elements ({ctx.dst.shape}) but src has "
+                   f"{ctx.src.size} ({ctx.src.shape})")
+
+
+def no_option(ctx, option: str, why: str):
+    if ctx.option(option) is None:
+        return True
+    return False, why
+
+
+def whole_bytes(ctx):
+    if ctx.dst.buffer.dtype.bits % 8 == 0:
+        return True
+    return False, f"{ctx.dst.buffer.dtype} elements are not whole bytes"

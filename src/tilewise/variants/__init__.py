@@ -1,0 +1,1 @@
+"""Dispatch variants, one file each; every module registers itself at its bottom."""

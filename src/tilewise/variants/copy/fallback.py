@@ -1,0 +1,64 @@
+"""copy -> fallback: a scalar loop run by the first thread of the scope.
+
+Correct for any two global / shared regions of one size (dtype conversion included) but
+slow: the dispatch log carries a warning. Lowest priority.
+
+Algorithm:
+
+1. Accept global / shared operands of equal element count in scope thread / warp /
+   warpgroup / cta, when the first thread of every scope instance that reaches the call
+   is active (or the active set is unknown: then the warning says so).
+2. Emit ``if <thread index in scope> == 0: for i in range(N): dst[i] = src[i]``, the
+   index ``i`` walked in row-major order of both regions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tilewise.ir.expr import BufferLoad, IntImm, Var, cast, cmp
+from tilewise.ir.stmt import BufferStore, For, IfThenElse
+from tilewise.tile import predicates as P
+from tilewise.tile.partition import Plan, Side, abs_coords
+from tilewise.tile.registry import predicate, register_dispatch
+
+MEMORIES = ("global", "shared*")
+PAIRS = tuple((d, s) for d in MEMORIES for s in MEMORIES)
+SCOPES = ("thread", "warp", "warpgroup", "cta")
+
+
+def first_thread_active(ctx):
+    if ctx.scope_kind == "thread" or not ctx.active.exact:
+        return True
+    groups = ctx.active.mask.reshape(-1, ctx.thread_count)
+    bad = np.nonzero(groups.any(axis=1) & ~groups[:, 0])[0]
+    if len(bad):
+        return False, (f"thread {int(bad[0]) * ctx.thread_count}, the first of its "
+                       f"{ctx.scope_kind}, is not active")
+    return True
+
+
+def _loop(ctx):
+    dst, src = Side("dst", ctx.dst), Side("src", ctx.src)
+    n = ctx.dst.size
+    plan = Plan(1, 1, n, tuple(range(len(dst.region.shape))), dst.region.shape, 1)
+    i = Var("i")
+    value = cast(dst.buffer.dtype, BufferLoad(src.buffer, abs_coords(src, plan, i)))
+    body = BufferStore(dst.buffer, abs_coords(dst, plan, i), value, span=ctx.span)
+    loop = For(i, IntImm(0), IntImm(n), "serial", body, span=ctx.span)
+    if ctx.scope_kind == "thread":
+        return loop
+    return IfThenElse(cmp("==", ctx.scope_tid, 0), loop, span=ctx.span)
+
+
+@register_dispatch("copy", "cuda", variant="fallback", priority=0, when=[
+    predicate("operands are regions", P.operands_are_regions),
+    predicate("global/shared", P.direction, pairs=PAIRS),
+    predicate("scope", P.scope_in, scopes=SCOPES),
+    predicate("first thread active", first_thread_active),
+    predicate("same size", P.same_size),
+])
+def fallback(ctx):
+    ctx.warn(f"{ctx.call.op} falls back to a scalar loop on one thread of the "
+             f"{ctx.scope_kind} ({ctx.dst.size} elements); it is correct but slow")
+    return _loop(ctx)

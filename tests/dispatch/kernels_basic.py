@@ -1,0 +1,28 @@
+"""Small kernels without tile calls (pass-through of the pipeline)."""
+
+from tilewise import T
+
+
+@T.prim_func
+def vector_add(a_ptr: T.handle, b_ptr: T.handle, c_ptr: T.handle):
+    A = T.match_buffer(a_ptr, (1024,), "float32")
+    B = T.match_buffer(b_ptr, (1024,), "float32")
+    C = T.match_buffer(c_ptr, (1024,), "float32")
+    T.device_entry()
+    bx = T.cta_id([8])
+    tid = T.thread_id([128])
+    C[bx * 128 + tid] = A[bx * 128 + tid] + B[bx * 128 + tid]
+
+
+@T.prim_func
+def matrix_copy_2d(a_ptr: T.handle, b_ptr: T.handle):
+    A = T.match_buffer(a_ptr, (64, 32), "float16")
+    B = T.match_buffer(b_ptr, (64, 32), "float16")
+    T.device_entry()
+    tid = T.thread_id([64])
+    S = T.alloc_shared((64, 32), "float16")
+    for j in range(32):
+        S[tid, j] = A[tid, j]
+    T.cuda.cta_sync()
+    for j in range(32):
+        B[tid, j] = S[tid, j]
