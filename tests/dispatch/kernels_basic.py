@@ -1,6 +1,6 @@
 """Small kernels without tile calls (pass-through of the pipeline)."""
 
-from tilewise import T
+from tilewise import T, Tx
 
 
 @T.prim_func
@@ -26,3 +26,19 @@ def matrix_copy_2d(a_ptr: T.handle, b_ptr: T.handle):
     T.cuda.cta_sync()
     for j in range(32):
         B[tid, j] = S[tid, j]
+
+
+@T.prim_func
+def tile_origin_in_locals(a_ptr: T.handle, b_ptr: T.handle):
+    A = T.match_buffer(a_ptr, (256, 256), "float16")
+    B = T.match_buffer(b_ptr, (256, 256), "float16")
+    T.device_entry()
+    bx, by = T.cta_id([4, 4])
+    tid = T.thread_id([128])
+    s = T.alloc_shared((64, 64), "float16")
+    r0, c0 = by * 64, bx * 64
+    Tx.cta.copy_async(s[:, :], A[r0:r0 + 64, c0:c0 + 64])
+    T.ptx.cp_async.commit_group()
+    T.ptx.cp_async.wait_group(0)
+    T.cuda.cta_sync()
+    Tx.cta.copy(B[r0:r0 + 64, c0:c0 + 64], s[:, :])

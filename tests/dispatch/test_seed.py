@@ -101,3 +101,14 @@ def test_explain_lists_candidates():
     assert "ldgsts (priority 20): declined: copies shared -> global" in text
     text = explain(ldgsts_copy.copy_async, "sm_90a")
     assert "gmem_smem (priority 20): chosen" in text
+
+
+def test_tile_origin_kept_in_locals_keeps_alignment():
+    """`r0 = by * 64` then `A[r0:r0 + 64, ...]`: the single-assignment local is seen
+    through, so the 16-byte cp.async is still chosen."""
+    import kernels_basic
+
+    low = lower(kernels_basic.tile_origin_in_locals, "sm_90a")
+    text = script(low.func)
+    assert text.count("T.ptx.cp_async(") == 1 and ", 16)" in text
+    assert "cta_id_y * 16384" in text

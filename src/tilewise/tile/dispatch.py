@@ -84,6 +84,11 @@ class _Dispatch(Mutator):
         self.tid, self.new_binding = _thread_var(func)
         self.log: list[Decision] = []
         self.uniform: set[int] = {id(b.var) for b in func.launch if b.kind == "cta_id"}
+        # Locals assigned once from immutable values are inlined into tile-call operands,
+        # so that `r0 = by * 128; ... A[r0:r0 + 128]` keeps its alignment facts.
+        self.immutable: set[int] = {id(b.var) for b in func.launch}
+        self.reassigned = _reassigned(func.body)
+        self.lets: dict[int, object] = {}
 
     def is_uniform(self, e) -> bool:
         """True when ``e`` has one value for the whole CTA (CTA ids, constant-bound loop
@@ -101,7 +106,27 @@ class _Dispatch(Mutator):
     def visit_For(self, s):
         if as_int(s.start) is not None and as_int(s.extent) is not None:
             self.uniform.add(id(s.var))
+        self.immutable.add(id(s.var))
         return self.generic_visit(s)
+
+    def inline(self, e):
+        """``e`` with single-assignment locals replaced by their (immutable) definitions."""
+        lets = self.lets
+
+        class _Inline(Mutator):
+            def visit_Var(self, v):
+                return lets.get(id(v), v)
+
+        return _Inline().visit(e)
+
+    def _is_immutable(self, e) -> bool:
+        bad = []
+        walk(e, lambda n: bad.append(n) if isinstance(n, Var) and id(n) not in self.immutable
+             and id(n) not in self.lets else None)
+        found_load = []
+        walk(e, lambda n: found_load.append(n) if not isinstance(
+            n, (Var, IntImm, BinOp, UnaryOp)) and n is not e else None)
+        return not bad and not found_load and isinstance(e, (Var, IntImm, BinOp, UnaryOp))
 
     # -- active threads -----------------------------------------------------------
     def active(self) -> ActiveThreads:
@@ -139,6 +164,8 @@ class _Dispatch(Mutator):
         return dataclasses.replace(s, then_body=then, else_body=other)
 
     def visit_LetStmt(self, s: LetStmt):
+        if id(s.var) not in self.reassigned and self._is_immutable(s.value):
+            self.lets[id(s.var)] = self.inline(s.value)
         if self.is_uniform(s.value):
             self.uniform.add(id(s.var))
         try:
@@ -154,6 +181,8 @@ class _Dispatch(Mutator):
 
     # -- the call -------------------------------------------------------------------
     def visit_TileCall(self, s: TileCall):
+        if self.lets:
+            s = dataclasses.replace(s, args=tuple(self.inline(a) for a in s.args))
         ctx = DispatchContext(self.target, s.scope, scope_threads(s.scope, self.launch.block),
                               self.active(), self.launch, s, s.span, tid=self.tid)
         d = Decision(_call_text(s), s.span)
@@ -221,6 +250,12 @@ def dispatch(func: PrimFunc, target) -> tuple[PrimFunc, list[Decision]]:
     if pass_.new_binding is not None and _uses(body, pass_.tid):
         out = dataclasses.replace(out, launch=out.launch + (pass_.new_binding,))
     return out, pass_.log
+
+
+def _reassigned(body) -> set[int]:
+    out: set[int] = set()
+    walk(body, lambda n: out.add(id(n.var)) if isinstance(n, Assign) else None)
+    return out
 
 
 def _uses(body, var) -> bool:

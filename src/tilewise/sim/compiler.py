@@ -1,0 +1,306 @@
+"""Flat IR -> a tree of Python closures, built once per kernel and run once per CTA.
+
+Every expression becomes ``f(ctx) -> value`` and every statement ``run(ctx)``; the tree
+walk, dtype dispatch, buffer placement and operand binding all happen here, at compile
+time, so executing a CTA is a sequence of numpy operations over its active threads.
+Control flow is SIMT: an ``if`` whose condition differs between threads runs both
+branches, each with its own active set; a ``for`` whose bounds are uniform runs once for
+all threads, otherwise each thread runs its own trip count (masked iterations).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SimulationError, TilewiseError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.launch import thread_value
+from ..ptx.table import PTX_OPS
+from . import values as V
+from .access import make_address, make_load, make_store
+from .memory import StoragePlan
+from .registry import LVALUE_OPS, Site, load_all
+
+
+class Program:
+    """A compiled kernel: ``body(ctx)`` runs one CTA; ``bind_launch(ctx, cta)`` sets the
+    launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots."""
+
+    def __init__(self, func, target):
+        self.func = func
+        self.target = target
+        self.plan = StoragePlan(func)
+        self.slots: dict[int, int] = {}
+        self.semantics = load_all()
+        self._launch = [(self.slot(b.var), b) for b in func.launch]
+        self.body = self.stmt(func.body)
+
+    @property
+    def n_slots(self) -> int:
+        return len(self.slots)
+
+    def slot(self, var) -> int:
+        return self.slots.setdefault(id(var), len(self.slots))
+
+    def bind_launch(self, ctx, cta: tuple) -> None:
+        """Set every launch variable for CTA ``cta`` (x, y, z)."""
+        for slot, b in self._launch:
+            d = V.np_dtype(b.var.dtype)
+            if b.kind == "cta_id":
+                ctx.vals[slot] = d.type(cta[b.dim])
+            else:
+                ctx.vals[slot] = thread_value(b.kind, ctx.tids).astype(d)
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, s):
+        method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None:
+            raise SimulationError(f"the simulator cannot execute {type(s).__name__} "
+                                  "(is the program lowered to flat IR?)", s.span)
+        return _guard(method(s), s.span)
+
+    def s_SeqStmt(self, s):
+        body = tuple(self.stmt(x) for x in s.stmts)
+
+        def run(ctx):
+            for f in body:
+                f(ctx)
+        return run
+
+    def s_DeclBuffer(self, s):
+        self.plan.declare(s.buffer)
+        return _nop
+
+    def s_LetStmt(self, s):
+        return self._write(s.var, s.value)
+
+    s_Assign = s_LetStmt
+
+    def _write(self, var, value):
+        slot, d, f = self.slot(var), V.np_dtype(var.dtype), self.expr(value)
+
+        def run(ctx):
+            write_slot(ctx, slot, V.as_type(f(ctx), d), d)
+        return run
+
+    def s_BufferStore(self, s):
+        store, idx = make_store(self.plan, s.buffer, s.span), self.expr(s.indices[0])
+        val, d = self.expr(s.value), V.np_dtype(s.buffer.dtype)
+        return lambda ctx: store(ctx, idx(ctx), V.as_type(val(ctx), d))
+
+    def s_Evaluate(self, s):
+        f = self.expr(s.value)
+        return lambda ctx: (f(ctx), None)[1]
+
+    def s_IfThenElse(self, s):
+        cond = self.expr(s.cond)
+        then = self.stmt(s.then_body)
+        other = self.stmt(s.else_body) if s.else_body is not None else _nop
+
+        def run(ctx):
+            c = cond(ctx)
+            if np.ndim(c) == 0:
+                (then if c else other)(ctx)
+                return
+            if c.all():
+                then(ctx)
+            elif not c.any():
+                other(ctx)
+            else:
+                act = ctx.active()
+                masked(ctx, act[c], then)
+                masked(ctx, act[~c], other)
+        return run
+
+    def s_For(self, s):
+        slot, d = self.slot(s.var), V.np_dtype(s.var.dtype)
+        start, extent, body = self.expr(s.start), self.expr(s.extent), self.stmt(s.body)
+
+        def run(ctx):
+            b, e = start(ctx), extent(ctx)
+            if np.ndim(b) == 0 and np.ndim(e) == 0:
+                for i in range(int(b), int(b) + int(e)):
+                    ctx.vals[slot] = d.type(i)
+                    body(ctx)
+            else:
+                _masked_loop(ctx, slot, d, ctx.per_thread(b), ctx.per_thread(e), body)
+        return run
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e):
+        method = getattr(self, "e_" + type(e).__name__, None)
+        if method is None:
+            raise SimulationError(f"the simulator cannot evaluate {type(e).__name__}", e.span)
+        return method(e)
+
+    def e_Var(self, e):
+        if id(e) not in self.slots and not any(b.var is e for b in self.func.launch):
+            self.slot(e)
+        slot = self.slot(e)
+
+        def read(ctx):
+            v = ctx.vals[slot]
+            if ctx.act is None or np.ndim(v) == 0:
+                return v
+            return v[ctx.act]
+        return read
+
+    def e_IntImm(self, e):
+        c = V.constant(e.value, e.type)
+        return lambda ctx: c
+
+    e_FloatImm = e_IntImm
+
+    def e_StringImm(self, e):
+        return lambda ctx: e.value
+
+    def e_BinOp(self, e):
+        fn = V.binop_fn(e.op, e.a.dtype)
+        if fn is None:
+            raise SimulationError(f"operator {e.op!r} is not defined on {e.a.dtype}", e.span)
+        fa, fb, d = self.expr(e.a), self.expr(e.b), V.np_dtype(e.dtype)
+        return lambda ctx: V.as_type(fn(fa(ctx), fb(ctx)), d)
+
+    def e_UnaryOp(self, e):
+        fn, fa, d = V.UNARY_OPS[e.op], self.expr(e.a), V.np_dtype(e.dtype)
+        return lambda ctx: V.as_type(fn(fa(ctx)), d)
+
+    def e_Cast(self, e):
+        f, src, dst = self.expr(e.value), e.value.dtype, e.type
+        return lambda ctx: V.cast(f(ctx), src, dst)
+
+    def e_Select(self, e):
+        c, t, f = self.expr(e.cond), self.expr(e.true_value), self.expr(e.false_value)
+        d = V.np_dtype(e.dtype)
+
+        def sel(ctx):
+            cv = c(ctx)
+            if np.ndim(cv) == 0:
+                return V.as_type((t if cv else f)(ctx), d)
+            return _select_masked(ctx, cv, t, f, d)
+        return sel
+
+    def e_BufferLoad(self, e):
+        load, idx = make_load(self.plan, e.buffer, e.span), self.expr(e.indices[0])
+        return lambda ctx: load(ctx, idx(ctx))
+
+    def e_AddressOf(self, e):
+        addr = make_address(self.plan, e.buffer)
+        idx = self.expr(e.indices[0]) if e.indices else (lambda ctx: 0)
+        return lambda ctx: addr(idx(ctx))
+
+    def e_Call(self, e):
+        op = PTX_OPS.get(e.op)
+        fn = self.semantics.get(e.op)
+        if op is None or fn is None:
+            raise SimulationError(f"{e.op!r} has no simulator semantics", e.span)
+        if op.feature and not self.target.has(op.feature):
+            raise SimulationError(f"T.{e.op} needs a target with {op.feature}; simulating "
+                                  f"for {self.target}", e.span, "pick another target")
+        site = Site(e, e.span, op)
+        operands = self._operands(op, e, site)
+        report_key = e.op
+
+        def call(ctx):
+            ctx.report.instructions[report_key] += ctx.n_active()
+            return fn(ctx, site, [a(ctx) for a in operands])
+        return _guard(call, e.span)
+
+    def _operands(self, op, e, site):
+        fixed = len(op.params)
+        out = []
+        for p, a in zip(op.params, e.args[:fixed]):
+            out.append(_const_fn(_immediate(a)) if p.kind in ("imm", "flag", "str")
+                       or a is None else self.expr(a))
+        regs = e.args[fixed:]
+        if e.op in LVALUE_OPS:
+            site.regs = tuple(self._lvalue(r) for r in regs)
+        else:
+            out.extend(self.expr(r) for r in regs)
+        return out
+
+    def _lvalue(self, r):
+        if not isinstance(r, E.BufferLoad):
+            raise SimulationError("a destination register must be a buffer element", r.span)
+        store, idx = make_store(self.plan, r.buffer, r.span), self.expr(r.indices[0])
+        d = V.np_dtype(r.buffer.dtype)
+
+        def write(ctx, vals):  # registers receive bit patterns, not converted values
+            vals = np.asarray(vals)
+            store(ctx, idx(ctx), vals.view(d) if vals.dtype.itemsize == d.itemsize
+                  else V.as_type(vals, d))
+        return write
+
+
+# ---------------------------------------------------------------------- helpers
+def _nop(ctx):
+    return None
+
+
+def _const_fn(v):
+    return lambda ctx: v
+
+
+def _immediate(a):
+    if a is None:
+        return None
+    if isinstance(a, E.StringImm):
+        return a.value
+    return E.as_int(a)
+
+
+def _guard(fn, span):
+    """Turn an unexpected Python error into a SimulationError at the kernel's line."""
+
+    def run(ctx):
+        try:
+            return fn(ctx)
+        except TilewiseError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - reported with the user's line
+            raise SimulationError(f"simulator failure: {type(exc).__name__}: {exc}",
+                                  span) from exc
+    return run
+
+
+def write_slot(ctx, slot, v, d) -> None:
+    """Assign ``v`` to a scalar slot for the active threads only."""
+    if ctx.act is None:
+        ctx.vals[slot] = v
+        return
+    cur = ctx.vals[slot]
+    full = np.zeros(ctx.n, d) if cur is None else np.array(np.broadcast_to(cur, (ctx.n,)), d)
+    full[ctx.act] = v
+    ctx.vals[slot] = full
+
+
+def masked(ctx, act, fn, *args):
+    """Run ``fn(ctx, *args)`` with only the threads ``act`` active."""
+    old = ctx.act
+    ctx.act = None if len(act) == ctx.n else act
+    try:
+        return fn(ctx, *args)
+    finally:
+        ctx.act = old
+
+
+def _masked_loop(ctx, slot, d, starts, extents, body):
+    act = ctx.active()
+    trips = int(extents.max()) if len(extents) else 0
+    for k in range(trips):
+        keep = extents > k
+        full = np.zeros(ctx.n, d)
+        full[act] = starts + k
+        ctx.vals[slot] = full
+        masked(ctx, act[keep], body)
+
+
+def _select_masked(ctx, cv, t, f, d):
+    act = ctx.active()
+    out = np.empty(len(act), d)
+    if cv.any():
+        out[cv] = np.broadcast_to(masked(ctx, act[cv], t), (int(cv.sum()),))
+    if not cv.all():
+        out[~cv] = np.broadcast_to(masked(ctx, act[~cv], f), (int((~cv).sum()),))
+    return out

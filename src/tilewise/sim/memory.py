@@ -1,0 +1,135 @@
+"""The simulator's memories, byte exact, and the shadow state behind the hazard checks.
+
+Addresses are int64 values in one virtual space: ``space << 40 | offset``. Space 1 is
+the CTA's shared window, space 2 a thread's local memory, space ``3 + k`` the k-th
+global parameter (its base is therefore aligned like a ``cudaMalloc`` allocation).
+
+* global: the user's numpy arrays, seen as one ``uint8`` view each (written in place);
+* shared: one ``uint8`` array per CTA; buffers are placed at compile time, 16-aligned;
+* local: an ``(n_threads, bytes)`` ``uint8`` array per CTA (one row per thread).
+
+Shared memory has two shadow arrays, one entry per byte:
+
+* ``pending``: how many issued-but-not-completed cp.async ops will write the byte;
+* ``owner``: who may read the byte: ``VISIBLE`` (every thread: written before the last
+  ``bar.sync``), ``UNWRITTEN`` (nobody wrote it yet), ``t >= 0`` (written by thread t
+  since the last barrier: visible to t only) or ``-(2 + w)`` (written collectively by
+  warp w, e.g. the address ``tcgen05.alloc`` stores).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SPACE_SHIFT = 40
+OFFSET_MASK = (1 << SPACE_SHIFT) - 1
+SHARED, LOCAL, GLOBAL0 = 1, 2, 3
+VISIBLE, UNWRITTEN = -1, -(1 << 30)
+_ALIGN = 16
+
+
+def space_of(addr):
+    return np.right_shift(addr, SPACE_SHIFT)
+
+
+def offset_of(addr):
+    return np.bitwise_and(addr, OFFSET_MASK)
+
+
+def space_name(space: int, params=()) -> str:
+    if space == SHARED:
+        return "shared"
+    if space == LOCAL:
+        return "local"
+    k = space - GLOBAL0
+    if 0 <= k < len(params):
+        return f"global ({params[k]})"
+    return "an invalid address"
+
+
+@dataclass
+class Placement:
+    """Where a buffer's bytes live: ``space`` and byte ``base`` within it."""
+
+    space: int
+    base: int
+    nbytes: int
+
+
+class StoragePlan:
+    """Compile-time placement of every buffer of a flat PrimFunc."""
+
+    def __init__(self, func):
+        self.places: dict[int, Placement] = {}
+        self.param_names = [b.name for b in func.param_buffers()]
+        self.shared_bytes = 0
+        self.local_bytes = 0
+        for k, b in enumerate(func.param_buffers()):
+            self.places[id(b)] = Placement(GLOBAL0 + k, 0, b.size * b.dtype.bytes)
+
+    def declare(self, buf) -> Placement:
+        """Place a DeclBuffer's buffer (a view shares its root's placement)."""
+        if id(buf) in self.places:
+            return self.places[id(buf)]
+        if buf.view_of is not None:
+            root = self.declare(buf.view_of)
+            p = Placement(root.space, root.base, root.nbytes)
+        else:
+            p = self._allocate(buf)
+        self.places[id(buf)] = p
+        return p
+
+    def _allocate(self, buf) -> Placement:
+        n = buf.size * buf.dtype.bytes
+        if buf.scope in ("shared", "shared.dyn"):
+            base = -(-self.shared_bytes // _ALIGN) * _ALIGN
+            self.shared_bytes = base + n
+            return Placement(SHARED, base, n)
+        base = -(-self.local_bytes // _ALIGN) * _ALIGN
+        self.local_bytes = base + n
+        return Placement(LOCAL, base, n)
+
+    def of(self, buf) -> Placement:
+        return self.places[id(buf)]
+
+
+class CtaMemory:
+    """The shared and local memories of one CTA, plus the shared-memory shadows."""
+
+    def __init__(self, plan: StoragePlan, n_threads: int, globals_: list[np.ndarray]):
+        self.globals = globals_
+        self.shared = np.full(max(plan.shared_bytes, 1), 0xA5, np.uint8)
+        self.local = np.full((n_threads, max(plan.local_bytes, 1)), 0xA5, np.uint8)
+        self.pending = np.zeros(self.shared.size, np.int32)
+        self.owner = np.full(self.shared.size, UNWRITTEN, np.int32)
+        self.n_pending = 0  # sum of pending: skip the per-byte check when zero
+        self.views: dict = {}  # typed views of placed buffers, built on first use
+
+    def reset(self) -> None:
+        """Fresh contents for the next CTA (poisoned, nothing written, nothing pending)."""
+        self.shared.fill(0xA5)
+        self.local.fill(0xA5)
+        self.pending.fill(0)
+        self.owner.fill(UNWRITTEN)
+        self.n_pending = 0
+
+    def space_bytes(self, space: int) -> np.ndarray | None:
+        """The flat byte array of a non-local space (None for an unknown space)."""
+        if space == SHARED:
+            return self.shared
+        k = space - GLOBAL0
+        if 0 <= k < len(self.globals):
+            return self.globals[k]
+        return None
+
+    def barrier(self) -> None:
+        """``bar.sync``: every completed write becomes visible to every thread."""
+        written = self.owner != UNWRITTEN
+        self.owner[written] = VISIBLE
+
+
+def byte_span(offsets: np.ndarray, nbytes: int) -> np.ndarray:
+    """The byte offsets covered by ``nbytes``-wide accesses at ``offsets`` (rows)."""
+    return np.asarray(offsets, np.int64)[..., None] + np.arange(nbytes, dtype=np.int64)

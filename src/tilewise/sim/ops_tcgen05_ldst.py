@@ -1,0 +1,154 @@
+"""``tcgen05.ld`` / ``tcgen05.st``: registers <-> tensor-memory cells, ptx-semantics.md §3.
+
+For thread ``t`` (lane in its warp) and register ``r`` of a ``shape.x<num>`` access at
+``taddr`` (plus the ``row``/``col`` operands, added to the lane/column fields), the cell
+is lane ``L0 + dl(t, r)``, column ``C0 + S + c(t, r)`` unpacked, or the two columns
+``C0 + S + 2c + h`` (h = 0 low half, 1 high half) with ``.pack::16b``/``.unpack::16b``,
+using the 16 low bits of each cell (unpack writes zeros above them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SimulationError
+from ..ir.launch import WARP
+from .ops_tcgen05 import COLS, LANES, _REGS_PER_NUM, _tmem, _uniform, _warps
+from .registry import semantics
+
+_MAX_NUM = {"16x128b": 64, "16x256b": 32}
+
+
+def geometry(shape: str, num: int, t: np.ndarray):
+    """``(dl, c)`` arrays of shape ``(len(t), regs)`` for lanes-in-warp ``t``."""
+    t = np.asarray(t, np.int64)[:, None]
+    r = np.arange(_REGS_PER_NUM[shape] * num, dtype=np.int64)[None, :]
+    if shape == "32x32b":
+        return t + 0 * r, r + 0 * t
+    if shape == "16x64b":
+        return (t >> 2) + 8 * (t & 1) + 0 * r, 2 * r + ((t >> 1) & 1)
+    if shape == "16x128b":
+        return (t >> 2) + 8 * (r & 1), 4 * (r >> 1) + (t & 3)
+    if shape == "16x256b":
+        return (t >> 2) + 8 * ((r >> 1) & 1), 8 * (r >> 2) + 2 * (t & 3) + (r & 1)
+    return (t & 15) + 0 * r, r + 0 * t  # 16x32bx2
+
+
+def _split(shape, num, packed, t):
+    if shape != "16x32bx2":
+        return 0
+    return np.where(np.asarray(t)[:, None] >= 16, 2 * num if packed else num, 0)
+
+
+def _cells(ctx, site, args, what):
+    """``(lanes, cols)`` of every register of every active thread, or None (hazard).
+    ``cols`` has a trailing axis of 2 (low, high half) when packed."""
+    taddr, row, col, shape, num, packed = args[:6]
+    if num > _MAX_NUM.get(shape, 128):
+        raise SimulationError(f"{what}.{shape} allows .num up to x{_MAX_NUM[shape]}, got "
+                              f"x{num}", site.span)
+    _warps(ctx, site, what)
+    act = ctx.active()
+    base = np.broadcast_to(np.asarray(taddr, np.int64), act.shape) + (row << 16) + col
+    _uniform(ctx, site, base, f"{what} taddr")
+    lane, q = act % WARP, (act // WARP) % 4
+    dl, c = geometry(shape, num, lane)
+    lanes = (base >> 16)[:, None] + dl
+    c = (base & 0xFFFF)[:, None] + _split(shape, num, packed, lane) + (2 * c if packed else c)
+    cols = np.stack([c, c + 1], -1) if packed else c
+    if not _slice_ok(ctx, site, shape, base >> 16, lanes, q, act, what):
+        return None
+    if not _allocated(ctx, site, lanes, cols, act, what):
+        return None
+    return lanes, cols
+
+
+def _slice_ok(ctx, site, shape, l0, lanes, q, act, what) -> bool:
+    legal = (l0 == 32 * q) if shape == "32x32b" else ((l0 == 32 * q) | (l0 == 32 * q + 16))
+    inside = ((lanes >= (32 * q)[:, None]) & (lanes < (32 * q + 32)[:, None])).all(1)
+    bad = ~(legal & inside)
+    if not bad.any():
+        return True
+    k = int(np.argmax(bad))
+    w, qk = int(act[k]) // WARP, int(q[k])
+    first = int(lanes[k][~((lanes[k] >= 32 * qk) & (lanes[k] < 32 * qk + 32))][0]) \
+        if not inside[k] else int(l0[k])
+    ctx.hazard(f"{what}: warp {w} (warp {qk} of its warpgroup) may access tensor-memory "
+               f"lanes [{32 * qk}, {32 * qk + 32}) only, but touches lane {first} "
+               f"(lane base {int(l0[k])})", site.span,
+               f"issue it from warp {first // 32 % 4} of the warpgroup, or use lane base "
+               f"{32 * qk}", tid=int(act[k]))
+    return False
+
+
+def _allocated(ctx, site, lanes, cols, act, what) -> bool:
+    tm = _tmem(ctx)
+    c = cols.reshape(len(act), -1)
+    inside = (c >= 0) & (c < COLS) & (lanes.reshape(len(act), -1).min() >= 0)
+    ok = inside & tm.owned[np.clip(c, 0, COLS - 1)] & (lanes.max() < LANES)
+    if ok.all():
+        return True
+    k = int(np.argmax(~ok.all(1)))
+    bad_col = int(c[k][~ok[k]][0])
+    ctx.hazard(f"{what} uses tensor-memory column {bad_col}, which is not allocated "
+               f"(tensor memory used before tcgen05.alloc, or past its end)", site.span,
+               "allocate the columns with T.ptx.tcgen05.alloc first", tid=int(act[k]))
+    return False
+
+
+@semantics("ptx.tcgen05.ld", lvalue_varargs=True)
+def ld(ctx, site, args):
+    if len(site.regs) != _REGS_PER_NUM[args[3]] * args[4]:
+        raise SimulationError(f"tcgen05.ld.{args[3]}.x{args[4]} needs "
+                              f"{_REGS_PER_NUM[args[3]] * args[4]} registers, got "
+                              f"{len(site.regs)}", site.span)
+    where = _cells(ctx, site, args, "tcgen05.ld")
+    if where is None:
+        return
+    tm, (lanes, cols) = _tmem(ctx), where
+    _check_unwaited_st(ctx, site, tm, lanes, cols)
+    if cols.ndim == 3:
+        lo = tm.cells[lanes, cols[..., 0]] & 0xFFFF
+        vals = lo | ((tm.cells[lanes, cols[..., 1]] & 0xFFFF) << 16)
+    else:
+        vals = tm.cells[lanes, cols]
+    for r, write in enumerate(site.regs):
+        write(ctx, vals[:, r])
+
+
+def _check_unwaited_st(ctx, site, tm, lanes, cols):
+    act = ctx.active()
+    lanes3 = lanes[..., None] if cols.ndim == 3 else lanes
+    own = tm.st_pending[lanes3, cols] == act.reshape((-1,) + (1,) * (cols.ndim - 1))
+    if own.any():
+        k = int(np.argmax(own.reshape(len(act), -1).any(1)))
+        ctx.hazard("tcgen05.ld reads cells this thread's tcgen05.st has not finished writing "
+                   "(missing tcgen05.wait::st)", site.span,
+                   "call T.ptx.tcgen05.wait.st() between the store and the load",
+                   tid=int(act[k]))
+
+
+@semantics("ptx.tcgen05.st")
+def st(ctx, site, args):
+    regs = args[6:]
+    if len(regs) != _REGS_PER_NUM[args[3]] * args[4]:
+        raise SimulationError(f"tcgen05.st.{args[3]}.x{args[4]} needs "
+                              f"{_REGS_PER_NUM[args[3]] * args[4]} registers, got {len(regs)}",
+                              site.span)
+    where = _cells(ctx, site, args, "tcgen05.st")
+    if where is None:
+        return
+    tm, (lanes, cols), act = _tmem(ctx), where, ctx.active()
+    vals = np.stack([_bits32(v, len(act)) for v in regs], 1)
+    if cols.ndim == 3:
+        tm.cells[lanes, cols[..., 0]] = vals & 0xFFFF
+        tm.cells[lanes, cols[..., 1]] = vals >> 16
+        tm.st_pending[lanes[..., None], cols] = act[:, None, None]
+    else:
+        tm.cells[lanes, cols] = vals
+        tm.st_pending[lanes, cols] = act[:, None]
+
+
+def _bits32(v, n):
+    a = np.ascontiguousarray(np.broadcast_to(np.asarray(v), (n,)))
+    return a.view(np.uint32) if a.dtype.itemsize == 4 else a.astype(np.uint32)

@@ -1,0 +1,69 @@
+"""The simulator half of the PTX instruction table: ``@semantics("ptx.cp_async")``.
+
+Each entry of :data:`tilewise.ptx.table.PTX_OPS` gets one simulator implementation,
+registered beside it in an ``ops_*.py`` module of this package. An implementation is
+``fn(ctx, site, args) -> value | None``: ``ctx`` is the executing CTA
+(:class:`tilewise.sim.state.Ctx`, with the active threads), ``site`` the compiled call
+(:class:`Site`: the Call node, its span and precompiled helpers) and ``args`` the operand
+values in table order (numpy arrays with one entry per active thread, numpy scalars for
+uniform values, Python ints/strs for immediates, None for absent optional operands).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+SEMANTICS: dict[str, Callable] = {}
+LVALUE_OPS: set[str] = set()
+EXIT_CHECKS: list[Callable] = []  # fn(ctx, func_span) run when a CTA finishes
+_MODULES = ("ops_cp_async", "ops_mbarrier", "ops_tcgen05", "ops_tcgen05_ldst", "ops_misc")
+
+
+@dataclass
+class Site:
+    """One Call of the program, compiled once: ``regs`` holds the register writers of
+    ``tcgen05.ld`` (callables ``(ctx, values)``), ``cache`` anything an op precomputes."""
+
+    call: object
+    span: object
+    op: object
+    regs: tuple = ()
+    cache: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.call.op
+
+
+def semantics(name: str, lvalue_varargs: bool = False):
+    """Register the simulator semantics of the PTX-table entry ``name``.
+
+    ``lvalue_varargs``: the trailing register operands are destinations (BufferLoads that
+    receive values) rather than values; they reach ``fn`` as ``site.regs``.
+    """
+
+    def deco(fn):
+        if name in SEMANTICS:
+            raise ValueError(f"simulator semantics for {name!r} registered twice")
+        SEMANTICS[name] = fn
+        if lvalue_varargs:
+            LVALUE_OPS.add(name)
+        return fn
+
+    return deco
+
+
+def at_cta_exit(fn):
+    """Register ``fn(ctx, span)``, run after each CTA (leak checks)."""
+    EXIT_CHECKS.append(fn)
+    return fn
+
+
+def load_all() -> dict[str, Callable]:
+    """Import every ``ops_*`` module (registering their semantics); return the registry."""
+    import importlib
+
+    for m in _MODULES:
+        importlib.import_module(f"{__package__}.{m}")
+    return SEMANTICS

@@ -1,0 +1,110 @@
+"""The state of one executing CTA (:class:`Ctx`) and the run's report (:class:`SimReport`).
+
+Execution is vectorised SIMT: ``ctx.act`` is the sorted array of the thread ids that
+execute the current statement (``None`` when every thread of the CTA does), and every
+value is a numpy array with one entry per active thread (or a scalar when uniform).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import HazardError
+from ..ir.launch import WARP
+from .memory import SHARED, offset_of, space_name, space_of
+
+_MAX_RECORDED = 200
+
+
+@dataclass
+class CtaStats:
+    """What one CTA did: its index, statements run, barriers, bytes cp.async-copied,
+    tensor-memory columns at their peak."""
+
+    cta: tuple
+    statements: int = 0
+    barriers: int = 0
+    cp_async_bytes: int = 0
+    tmem_peak_cols: int = 0
+
+
+@dataclass
+class SimReport:
+    """The result of :func:`tilewise.sim.simulate`.
+
+    ``instructions``: PTX-table op -> thread-level executions; ``hazards``: the
+    HazardErrors found (non-strict mode only; strict mode raises the first); ``ctas``:
+    one :class:`CtaStats` per CTA; ``grid``/``block``: the launch simulated.
+    """
+
+    grid: tuple
+    block: int
+    instructions: Counter = field(default_factory=Counter)
+    hazards: list = field(default_factory=list)
+    ctas: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.hazards
+
+    def __str__(self) -> str:
+        ops = ", ".join(f"{k} x{v}" for k, v in sorted(self.instructions.items()))
+        return (f"simulated grid={self.grid} block={self.block} in {self.seconds:.3f}s; "
+                f"{len(self.hazards)} hazard(s); instructions: {ops or 'none'}")
+
+
+class Ctx:
+    """One CTA under execution: threads, active mask, scalar slots, memories, async state."""
+
+    def __init__(self, n_threads, n_slots, cta, mem, report, strict, params):
+        self.n = n_threads
+        self.tids = np.arange(n_threads, dtype=np.int32)
+        self.act: np.ndarray | None = None
+        self.vals: list = [None] * n_slots
+        self.cta = cta
+        self.mem = mem
+        self.report = report
+        self.strict = strict
+        self.params = params
+        self.ext: dict = {}  # per-op-module state (cp.async groups, mbarriers, tmem)
+        self.stats = CtaStats(cta)
+
+    # -- threads ---------------------------------------------------------------
+    def active(self) -> np.ndarray:
+        """The ids of the threads executing now."""
+        return self.tids if self.act is None else self.act
+
+    def n_active(self) -> int:
+        return self.n if self.act is None else len(self.act)
+
+    def per_thread(self, v) -> np.ndarray:
+        """``v`` as an array with one entry per active thread."""
+        return np.broadcast_to(v, (self.n_active(),))
+
+    # -- hazards -----------------------------------------------------------------
+    def where(self, tid=None, addr=None) -> str:
+        """'CTA (x, y, z), warp w, lane l, address ...' for messages."""
+        out = f"CTA {self.cta}"
+        if tid is not None:
+            out += f", warp {int(tid) // WARP}, lane {int(tid) % WARP} (thread {int(tid)})"
+        if addr is not None:
+            out += f", address {self.describe_addr(int(addr))}"
+        return out
+
+    def describe_addr(self, addr: int) -> str:
+        sp, off = int(space_of(addr)), int(offset_of(addr))
+        if sp == SHARED:
+            return f"shared+{off:#x}"
+        return f"{space_name(sp, self.params)}+{off:#x}"
+
+    def hazard(self, message, span, hint=None, tid=None, addr=None) -> None:
+        """Report a hazard: raise in strict mode, else record it and carry on."""
+        err = HazardError(f"{message} [{self.where(tid, addr)}]", span, hint)
+        if self.strict:
+            raise err
+        if len(self.report.hazards) < _MAX_RECORDED:
+            self.report.hazards.append(err)
