@@ -1,0 +1,14 @@
+"""Flat IR -> LLVM IR (NVPTX) -> PTX -> cubin.
+
+``generate(func, target, options)`` builds the llvmlite module (:mod:`.emitter`, lowerings
+in :mod:`.intrinsics` and :mod:`.mathlib`); :func:`.backend.emit_ptx` turns its text into
+PTX; :func:`.cubin.link_cubin` assembles PTX with nvJitLink. ``tw.compile``
+(:mod:`tilewise.compiler`) drives the three and caches the results.
+"""
+
+from .check import OPTIONS, check_options, scan_calls
+from .emitter import Emitted, generate
+from .registry import all_lowerings, lowering
+
+__all__ = ["OPTIONS", "Emitted", "all_lowerings", "check_options", "generate", "lowering",
+           "scan_calls"]

@@ -1,0 +1,65 @@
+"""The on-disk compile cache.
+
+An entry is ``<cache_dir>/kernels/<key[:2]>/<key>.<kind>``: the magic ``TWC1``, the SHA-256
+of the payload, the payload. Writes are atomic (a temporary file in the same folder, then
+``os.replace``), so a reader sees a whole entry or none; an entry whose digest does not
+match (truncated, edited, damaged) reads as a miss and is rebuilt and overwritten. The key
+covers everything the output depends on (see :func:`tilewise.compiler.cache_key`).
+Settings: ``TILEWISE_CACHE_DIR``, ``TILEWISE_CACHE=0`` (:mod:`tilewise.knobs`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+
+from ..knobs import knobs
+
+_MAGIC = b"TWC1"
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that no reader ever sees a partial file."""
+    folder = os.path.dirname(path)
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def entry_path(key: str, kind: str) -> str:
+    return os.path.join(knobs.cache_dir, "kernels", key[:2], f"{key}.{kind}")
+
+
+def load(key: str, kind: str) -> bytes | None:
+    """The payload of a valid entry, or None (disabled, missing or damaged)."""
+    if not knobs.cache_enabled:
+        return None
+    try:
+        with open(entry_path(key, kind), "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    head, digest, payload = blob[:4], blob[4:36], blob[36:]
+    if head != _MAGIC or hashlib.sha256(payload).digest() != digest:
+        return None
+    return payload
+
+
+def store(key: str, kind: str, payload: bytes) -> None:
+    """Save an entry (silently skipped when the cache is disabled or not writable)."""
+    if not knobs.cache_enabled:
+        return
+    try:
+        atomic_write(entry_path(key, kind), _MAGIC + hashlib.sha256(payload).digest() + payload)
+    except OSError:
+        pass  # a read-only or full cache must not fail a compile

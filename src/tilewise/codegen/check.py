@@ -1,0 +1,91 @@
+"""Checks run on the flat IR before a single LLVM instruction is built.
+
+LLVM aborts the whole Python process when it cannot select an intrinsic for the target
+("Cannot select: intrinsic ...") or meets a malformed attribute, so every condition that
+would lead there is checked here first and reported as a :class:`CompileError` at the
+user's line.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompileError, did_you_mean
+from ..ir.expr import Call
+from ..ir.visitor import Visitor
+from ..ptx.table import PTX_OPS
+
+#: Kernel options ``tw.compile`` accepts, with what each must be.
+OPTIONS = {
+    "maxntid": "threads per CTA upper bound, an int or a tuple of up to 3 ints",
+    "minctasm": "minimum CTAs per SM, an int",
+    "maxnreg": "maximum registers per thread, an int",
+    "cluster_dim": "CTAs per cluster, an int or a tuple of up to 3 ints (sm_90+)",
+    "ftz": "flush float32 denormals to zero in libdevice math (bool, default False)",
+}
+
+
+class _CallScan(Visitor):
+    def __init__(self, target):
+        self.target = target
+        self.features: set[str] = set()
+        self.math = False
+        self.span = None
+
+    def visit(self, node):
+        old = self.span
+        self.span = getattr(node, "span", None) or old
+        try:
+            return super().visit(node)
+        finally:
+            self.span = old
+
+    def visit_Call(self, e: Call):
+        op = PTX_OPS.get(e.op)
+        span = e.span or self.span
+        if op is None:
+            raise CompileError(f"T.{e.op} is not an instruction the code generator knows", span,
+                               hint=did_you_mean(e.op, PTX_OPS))
+        if op.feature is not None:
+            if not self.target.has(op.feature):
+                from ..target import FEATURES
+
+                spec = FEATURES[op.feature]
+                raise CompileError(
+                    f"T.{e.op} ({op.ptx.split()[0]}) needs {spec.needs}; target is "
+                    f"{self.target}", span,
+                    hint=f"compile for a target with {spec.display}, or avoid this call")
+            self.features.add(op.feature)
+        self.math = self.math or op.math
+        self.generic_visit(e)
+
+
+def scan_calls(func, target) -> tuple[set[str], bool]:
+    """The target features the kernel's calls need and whether it uses libdevice math.
+    Raises CompileError at the first call the target cannot run."""
+    scan = _CallScan(target)
+    scan.visit(func.body)
+    return scan.features, scan.math
+
+
+def _dims(name: str, value, most: int) -> tuple[int, ...]:
+    dims = (value,) if isinstance(value, int) else tuple(value) if isinstance(
+        value, (tuple, list)) else None
+    if (not dims or len(dims) > most
+            or any(not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in dims)):
+        raise CompileError(f"option {name}={value!r} is invalid: expected {OPTIONS[name]}")
+    return dims
+
+
+def check_options(options: dict, target) -> dict:
+    """Validate ``tw.compile`` keyword options; returns them normalised (tuples of ints)."""
+    out = {}
+    for k, v in options.items():
+        if k not in OPTIONS:
+            raise CompileError(f"tw.compile has no option {k!r}", hint=did_you_mean(k, OPTIONS))
+        if k == "ftz":
+            out[k] = bool(v)
+        else:
+            out[k] = _dims(k, v, 3 if k in ("maxntid", "cluster_dim") else 1)
+    if "cluster_dim" in out and not target.has("cluster"):
+        raise CompileError(f"cluster_dim needs thread-block clusters (sm_90 or newer); target is "
+                           f"{target}", hint="drop cluster_dim or compile for sm_90a or newer")
+    return out

@@ -1,0 +1,459 @@
+"""Flat IR -> LLVM IR (NVPTX) with ``llvmlite.ir``.
+
+One :class:`Emitter` per kernel. The mapping (docs/codegen.md):
+
+* the PrimFunc becomes ``define ptx_kernel void @name(ptr addrspace(1) align 16 ...)`` with
+  ``"nvvm.reqntid"`` from the launch and the optional ``nvvm.*`` kernel options;
+* thread variables are computed once at entry from ``%tid.x`` / ``%ctaid.{x,y,z}``
+  (:func:`tilewise.ir.launch.thread_value`);
+* ``shared`` allocations are ``internal addrspace(3)`` globals with an ``undef``
+  initialiser, ``shared.dyn`` ones are offsets into one ``external addrspace(3) global
+  [0 x i8]``, ``local`` ones are ``alloca``s in the entry block (SROA promotes them);
+* a scalar declared by ``LetStmt`` and never re-assigned is an SSA value, otherwise a stack
+  slot that mem2reg promotes;
+* every ``Call`` goes through the lowering registered for its PTX-table entry
+  (:mod:`tilewise.codegen.intrinsics`, :mod:`tilewise.codegen.mathlib`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from ..errors import CompileError
+from ..ir import expr as E
+from ..ir import stmt as S
+from ..ir.dtype import DataType, bool_
+from ..ir.launch import thread_value
+from ..ir.visitor import walk
+from . import arith
+from . import types as ty
+
+DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
+TRIPLE = "nvptx64-nvidia-cuda"
+DYN_SMEM_SYMBOL = "tw_dynamic_smem"
+
+
+class _NvvmAttributes(ir.values.FunctionAttributes):
+    """Function attributes that also take LLVM string attributes (``"nvvm.reqntid"="128"``)."""
+
+    def add(self, name):
+        set.add(self, name)
+
+
+@dataclass
+class _Buf:
+    ptr: ir.Value
+    space: int
+
+
+@dataclass
+class Emitted:
+    """What code generation produced besides the module."""
+
+    module: ir.Module
+    name: str
+    dynamic_smem: int = 0
+    static_smem: int = 0
+    libdevice: set[str] = field(default_factory=set)
+
+
+class Emitter:
+    """Builds the LLVM module of one flat kernel; lowerings call back into it."""
+
+    def __init__(self, func: S.PrimFunc, target, options: dict):
+        self.func, self.target, self.options = func, target, options
+        self.module = ir.Module(name=func.name)
+        self.module.triple = TRIPLE
+        self.module.data_layout = DATA_LAYOUT
+        self.vars: dict[int, tuple[str, ir.Value]] = {}
+        self.bufs: dict[int, _Buf] = {}
+        self.nonneg: set[int] = set()
+        self.assigned: set[int] = set()
+        self.dyn_offset = 0
+        self.static_smem = 0
+        self.libdevice: set[str] = set()
+        self.span = func.span
+
+    # ------------------------------------------------------------------ module pieces
+    def declare(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        """The (single) declaration of an external function or intrinsic."""
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+        return fn
+
+    def call(self, name: str, ret: ir.Type, args: list[ir.Value]) -> ir.Value:
+        return self.b.call(self.declare(name, ret, [a.type for a in args]), args)
+
+    def llvm_intrinsic(self, base: str, t: ir.Type, args: list[ir.Value]) -> ir.Value:
+        """An overloaded LLVM intrinsic such as ``llvm.floor.f32``."""
+        return self.call(f"{base}.{t.intrinsic_name}", t, args)
+
+    def error(self, message: str, node=None, hint: str | None = None) -> CompileError:
+        return CompileError(message, getattr(node, "span", None) or self.span, hint=hint)
+
+    # ------------------------------------------------------------------ kernel
+    def emit(self) -> Emitted:
+        f = self.func
+        name = ty.ptx_identifier(f.name)
+        fnty = ir.FunctionType(ty.VOID, [ty.ptr(ty.GLOBAL)] * len(f.params))
+        self.fn = ir.Function(self.module, fnty, name=name)
+        self.fn.calling_convention = "ptx_kernel"
+        self.fn.attributes = _NvvmAttributes()
+        for k, v in self._kernel_attributes().items():
+            self.fn.attributes.add(f'"{k}"="{v}"')
+        slots = self.fn.append_basic_block("slots")  # allocas only, then a branch to entry
+        entry = self.fn.append_basic_block("entry")
+        self.slots_b = ir.IRBuilder(slots)
+        self.b = ir.IRBuilder(entry)
+        self._bind_params()
+        walk(f.body, self._note_assign)
+        self._bind_launch()
+        self.stmt(f.body)
+        self.b.ret_void()
+        self.slots_b.branch(entry)
+        self._module_flags()
+        return Emitted(self.module, name, self.dyn_offset, self.static_smem, self.libdevice)
+
+    def _kernel_attributes(self) -> dict[str, str]:
+        block = self.func.launch_config.block
+        attrs = {"nvvm.reqntid": str(block)}
+        names = {"maxntid": "nvvm.maxntid", "minctasm": "nvvm.minctasm",
+                 "maxnreg": "nvvm.maxnreg", "cluster_dim": "nvvm.cluster_dim"}
+        for opt, attr in names.items():
+            if opt in self.options:
+                attrs[attr] = ",".join(str(d) for d in self.options[opt])
+        return attrs
+
+    def _module_flags(self):
+        i32 = lambda v: ir.Constant(ty.I32, v)  # noqa: E731
+        ftz = int(self.options.get("ftz", False))
+        flag = self.module.add_metadata([i32(4), ir.MetaDataString(self.module,
+                                                                   "nvvm-reflect-ftz"), i32(ftz)])
+        self.module.add_named_metadata("llvm.module.flags", flag)
+
+    def _bind_params(self):
+        by_param = {id(p): b for p, b in self.func.buffer_map}
+        for p, arg in zip(self.func.params, self.fn.args):
+            arg.name = ty.ptx_identifier(p.name)
+            arg.attributes.align = 16  # checked at launch (runtime/args.py)
+            arg.attributes.add("noundef")
+            buf = by_param.get(id(p))
+            if buf is not None:
+                self.bufs[id(buf)] = _Buf(arg, ty.GLOBAL)
+
+    def _note_assign(self, node):
+        if isinstance(node, S.Assign):
+            self.assigned.add(id(node.var))
+
+    def _bind_launch(self):
+        tid = E.Var("threadIdx_x")
+        tid_x = None
+        for t in self.func.launch:
+            if t.kind == "cta_id":
+                value = self.call(f"llvm.nvvm.read.ptx.sreg.ctaid.{'xyz'[t.dim]}", ty.I32, [])
+            else:
+                if tid_x is None:
+                    tid_x = self.call("llvm.nvvm.read.ptx.sreg.tid.x", ty.I32, [])
+                    self.vars[id(tid)] = ("ssa", tid_x)
+                    self.nonneg.add(id(tid))
+                value = self.expr(thread_value(t.kind, tid))
+            self.vars[id(t.var)] = ("ssa", value)
+            self.nonneg.add(id(t.var))
+
+    # ------------------------------------------------------------------ statements
+    def stmt(self, s: S.Stmt):
+        old = self.span
+        self.span = s.span or old
+        try:
+            getattr(self, "s_" + type(s).__name__)(s)
+        except AttributeError as exc:
+            if not hasattr(self, "s_" + type(s).__name__):
+                raise self.error(f"{type(s).__name__} cannot be compiled; lower the kernel "
+                                 f"to flat IR first", s) from exc
+            raise
+        finally:
+            self.span = old
+
+    def s_SeqStmt(self, s: S.SeqStmt):
+        for x in s.stmts:
+            self.stmt(x)
+
+    def s_Evaluate(self, s: S.Evaluate):
+        if isinstance(s.value, E.Call):
+            self.expr(s.value)
+
+    def s_LetStmt(self, s: S.LetStmt):
+        v = self.expr(s.value)
+        if id(s.var) in self.assigned:
+            slot = self.alloca(v.type, ty.ptx_identifier(s.var.name))
+            self.b.store(v, slot)
+            self.vars[id(s.var)] = ("slot", slot)
+            return
+        self.vars[id(s.var)] = ("ssa", v)
+        if arith.is_nonneg(s.value, self.nonneg):
+            self.nonneg.add(id(s.var))
+
+    def s_Assign(self, s: S.Assign):
+        kind, slot = self.vars.get(id(s.var), (None, None))
+        if kind != "slot":
+            raise self.error(f"{s.var.name!r} cannot be re-assigned here", s)
+        self.b.store(self.typed(s.value, s.var.dtype), slot)
+
+    def s_IfThenElse(self, s: S.IfThenElse):
+        cond = self.truth(s.cond)
+        if s.else_body is None:
+            with self.b.if_then(cond):
+                self.stmt(s.then_body)
+            return
+        with self.b.if_else(cond) as (then, other):
+            with then:
+                self.stmt(s.then_body)
+            with other:
+                self.stmt(s.else_body)
+
+    def s_For(self, s: S.For):
+        start, extent = E.as_int(s.start), E.as_int(s.extent)
+        if s.kind == "unroll" and start is not None and extent is not None and extent <= 256:
+            for i in range(start, start + extent):
+                self.vars[id(s.var)] = ("ssa", arith.const_int(s.var.dtype, i))
+                self.stmt(s.body)
+            return
+        self._serial_loop(s)
+
+    def _serial_loop(self, s: S.For):
+        t = ty.value_type(s.var.dtype)
+        lo = self.typed(s.start, s.var.dtype)
+        hi = self.b.add(lo, self.typed(s.extent, s.var.dtype))
+        slot = self.alloca(t, ty.ptx_identifier(s.var.name))
+        self.b.store(lo, slot)
+        head = self.fn.append_basic_block("for_head")
+        body = self.fn.append_basic_block("for_body")
+        done = self.fn.append_basic_block("for_end")
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        i = self.b.load(slot)
+        signed = s.var.dtype.is_signed
+        cond = self.b.icmp_signed("<", i, hi) if signed else self.b.icmp_unsigned("<", i, hi)
+        self.b.cbranch(cond, body, done)
+        self.b.position_at_end(body)
+        self.vars[id(s.var)] = ("ssa", i)
+        if arith.is_nonneg(s.start, self.nonneg):
+            self.nonneg.add(id(s.var))
+        self.stmt(s.body)
+        self.b.store(self.b.add(i, ir.Constant(t, 1)), slot)
+        self.b.branch(head)
+        self.b.position_at_end(done)
+
+    def s_BufferStore(self, s: S.BufferStore):
+        p = self.element_ptr(s.buffer, s.indices, s)
+        v = self.typed(s.value, s.buffer.dtype)
+        if s.buffer.dtype.name == "bool":
+            v = self.b.zext(v, ty.I8)
+        self.b.store(v, p, align=s.buffer.dtype.bytes)
+
+    def s_DeclBuffer(self, s: S.DeclBuffer):
+        buf = s.buffer
+        if buf.view_of is not None:
+            self.bufs[id(buf)] = self.bufs[id(buf.view_of)]
+            return
+        nbytes = buf.size * buf.dtype.bytes
+        space = ty.space_of(buf.scope, s.span)
+        if buf.scope == "shared":
+            g = ir.GlobalVariable(self.module, ir.ArrayType(ty.I8, nbytes),
+                                  self.module.get_unique_name(ty.ptx_identifier(buf.name)),
+                                  addrspace=ty.SHARED)
+            g.linkage, g.align = "internal", 16
+            g.initializer = ir.Constant(g.value_type, ir.Undefined)
+            self.static_smem += nbytes
+            g.type = ty.ptr(ty.SHARED)  # opaque: llvmlite would type-check element accesses
+            self.bufs[id(buf)] = _Buf(g, space)
+        elif buf.scope == "shared.dyn":
+            base = self._dynamic_smem()
+            off = (self.dyn_offset + 15) // 16 * 16
+            self.dyn_offset = off + nbytes
+            self.bufs[id(buf)] = _Buf(self.b.gep(base, [ir.Constant(ty.I32, off)],
+                                                 source_etype=ty.I8), space)
+        else:
+            a = self.alloca(ir.ArrayType(ty.storage_type(buf.dtype), buf.size),
+                            ty.ptx_identifier(buf.name))
+            a.align = 16
+            # allocas live in the generic space of the NVPTX data layout (lowered to .local)
+            a.type = ty.ptr(ty.GENERIC)
+            self.bufs[id(buf)] = _Buf(a, ty.GENERIC)
+
+    def alloca(self, t: ir.Type, name: str) -> ir.AllocaInstr:
+        """A stack slot at the top of the entry block (where mem2reg/SROA look for it)."""
+        return self.slots_b.alloca(t, name=name)
+
+    def _dynamic_smem(self) -> ir.GlobalVariable:
+        g = self.module.globals.get(DYN_SMEM_SYMBOL)
+        if g is None:
+            g = ir.GlobalVariable(self.module, ir.ArrayType(ty.I8, 0), DYN_SMEM_SYMBOL,
+                                  addrspace=ty.SHARED)
+            g.linkage, g.align = "external", 16
+            g.type = ty.ptr(ty.SHARED)
+        return g
+
+    # ------------------------------------------------------------------ addresses
+    def buffer(self, buf: S.Buffer, node=None) -> _Buf:
+        b = self.bufs.get(id(buf))
+        if b is None:
+            raise self.error(f"buffer {buf.name!r} is not addressable here (scope "
+                             f"{buf.scope!r})", node)
+        return b
+
+    def element_ptr(self, buf: S.Buffer, indices, node=None) -> ir.Value:
+        """Pointer to element ``indices[0]`` of flat buffer ``buf`` (typed by its dtype)."""
+        base = self.buffer(buf, node)
+        if not indices:
+            return base.ptr
+        if len(indices) != 1:
+            raise self.error(f"buffer {buf.name!r} is indexed with {len(indices)} indices; the "
+                             f"code generator needs flat IR", node)
+        idx = self.expr(indices[0])
+        if isinstance(idx, ir.Constant) and idx.constant == 0:
+            return base.ptr
+        if arith.is_nonneg(indices[0], self.nonneg) and idx.type.width < 64:
+            idx = self.b.zext(idx, ty.I64)
+        return self.b.gep(base.ptr, [idx], source_etype=ty.storage_type(buf.dtype))
+
+    def address(self, e, want_space: int | None = None) -> tuple[ir.Value, int]:
+        """The pointer of a pointer operand (``AddressOf``), optionally cast to a space."""
+        if not isinstance(e, E.AddressOf):
+            raise self.error("a pointer operand must be T.address_of(buffer[...])", e)
+        p = self.element_ptr(e.buffer, e.indices, e)
+        space = self.buffer(e.buffer, e).space
+        if want_space is not None and want_space != space:
+            if space != ty.GENERIC and want_space != ty.GENERIC:
+                raise self.error(f"{e.buffer.name!r} is in {e.buffer.scope} memory, this "
+                                 f"operand needs address space {want_space}", e)
+            p = self.b.addrspacecast(p, ty.ptr(want_space))
+            space = want_space
+        return p, space
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, e) -> ir.Value:
+        return getattr(self, "e_" + type(e).__name__)(e)
+
+    def typed(self, e: E.Expr, t: DataType) -> ir.Value:
+        """``e`` as a value of type ``t`` (literals and mismatched operands converted)."""
+        return arith.convert(self.b, self.expr(e), e.dtype, t, getattr(e, "span", None))
+
+    def truth(self, e: E.Expr) -> ir.Value:
+        return self.typed(e, bool_)
+
+    def e_Var(self, e: E.Var):
+        entry = self.vars.get(id(e))
+        if entry is None:
+            raise self.error(f"variable {e.name!r} is used outside its scope", e)
+        kind, v = entry
+        return v if kind == "ssa" else self.b.load(v)
+
+    def e_IntImm(self, e: E.IntImm):
+        return arith.const_int(e.dtype, e.value)
+
+    def e_FloatImm(self, e: E.FloatImm):
+        return ir.Constant(ty.value_type(e.dtype), float(e.value))
+
+    def e_BinOp(self, e: E.BinOp):
+        if e.op in ("and", "or") and _has_effects(e.b):
+            return self._short_circuit(e)
+        x = self.expr(e.a)
+        y = self.expr(e.b) if e.op in ("<<", ">>") else self.typed(e.b, e.a.dtype)
+        t = e.a.dtype
+        if t.name == "bool" and e.op in ("and", "or", "&", "|", "^", "==", "!="):
+            return arith.int_binop(self.b, e, x, y, self.nonneg)
+        if t.is_float and not ty.is_opaque_float(t):
+            return arith.float_binop(self, e, x, y)
+        if t.is_int or t.name == "bool":
+            return arith.int_binop(self.b, e, x, y, self.nonneg)
+        raise self.error(f"operator {e.op!r} on {t} values is not supported", e)
+
+    def _short_circuit(self, e: E.BinOp):
+        lhs = self.truth(e.a)
+        start = self.b.block
+        rhs_bb = self.fn.append_basic_block("sc_rhs")
+        done = self.fn.append_basic_block("sc_end")
+        if e.op == "and":
+            self.b.cbranch(lhs, rhs_bb, done)
+        else:
+            self.b.cbranch(lhs, done, rhs_bb)
+        self.b.position_at_end(rhs_bb)
+        rhs = self.truth(e.b)
+        rhs_end = self.b.block
+        self.b.branch(done)
+        self.b.position_at_end(done)
+        phi = self.b.phi(ty.I1)
+        phi.add_incoming(ir.Constant(ty.I1, e.op == "or"), start)
+        phi.add_incoming(rhs, rhs_end)
+        return phi
+
+    def e_UnaryOp(self, e: E.UnaryOp):
+        v = self.expr(e.a)
+        if e.op == "not":
+            return self.b.not_(self.truth(e.a))
+        if e.op == "~":
+            return self.b.not_(v)
+        return self.b.fneg(v) if e.dtype.is_float else self.b.neg(v)
+
+    def e_Select(self, e: E.Select):
+        cond = self.truth(e.cond)
+        if not (_has_effects(e.true_value) or _has_effects(e.false_value)):
+            return self.b.select(cond, self.expr(e.true_value),
+                                 self.typed(e.false_value, e.true_value.dtype))
+        with self.b.if_else(cond) as (then, other):
+            with then:
+                tv, tb = self.expr(e.true_value), self.b.block
+            with other:
+                fv, fb = self.typed(e.false_value, e.true_value.dtype), self.b.block
+        phi = self.b.phi(tv.type)
+        phi.add_incoming(tv, tb)
+        phi.add_incoming(fv, fb)
+        return phi
+
+    def e_Cast(self, e: E.Cast):
+        return self.typed(e.value, e.type)
+
+    def e_BufferLoad(self, e: E.BufferLoad):
+        p = self.element_ptr(e.buffer, e.indices, e)
+        v = self.b.load(p, typ=ty.storage_type(e.buffer.dtype), align=e.buffer.dtype.bytes)
+        if e.buffer.dtype.name == "bool":
+            return self.b.icmp_unsigned("!=", v, ir.Constant(ty.I8, 0))
+        return v
+
+    def e_AddressOf(self, e: E.AddressOf):
+        p, space = self.address(e)
+        if space != ty.GENERIC:
+            p = self.b.addrspacecast(p, ty.ptr(ty.GENERIC))
+        return self.b.ptrtoint(p, ty.I64)
+
+    def e_StringImm(self, e: E.StringImm):
+        raise self.error(f"string {e.value!r} is only allowed as an instruction operand", e)
+
+    def e_Call(self, e: E.Call):
+        from .registry import all_lowerings
+
+        fn = all_lowerings().get(e.op)
+        if fn is None:
+            raise self.error(f"T.{e.op} has no LLVM lowering", e)
+        old = self.span
+        self.span = e.span or old
+        try:
+            return fn(self, e)
+        finally:
+            self.span = old
+
+
+def _has_effects(e) -> bool:
+    """Whether evaluating ``e`` may fault or has side effects (loads, calls)."""
+    found = []
+    walk(e, lambda n: found.append(1) if isinstance(n, (E.BufferLoad, E.Call)) else None)
+    return bool(found)
+
+
+def generate(func: S.PrimFunc, target, options: dict | None = None) -> Emitted:
+    """The LLVM module for flat kernel ``func`` (options already validated)."""
+    return Emitter(func, target, options or {}).emit()

@@ -1,0 +1,217 @@
+"""``tw.compile``: the pipeline driver.
+
+``compile(func, target, **options)`` lowers the kernel at once (dispatch and target errors
+surface here, at the user's line) and returns a :class:`Kernel` whose later stages are
+lazy: LLVM IR, PTX and the cubin are built when first asked for (``k.source("ptx")``,
+``k.cubin``, or the first launch) and kept in the on-disk cache
+(:mod:`tilewise.codegen.cache`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+
+from .errors import CompileError, TargetError, TilewiseError
+
+STAGES = ("ir", "lowered", "llvm", "ptx")
+
+
+def _lower(func, target):
+    """Flat IR through the dispatch/lowering pipeline; a kernel that is flat already (no
+    tile calls, 1-D buffers, no layouts) is accepted as is while the pipeline is absent."""
+    try:
+        from .passes.pipeline import lower
+    except ImportError:
+        from .ir.verify import verify
+
+        verify(func, flat=True)
+        return func, []
+    try:
+        out = lower(func, target)
+    except TargetError as e:
+        raise CompileError(e.message, e.span, e.hint) from e
+    return out.func, list(out.dispatch_log)
+
+
+@functools.lru_cache(maxsize=1)
+def _source_fingerprint() -> str:
+    """Changes whenever a tilewise source file changes (sizes and mtimes)."""
+    root = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(folder, name))
+                h.update(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+def cache_key(kernel_ir: str, target, options: dict) -> str:
+    """The PTX cache key: printed kernel IR, target, options, tilewise version and sources,
+    llvmlite/LLVM version. (The cubin key adds the nvJitLink version.)"""
+    from . import __version__
+    from .codegen.backend import llvm_version
+
+    parts = [kernel_ir, str(target), repr(sorted(options.items())), __version__,
+             _source_fingerprint(), llvm_version()]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+class Kernel:
+    """A compiled kernel: ``k.source(stage)``, ``k.cubin``, ``k.dispatch_log``, ``k.target``,
+    ``k.launch_config``; ``k(*arrays, stream=None)`` launches it on the GPU."""
+
+    def __init__(self, func, target, options: dict, lowered, dispatch_log):
+        from .codegen import scan_calls
+
+        self.func, self.target, self.options = func, target, options
+        self.lowered, self.dispatch_log = lowered, dispatch_log
+        self.features, self.uses_math = scan_calls(lowered, target)
+        self.ptx_version = target.ptx_version_for(self.features)
+        self.name = None
+        self._llvm = self._ptx = self._cubin = self._meta = None
+        self._key = cache_key(func.script(), target, options)
+        self._launcher = None
+
+    @property
+    def launch_config(self):
+        """Grid (CTAs in x, y, z) and threads per CTA."""
+        return self.lowered.launch_config
+
+    @property
+    def params(self):
+        """The kernel's global buffers in parameter order."""
+        by_param = {id(p): b for p, b in self.func.buffer_map}
+        return [by_param.get(id(p)) for p in self.func.params]
+
+    @property
+    def dynamic_smem(self) -> int:
+        """Bytes of dynamic shared memory the launch must provide."""
+        return self._metadata()["dynamic_smem"]
+
+    def source(self, stage: str = "ptx") -> str:
+        """The kernel at ``stage``: ``"ir"`` (as written), ``"lowered"`` (flat IR after
+        dispatch), ``"llvm"`` (LLVM IR before optimisation) or ``"ptx"``."""
+        if stage == "ir":
+            return self.func.script()
+        if stage == "lowered":
+            return self.lowered.script()
+        if stage == "llvm":
+            return self._llvm_ir()
+        if stage == "ptx":
+            return self.ptx
+        raise CompileError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)} (and the "
+                           f"bytes in k.cubin)")
+
+    def _llvm_ir(self) -> str:
+        if self._llvm is None:
+            from .codegen import generate
+
+            em = generate(self.lowered, self.target, self.options)
+            self._llvm = str(em.module)
+            self._meta = {"name": em.name, "dynamic_smem": em.dynamic_smem,
+                          "static_smem": em.static_smem, "libdevice": sorted(em.libdevice)}
+            self.name = em.name
+        return self._llvm
+
+    def _metadata(self) -> dict:
+        if self._meta is None:
+            self.ptx  # noqa: B018 - fills _meta from the cache or the build
+        return self._meta
+
+    @property
+    def ptx(self) -> str:
+        """The PTX text (built on first use, then cached in memory and on disk)."""
+        if self._ptx is None:
+            from .codegen import cache
+
+            hit = cache.load(self._key, "ptx")
+            entry = _decode(hit) if hit is not None else None
+            if entry is None:
+                entry = self._build_ptx()
+                cache.store(self._key, "ptx", json.dumps(entry).encode())
+            self._ptx, self._meta = entry["ptx"], entry["meta"]
+            self.name = self._meta["name"]
+        return self._ptx
+
+    def _build_ptx(self) -> dict:
+        from .codegen.backend import emit_ptx
+        from .target import ptx_feature
+
+        text = self._llvm_ir()
+        ptx = emit_ptx(text, self._meta["name"], self.target.llvm_cpu,
+                       ptx_feature(self.ptx_version), set(self._meta["libdevice"]))
+        _dump(self, "ptx", ptx)
+        return {"ptx": ptx, "meta": self._meta}
+
+    @property
+    def cubin(self) -> bytes:
+        """The cubin for the kernel's target, assembled by nvJitLink (cached)."""
+        if self._cubin is None:
+            from .codegen import cache
+            from .codegen.cubin import link_cubin, nvjitlink_version
+
+            key = hashlib.sha256((self._key + nvjitlink_version()).encode()).hexdigest()
+            data = cache.load(key, "cubin")
+            if data is None:
+                data = link_cubin(self.ptx, self.target.llvm_cpu, self.name or "kernel")
+                cache.store(key, "cubin", data)
+            self._cubin = data
+        return self._cubin
+
+    def __call__(self, *arrays, stream=None):
+        """Launch on the GPU with torch / CuPy / ``__cuda_array_interface__`` / DLPack arrays,
+        checked against the kernel's buffers first (:class:`LaunchError`)."""
+        if self._launcher is None:
+            from .runtime.launch import Launcher
+
+            self._launcher = Launcher(self)
+        return self._launcher(arrays, stream)
+
+    def __repr__(self) -> str:
+        return f"<tilewise.Kernel {self.func.name} for {self.target}>"
+
+
+def _decode(blob: bytes) -> dict | None:
+    try:
+        entry = json.loads(blob)
+        if isinstance(entry.get("ptx"), str) and {"name", "dynamic_smem"} <= set(entry["meta"]):
+            return entry
+    except (ValueError, TypeError, AttributeError, KeyError):
+        pass
+    return None
+
+
+def _dump(kernel: Kernel, stage: str, text: str) -> None:
+    from .knobs import knobs
+
+    if knobs.dump_dir:
+        os.makedirs(knobs.dump_dir, exist_ok=True)
+        with open(os.path.join(knobs.dump_dir, f"{kernel.func.name}.{stage}"), "w") as f:
+            f.write(text)
+
+
+def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the public name
+    """Compile ``func`` (a ``@T.prim_func``) for ``target`` (``"sm_90a"`` or a Target).
+
+    Options: ``maxntid``, ``minctasm``, ``maxnreg``, ``cluster_dim`` (the ``nvvm.*`` kernel
+    attributes) and ``ftz`` (flush denormals in libdevice math). Raises ScriptError,
+    DispatchError or CompileError at the user's line."""
+    from .codegen import check_options
+    from .ir.stmt import PrimFunc
+    from .target import Target
+
+    if not isinstance(func, PrimFunc):
+        raise CompileError(f"tw.compile needs a @T.prim_func kernel, got {type(func).__name__}",
+                           hint="decorate the kernel function with @T.prim_func")
+    try:
+        target = target if isinstance(target, Target) else Target(target)
+    except TilewiseError as e:
+        raise CompileError(e.message, e.span, e.hint) from e
+    options = check_options(options, target)
+    lowered, log = _lower(func, target)
+    return Kernel(func, target, options, lowered, log)

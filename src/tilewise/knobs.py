@@ -1,0 +1,65 @@
+"""Every setting tilewise reads from the environment, read once, typed, in one place.
+
+=====================  ==========================================  ===========================
+variable               knob                                        default
+=====================  ==========================================  ===========================
+TILEWISE_CACHE_DIR     ``knobs.cache_dir``: on-disk compile cache   ``$XDG_CACHE_HOME/tilewise``
+TILEWISE_CACHE         ``knobs.cache_enabled`` (``0`` disables)     on
+TILEWISE_DUMP_DIR      ``knobs.dump_dir``: write every stage there  unset (no dumps)
+=====================  ==========================================  ===========================
+
+No other module reads ``os.environ`` for tilewise settings. Tests change knobs with
+:func:`override`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from dataclasses import dataclass
+
+
+def _default_cache_dir(env) -> str:
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tilewise")
+
+
+def _flag(value: str | None, default: bool) -> bool:
+    if value is None or value.strip() == "":
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+@dataclass
+class Knobs:
+    """The settings; :meth:`from_env` reads them from an environment mapping."""
+
+    cache_dir: str
+    cache_enabled: bool = True
+    dump_dir: str | None = None
+
+    @classmethod
+    def from_env(cls, env=None) -> Knobs:
+        env = os.environ if env is None else env
+        return cls(cache_dir=env.get("TILEWISE_CACHE_DIR") or _default_cache_dir(env),
+                   cache_enabled=_flag(env.get("TILEWISE_CACHE"), True),
+                   dump_dir=env.get("TILEWISE_DUMP_DIR") or None)
+
+
+knobs = Knobs.from_env()
+
+
+@contextlib.contextmanager
+def override(**changes):
+    """Temporarily change knobs: ``with override(cache_enabled=False): ...``."""
+    old = dataclasses.asdict(knobs)
+    for k, v in changes.items():
+        if not hasattr(knobs, k):
+            raise AttributeError(f"no knob named {k!r}")
+        setattr(knobs, k, v)
+    try:
+        yield knobs
+    finally:
+        for k, v in old.items():
+            setattr(knobs, k, v)

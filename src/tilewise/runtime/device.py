@@ -1,0 +1,89 @@
+"""The CUDA device through ``cuda.bindings.driver``: detection and the primary context.
+
+Everything imports the driver lazily; without a driver or a GPU, :func:`gpu_available` is
+False and nothing else here is called.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..errors import LaunchError
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def check(result, what: str):
+    """Unpack a ``cuda.bindings`` result tuple, raising LaunchError on an error code."""
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    driver = _driver()
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(err)
+        name = name.decode() if isinstance(name, bytes) else str(err)
+        raise LaunchError(f"{what} failed: {name}")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else tuple(rest)
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_available() -> bool:
+    """Whether a CUDA driver and at least one GPU are usable (never raises)."""
+    try:
+        driver = _driver()
+        (err,) = driver.cuInit(0)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return False
+        err, n = driver.cuDeviceGetCount()
+        return err == driver.CUresult.CUDA_SUCCESS and n > 0
+    except Exception:  # noqa: BLE001 - no driver, no library, no device: all mean "no GPU"
+        return False
+
+
+def _require_gpu():
+    if not gpu_available():
+        raise LaunchError("no CUDA GPU is available on this machine",
+                          hint="run the kernel in the simulator with tw.simulate(...)")
+
+
+@functools.lru_cache(maxsize=8)
+def compute_capability(ordinal: int = 0) -> tuple[int, int]:
+    """``(major, minor)`` of device ``ordinal``."""
+    _require_gpu()
+    driver = _driver()
+    dev = check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
+    attr = driver.CUdevice_attribute
+    major = check(driver.cuDeviceGetAttribute(
+        attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
+    minor = check(driver.cuDeviceGetAttribute(
+        attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
+    return int(major), int(minor)
+
+
+def device_target(ordinal: int = 0):
+    """The arch-specific :class:`~tilewise.target.Target` of device ``ordinal`` (sm_90a on
+    an H100/H200)."""
+    from ..target import Target
+
+    return Target.from_device(*compute_capability(ordinal))
+
+
+@functools.lru_cache(maxsize=8)
+def primary_context(ordinal: int = 0):
+    """Retain device ``ordinal``'s primary context (the one torch and CuPy use) and make it
+    current."""
+    _require_gpu()
+    driver = _driver()
+    dev = check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
+    ctx = check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def make_current(ordinal: int = 0) -> None:
+    driver = _driver()
+    check(driver.cuCtxSetCurrent(primary_context(ordinal)), "cuCtxSetCurrent")

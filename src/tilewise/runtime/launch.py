@@ -1,0 +1,84 @@
+"""Launch a compiled kernel through the CUDA driver (``cuda.bindings.driver``).
+
+Per kernel and device, once: the cubin is loaded with ``cuModuleLoadData``, the entry found
+with ``cuModuleGetFunction``, and dynamic shared memory above 48 KB enabled with
+``cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)``. Per call: arguments are checked
+(:mod:`.args`) and ``cuLaunchKernel`` runs with the kernel's grid and block on ``stream``
+(default: torch's current stream when torch tensors are passed, else the legacy default
+stream).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import LaunchError
+from . import device
+from .args import check_arguments
+
+_DEFAULT_SMEM_LIMIT = 48 * 1024
+
+
+def stream_handle(stream, arrays) -> int:
+    """The raw ``CUstream`` value of a stream object (torch, CuPy, cuda.core, int)."""
+    if stream is None:
+        torch = sys.modules.get("torch")
+        if torch is not None and any(isinstance(a, torch.Tensor) for a in arrays):
+            return int(torch.cuda.current_stream().cuda_stream)
+        return 0
+    if isinstance(stream, int):
+        return stream
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    for attr in ("cuda_stream", "ptr", "handle"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise LaunchError(f"stream= must be a CUDA stream (torch, CuPy, cuda.core or an int), got "
+                      f"{type(stream).__name__}")
+
+
+class Launcher:
+    """The loaded form of one :class:`~tilewise.compiler.Kernel` on one device."""
+
+    def __init__(self, kernel, ordinal: int = 0):
+        self.kernel = kernel
+        self.ordinal = ordinal
+        self.function = None
+
+    def _load(self):
+        import numpy as np
+
+        driver = device._driver()
+        k = self.kernel
+        have = device.device_target(self.ordinal)
+        if not k.target.runs_on(have):
+            raise LaunchError(f"the kernel was compiled for {k.target}, which cannot run on this "
+                              f"GPU ({have})", hint=f"compile with target={str(have)!r}")
+        device.make_current(self.ordinal)
+        self._image = np.frombuffer(k.cubin, dtype=np.uint8).copy()
+        self.module = device.check(driver.cuModuleLoadData(self._image.ctypes.data),
+                                   "cuModuleLoadData")
+        self.function = device.check(
+            driver.cuModuleGetFunction(self.module, k.name.encode()), "cuModuleGetFunction")
+        if k.dynamic_smem > _DEFAULT_SMEM_LIMIT:
+            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            device.check(driver.cuFuncSetAttribute(self.function, attr, k.dynamic_smem),
+                         "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+
+    def __call__(self, arrays, stream=None):
+        import numpy as np
+
+        k = self.kernel
+        infos = check_arguments(list(k.func.params), k.params, arrays, self.ordinal)
+        if self.function is None:
+            self._load()
+        device.make_current(self.ordinal)
+        driver = device._driver()
+        values = np.array([i.ptr for i in infos], dtype=np.uint64)
+        pointers = np.array([values.ctypes.data + 8 * i for i in range(len(infos))],
+                            dtype=np.uint64)
+        cfg = k.launch_config
+        handle = driver.CUstream(stream_handle(stream, arrays))
+        device.check(driver.cuLaunchKernel(self.function, *cfg.grid, cfg.block, 1, 1,
+                                           k.dynamic_smem, handle, pointers.ctypes.data, 0),
+                     f"cuLaunchKernel({k.name})")

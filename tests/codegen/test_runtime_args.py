@@ -1,0 +1,64 @@
+"""The launch-time argument checks, with fake device arrays (no GPU needed)."""
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+from tilewise.errors import LaunchError
+from tilewise.runtime import check_arguments, describe, gpu_available
+
+from .test_compile import _example
+
+
+class FakeDeviceArray:
+    def __init__(self, shape, typestr="<f4", ptr=0x10000, strides=None):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr,
+                                         "data": (ptr, False), "strides": strides, "version": 3}
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    return tw.compile(_example("vector_add").make_vector_add(1024), "sm_90a")
+
+
+def _check(k, *arrays):
+    return check_arguments(list(k.func.params), k.params, arrays)
+
+
+def test_good_arguments_pass(kernel):
+    infos = _check(kernel, *(FakeDeviceArray((1024,)) for _ in range(3)))
+    assert [i.ptr for i in infos] == [0x10000] * 3
+
+
+@pytest.mark.parametrize("bad,message", [
+    (FakeDeviceArray((1024,), "<f2"), "float16"),
+    (FakeDeviceArray((1023,)), "shape (1023,)"),
+    (FakeDeviceArray((1024,), ptr=0x10004), "16-byte aligned"),
+    (FakeDeviceArray((1024,), strides=(8,)), "non-contiguous"),
+    (np.zeros(1024, np.float32), "tw.simulate"),
+    ("not an array", "cannot pass a str"),
+])
+def test_bad_argument_names_the_parameter(kernel, bad, message):
+    good = FakeDeviceArray((1024,))
+    with pytest.raises(LaunchError) as info:
+        _check(kernel, good, bad, good)
+    assert message in str(info.value)
+    if not isinstance(bad, str):
+        assert "'B_ptr'" in str(info.value)
+
+
+def test_argument_count(kernel):
+    with pytest.raises(LaunchError, match="takes 3 array"):
+        _check(kernel, FakeDeviceArray((1024,)))
+
+
+def test_describe_2d_strides():
+    info = describe(FakeDeviceArray((4, 8), "<i1", strides=(8, 1)))
+    assert info.shape == (4, 8) and info.dtype == "int8"
+
+
+def test_launch_without_gpu_is_a_launch_error(kernel):
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(LaunchError):
+        kernel(*(FakeDeviceArray((1024,)) for _ in range(3)))
