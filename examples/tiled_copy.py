@@ -80,8 +80,14 @@ tiled_copy = make_tiled_copy(*SHAPE, "float16")
 
 
 def inputs(rng, shape=SHAPE, dtype="float16"):
-    a = rng.standard_normal(shape).astype(dtype)
-    return [a, np.zeros(shape, dtype=dtype)]
+    """A: random bit patterns of ``dtype`` (a copy must move every bit); B poisoned."""
+    from tilewise.ir.dtype import dtype as tw_dtype
+
+    np_dt = tw_dtype(dtype).numpy()
+    n = int(np.prod(shape)) * np_dt.itemsize
+    a = rng.integers(0, 256, n, dtype=np.uint8).view(np_dt).reshape(shape)
+    b = np.full(n, 0xA5, dtype=np.uint8).view(np_dt).reshape(shape)
+    return [a, b]
 
 
 def reference(a, b):

@@ -72,7 +72,6 @@ class Kernel:
         self.lowered, self.dispatch_log = lowered, dispatch_log
         self.features, self.uses_math = scan_calls(lowered, target)
         self.ptx_version = target.ptx_version_for(self.features)
-        self.name = None
         self._llvm = self._ptx = self._cubin = self._meta = None
         self._key = cache_key(func.script(), target, options)
         self._launcher = None
@@ -87,6 +86,11 @@ class Kernel:
         """The kernel's global buffers in parameter order."""
         by_param = {id(p): b for p, b in self.func.buffer_map}
         return [by_param.get(id(p)) for p in self.func.params]
+
+    @property
+    def name(self) -> str:
+        """The kernel's PTX entry name (sanitised)."""
+        return self._metadata()["name"]
 
     @property
     def dynamic_smem(self) -> int:
@@ -115,7 +119,6 @@ class Kernel:
             self._llvm = str(em.module)
             self._meta = {"name": em.name, "dynamic_smem": em.dynamic_smem,
                           "static_smem": em.static_smem, "libdevice": sorted(em.libdevice)}
-            self.name = em.name
         return self._llvm
 
     def _metadata(self) -> dict:
@@ -135,7 +138,6 @@ class Kernel:
                 entry = self._build_ptx()
                 cache.store(self._key, "ptx", json.dumps(entry).encode())
             self._ptx, self._meta = entry["ptx"], entry["meta"]
-            self.name = self._meta["name"]
         return self._ptx
 
     def _build_ptx(self) -> dict:
@@ -158,7 +160,7 @@ class Kernel:
             key = hashlib.sha256((self._key + nvjitlink_version()).encode()).hexdigest()
             data = cache.load(key, "cubin")
             if data is None:
-                data = link_cubin(self.ptx, self.target.llvm_cpu, self.name or "kernel")
+                data = link_cubin(self.ptx, self.target.llvm_cpu, self.name)
                 cache.store(key, "cubin", data)
             self._cubin = data
         return self._cubin

@@ -27,21 +27,30 @@ def _nvjitlink():
 
 
 def _gpu():
-    from .runtime import device_target, device_name
+    from cuda.bindings import driver
 
-    t = device_target()
-    return "none" if t is None else f"{device_name()} -> target {t}"
+    from .runtime import device_target, gpu_available
+
+    if not gpu_available():
+        return "none"
+    err, dev = driver.cuDeviceGet(0)
+    err, raw = driver.cuDeviceGetName(128, dev)
+    name = raw.split(b"\0", 1)[0].decode() if int(err) == 0 else "GPU 0"
+    return f"{name} -> target {device_target()}"
 
 
 def _driver():
     from cuda.bindings import driver
 
-    err, v = driver.cuDriverGetVersion()
+    try:
+        err, v = driver.cuDriverGetVersion()
+    except Exception:
+        return "none (no NVIDIA driver library on this machine)"
     return f"CUDA driver {v // 1000}.{v % 1000 // 10}" if int(err) == 0 else "no driver"
 
 
 def _libdevice():
-    from .codegen.libdevice import libdevice_path
+    from .codegen.mathlib import libdevice_path
 
     return str(libdevice_path())
 
@@ -63,7 +72,7 @@ def report() -> str:
         ("driver", _try(_driver)),
         ("gpu", _try(_gpu)),
         ("ptxas", _try(_ptxas)),
-        ("cache", _try(lambda: f"{knobs().cache_dir} ({'on' if knobs().cache else 'off'})")),
+        ("cache", _try(lambda: f"{knobs.cache_dir} ({'on' if knobs.cache_enabled else 'off'})")),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

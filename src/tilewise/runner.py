@@ -17,13 +17,11 @@ def gpu_fits(target) -> tuple[bool, str]:
     """Whether a GPU is present and can run code compiled for ``target``."""
     from .target import Target
 
-    try:
-        from .runtime import device_target
-    except ImportError:
-        return False, "the GPU runtime is not installed"
+    from .runtime import device_target, gpu_available
+
+    if not gpu_available():
+        return False, "no GPU on this machine"
     dev = device_target()
-    if dev is None:
-        return False, "no GPU"
     t = Target(target)
     if not t.runs_on(dev):
         return False, f"the GPU is {dev}, code for {t} cannot run on it"

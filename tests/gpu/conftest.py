@@ -6,19 +6,6 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "gpu: needs a CUDA GPU (skipped cleanly without one)")
-
-
-def pytest_collection_modifyitems(config, items):
-    from tilewise.runtime import gpu_available
-
-    if gpu_available():
-        return
-    skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
 
 
 @pytest.fixture

@@ -1,0 +1,16 @@
+"""Tests marked `gpu` need a CUDA GPU and driver; without one they skip cleanly."""
+
+import pytest
+
+
+def pytest_collection_modifyitems(config, items):
+    marked = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not marked:
+        return
+    from tilewise.runtime import gpu_available
+
+    if gpu_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
+    for item in marked:
+        item.add_marker(skip)

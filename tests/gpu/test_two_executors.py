@@ -1,0 +1,77 @@
+"""Same test, two executors: every example runs in the simulator (always) and on the GPU
+(marked `gpu`, skipped without one), and on a GPU machine both must leave identical bytes."""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+from tilewise.runner import _run_gpu, compare
+from tilewise.sim import simulate
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples",
+                                                                     name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _cases():
+    """(id, kernel factory, inputs, reference, rtol) — small enough for the simulator."""
+    ld, va, pw, tc = (_example(n) for n in ("ldgsts_copy", "vector_add", "pow", "tiled_copy"))
+    out = [("seed-ldgsts", lambda: ld.copy_async, ld.inputs, ld.reference, None)]
+    n = 4099
+    out.append(("vector-add", lambda: va.make_vector_add(n), lambda r: va.inputs(r, n),
+                va.reference, None))
+    out.append(("pow", lambda: pw.make_pow(n), lambda r: pw.inputs(r, n), pw.reference,
+                4 * np.finfo(np.float32).eps))
+    for dtype in ("float16", "bfloat16", "float32", "int8"):
+        for shape in ((128, 256), (100, 130)):
+            out.append((f"tiled-copy-{dtype}-{shape[0]}x{shape[1]}",
+                        lambda s=shape, d=dtype: tc.make_tiled_copy(*s, d),
+                        lambda r, s=shape, d=dtype: tc.inputs(r, s, d), tc.reference, None))
+    return out
+
+
+CASES = _cases()
+
+
+def run(executor, func, arrays):
+    if executor == "sim":
+        simulate(func, *arrays, target="sm_90a")
+    else:
+        from tilewise.runtime import device_target
+
+        _run_gpu(func, arrays, str(device_target()))
+
+
+@pytest.fixture(params=["sim", pytest.param("gpu", marks=pytest.mark.gpu)])
+def executor(request):
+    return request.param
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_example_matches_reference(executor, case):
+    _, make, inputs, reference, rtol = case
+    arrays = inputs(np.random.default_rng(1))
+    want = reference(*[a.copy() for a in arrays])
+    run(executor, make(), arrays)
+    assert compare(arrays, want, rtol) == []
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", [c for c in CASES if c[4] is None], ids=lambda c: c[0])
+def test_sim_and_gpu_leave_identical_bytes(case):
+    _, make, inputs, _, _ = case
+    func = make()
+    a = inputs(np.random.default_rng(2))
+    b = [x.copy() for x in a]
+    run("sim", func, a)
+    run("gpu", func, b)
+    for x, y in zip(a, b):
+        assert x.tobytes() == y.tobytes()
