@@ -15,18 +15,44 @@ import statistics
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _timed(torch, fn, warmup: int, runs: int) -> float:
-    for _ in range(warmup):
+def _timed(torch, fn, reps: int, samples: int) -> float:
+    """Median seconds per call: each sample times ``reps`` back-to-back launches between two
+    events, so the GPU never idles on Python launch overhead (METHOD.md)."""
+    for _ in range(2):
         fn()
+    torch.cuda.synchronize()
     times = []
-    for _ in range(runs):
+    for _ in range(samples):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(reps):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+        times.append(start.elapsed_time(end) / 1e3 / reps)
     return statistics.median(times)
+
+
+def _example():
+    spec = importlib.util.spec_from_file_location("tc", os.path.join(ROOT, "examples",
+                                                                     "tiled_copy.py"))
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    return ex
+
+
+def _kernel(ex, cfg: str, rows: int, cols: int, dtype: str):
+    """``tiled:TMxTN:threads[:chunks[:prefetch]]`` or ``pipelined:TMxTN:threads:ctas``."""
+    kind, tile, *rest = cfg.split(":")
+    tm, tn = (int(x) for x in tile.split("x"))
+    if kind == "tiled":
+        chunks = int(rest[1]) if len(rest) > 1 else 1
+        prefetch = int(rest[2]) if len(rest) > 2 else None
+        return ex.make_tiled_copy(rows, cols, dtype, (tm, tn), int(rest[0]), chunks, prefetch)
+    return ex.make_pipelined_copy(rows, cols, dtype, (tm, tn), int(rest[0]), int(rest[1]))
+
+
+DEFAULT_CONFIGS = ["tiled:4x2048:256:4", "tiled:64x128:128", "pipelined:8x1024:256:792"]
 
 
 def main():
@@ -34,9 +60,11 @@ def main():
     p.add_argument("--rows", type=int, default=32768)
     p.add_argument("--cols", type=int, default=32768)
     p.add_argument("--dtype", default="float16")
-    p.add_argument("--tile", type=int, nargs=2, default=None)
-    p.add_argument("--threads", type=int, default=128)
-    p.add_argument("--runs", type=int, default=20)
+    p.add_argument("--config", nargs="+", default=DEFAULT_CONFIGS,
+                   help="kernels to time: tiled:TMxTN:threads[:chunks[:prefetch]] or "
+                        "pipelined:TMxTN:threads:ctas")
+    p.add_argument("--samples", type=int, default=15)
+    p.add_argument("--reps", type=int, default=10)
     a = p.parse_args()
 
     import torch
@@ -44,27 +72,31 @@ def main():
     import tilewise as tw
     from tilewise.runtime import device_target
 
-    spec = importlib.util.spec_from_file_location("tc", os.path.join(ROOT, "examples",
-                                                                     "tiled_copy.py"))
-    ex = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ex)
-    k = tw.compile(ex.make_tiled_copy(a.rows, a.cols, a.dtype, a.tile, a.threads),
-                   str(device_target()))
+    ex = _example()
     src = torch.randn(a.rows, a.cols, device="cuda").to(getattr(torch, a.dtype))
     dst = torch.empty_like(src)
     nbytes = 2 * src.numel() * src.element_size()
-    t_tw = _timed(torch, lambda: k(src, dst), 3, a.runs)
-    ok = torch.equal(src.view(torch.uint8), dst.view(torch.uint8))
-    t_torch = _timed(torch, lambda: dst.copy_(src), 3, a.runs)
-    t_tw2 = _timed(torch, lambda: k(src, dst), 3, a.runs)  # again, against drift
-    t_tw = min(t_tw, t_tw2)
     gbs = lambda t: nbytes / t / 1e9  # noqa: E731
-    print(f"| {datetime.date.today()} | {torch.cuda.get_device_name()} | "
-          f"`python benchmarks/bench_copy.py --rows {a.rows} --cols {a.cols} --dtype {a.dtype}` | "
-          f"{src.numel() * src.element_size() / 2**30:.2f} GiB | tilewise {gbs(t_tw):.0f} GB/s | "
-          f"torch {gbs(t_torch):.0f} GB/s | ratio {t_torch / t_tw:.3f} | exact {ok} |")
-    if not ok:
-        raise SystemExit("tiled copy result differs from the source")
+    failed = False
+    for cfg in a.config:
+        k = tw.compile(_kernel(ex, cfg, a.rows, a.cols, a.dtype), str(device_target()))
+        dst.zero_()
+        k(src, dst)
+        torch.cuda.synchronize()
+        ok = torch.equal(src.view(torch.uint8), dst.view(torch.uint8))
+        t_tw, t_torch = [], []
+        for _ in range(2):  # A B A B, against drift
+            t_tw.append(_timed(torch, lambda: k(src, dst), a.reps, a.samples))
+            t_torch.append(_timed(torch, lambda: dst.copy_(src), a.reps, a.samples))
+        tw_t, torch_t = statistics.median(t_tw), statistics.median(t_torch)
+        print(f"| {datetime.date.today()} | {torch.cuda.get_device_name()} | "
+              f"`python benchmarks/bench_copy.py --rows {a.rows} --cols {a.cols} --dtype "
+              f"{a.dtype} --config {cfg}` | {src.numel() * src.element_size() / 2**30:.2f} GiB "
+              f"| tilewise {gbs(tw_t):.0f} GB/s | torch {gbs(torch_t):.0f} GB/s | ratio "
+              f"{torch_t / tw_t:.3f} | exact {ok} |", flush=True)
+        failed |= not ok
+    if failed:
+        raise SystemExit("a copy result differs from the source")
 
 
 if __name__ == "__main__":

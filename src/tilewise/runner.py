@@ -46,18 +46,32 @@ def _run_gpu(func, arrays, target):
     from .compiler import compile as tw_compile
 
     kernel = tw_compile(func, target=target)
-    dev = [torch.from_numpy(np.ascontiguousarray(a).view(_torch_view(a.dtype))).cuda()
-           for a in arrays]
+    dev = [_to_torch(torch, a).cuda() for a in arrays]
     kernel(*dev)
     torch.cuda.synchronize()
     for a, d in zip(arrays, dev):
-        a[...] = d.cpu().numpy().view(a.dtype)
+        a[...] = _from_torch(torch, d).view(a.dtype).reshape(a.shape)
 
 
-def _torch_view(dtype):
-    """A numpy dtype torch can hold with the same bytes (bfloat16/fp8 travel as ints)."""
-    return {1: np.uint8, 2: np.int16, 4: np.int32, 8: np.int64}[np.dtype(dtype).itemsize] \
-        if np.dtype(dtype).name in ("bfloat16", "float8_e4m3fn", "float8_e5m2") else dtype
+_TORCH_NARROW = {"bfloat16": "bfloat16", "float8_e4m3fn": "float8_e4m3fn",
+                 "float8_e5m2": "float8_e5m2"}
+
+
+def _to_torch(torch, a):
+    """A torch tensor with the same bytes and dtype (bfloat16/fp8 cross as raw ints)."""
+    a = np.ascontiguousarray(a)
+    name = _TORCH_NARROW.get(a.dtype.name)
+    if name is None:
+        return torch.from_numpy(a)
+    raw = {1: np.uint8, 2: np.int16}[a.dtype.itemsize]
+    return torch.from_numpy(a.view(raw)).view(getattr(torch, name))
+
+
+def _from_torch(torch, t):
+    t = t.cpu()
+    if str(t.dtype).removeprefix("torch.") in _TORCH_NARROW.values():
+        t = t.view(torch.uint8 if t.element_size() == 1 else torch.int16)
+    return t.numpy()
 
 
 def compare(got, want, rtol=None) -> list[str]:

@@ -15,6 +15,8 @@ def _operand(op, p, bufs):
             return AddressOf(bufs["global" if p.name == "dst" else "fglobal"], (IntImm(0),))
         return AddressOf(bufs["global"] if p.name == "src" else bufs["shared"], (IntImm(0),))
     if p.kind == "imm":
+        if p.default is None:
+            return None  # an optional immediate left out
         if p.default is not REQUIRED:
             return IntImm(p.default)
         return IntImm(p.choices[0] if p.choices else 0)

@@ -156,3 +156,15 @@ def test_import_stays_light():
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_cubin_from_the_cache_knows_its_entry_name(_private_cache):
+    """A kernel whose cubin comes from the cache (PTX never built in this process) still
+    knows the entry name the launcher asks the driver for."""
+    va = _example("vector_add").vector_add
+    first = tw.compile(va, "sm_90a")
+    assert first.cubin and first.name
+    again = tw.compile(va, "sm_90a")
+    blob = again.cubin  # a cache hit: nothing else built yet
+    assert blob == first.cubin
+    assert again.name == first.name == "vector_add"

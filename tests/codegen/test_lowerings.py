@@ -50,3 +50,19 @@ def test_entry_assembles_to_cubin(name):
     _, ptx = _ptx(entry_kernel(op), target)
     cubin = link_cubin(ptx, target.llvm_cpu)
     assert cubin[:4] == b"\x7fELF"
+
+
+def test_cp_async_prefetch_hint_is_inline_ptx_that_assembles():
+    """cp.async's L2 prefetch size has no LLVM intrinsic; its inline PTX must assemble."""
+    from tilewise.ir.expr import IntImm
+
+    op = PTX_OPS["ptx.cp_async"]
+    func = entry_kernel(op)
+    call = func.body.stmts[-1].value
+    prefetched = type(call)(call.op, call.args[:5] + (IntImm(256),), call.type)
+    body = type(func.body)(func.body.stmts[:-1] + (type(func.body.stmts[-1])(prefetched),))
+    func = func.with_body(body)
+    target = Target("sm_90a")
+    _, ptx = _ptx(func, target)
+    assert "cp.async.ca.shared.global.L2::256B [%rd1], [%rd2], 4;" in ptx
+    assert link_cubin(ptx, target.llvm_cpu)[:4] == b"\x7fELF"

@@ -35,6 +35,13 @@ def _cases():
             out.append((f"tiled-copy-{dtype}-{shape[0]}x{shape[1]}",
                         lambda s=shape, d=dtype: tc.make_tiled_copy(*s, d),
                         lambda r, s=shape, d=dtype: tc.inputs(r, s, d), tc.reference, None))
+    for dtype in ("float16", "int8"):  # the barrier-free chunked pipeline of bench_copy.py
+        out.append((f"tiled-copy-chunked-{dtype}",
+                    lambda d=dtype: tc.make_tiled_copy(64, 4096, d, (4, 2048), 256, chunks=4),
+                    lambda r, d=dtype: tc.inputs(r, (64, 4096), d), tc.reference, None))
+    out.append(("pipelined-copy", lambda: tc.make_pipelined_copy(64, 2048, "float16",
+                                                                (8, 1024), 256, 5),
+                lambda r: tc.inputs(r, (64, 2048), "float16"), tc.reference, None))
     return out
 
 

@@ -36,20 +36,35 @@ def _value32(em, e) -> ir.Value:
 def _cp_async(em, c):
     """``cp.async.ca`` for 4/8 bytes, ``.cg`` (bypass L1) for 16; ``.s`` with a source size.
     ``ignore_src`` has no intrinsic: it becomes a source size of 0 (the destination is
-    zero-filled, which is what ignore-src means)."""
-    dst, src, size, src_size, ignore = c.args
+    zero-filled, which is what ignore-src means). An L2 prefetch size has no intrinsic
+    either: that form is emitted as inline PTX (PTX ISA 7.4, sm_80+)."""
+    dst, src, size, src_size, ignore, prefetch = c.args
     n = _imm(em, size)
     d, _ = em.address(dst, ty.SHARED)
     s, _ = em.address(src, ty.GLOBAL)
-    name = f"llvm.nvvm.cp.async.{'cg' if n == 16 else 'ca'}.shared.global.{n}"
+    cache = "cg" if n == 16 else "ca"
     args = [d, s]
     if src_size is not None or ignore is not None:
         ss = _value32(em, src_size) if src_size is not None else _i32(n)
         if ignore is not None:
             ss = em.b.select(em.truth(ignore), _i32(0), ss)
-        name += ".s"
         args.append(ss)
+    if prefetch is not None:
+        _cp_async_asm(em, cache, n, _imm(em, prefetch), args)
+        return
+    name = f"llvm.nvvm.cp.async.{cache}.shared.global.{n}" + (".s" if len(args) == 3 else "")
     em.call(name, ty.VOID, args)
+
+
+def _cp_async_asm(em, cache: str, n: int, prefetch: int, args):
+    """``cp.async.<cache>.shared.global.L2::<prefetch>B [dst], [src], n{, src_size}``."""
+    i64 = ir.IntType(64)
+    ops = [em.b.ptrtoint(args[0], i64), em.b.ptrtoint(args[1], i64)] + args[2:]
+    tail = ", $2" if len(args) == 3 else ""
+    text = f"cp.async.{cache}.shared.global.L2::{prefetch}B [$0], [$1], {n}{tail};"
+    fnty = ir.FunctionType(ir.VoidType(), [o.type for o in ops])
+    asm = ir.InlineAsm(fnty, text, "l,l" + (",r" if tail else ""), side_effect=True)
+    em.b.call(asm, ops)
 
 
 @lowering("ptx.cp_async.commit_group")

@@ -74,6 +74,8 @@ class PtxOp:
         return tuple(out)
 
     def _check(self, p: Param, v, span):
+        if v is None and p.default is None:
+            return None  # an optional operand left out
         if p.kind in ("imm", "flag"):
             iv = as_int(v)
             if iv is None:
@@ -125,9 +127,12 @@ _OPS = [
     # ---- cp.async (LDGSTS), PTX ISA §9.7.9.25
     PtxOp("ptx.cp_async", (_p("dst", "ptr"), _p("src", "ptr"),
                            _p("cp_size", "imm", choices=(4, 8, 16)),
-                           _p("src_size", "value", None), _p("ignore_src", "value", None)),
-          "cp.async.{ca|cg}.shared.global [dst], [src], cp-size{, src-size}", "cp_async",
-          doc="asynchronous global->shared copy of 4/8/16 bytes; .cg when 16 bytes"),
+                           _p("src_size", "value", None), _p("ignore_src", "value", None),
+                           _p("prefetch", "imm", None, (64, 128, 256))),
+          "cp.async.{ca|cg}.shared.global{.L2::NB} [dst], [src], cp-size{, src-size}",
+          "cp_async",
+          doc="asynchronous global->shared copy of 4/8/16 bytes; .cg when 16 bytes; "
+              "prefetch: the L2 prefetch size hint in bytes"),
     PtxOp("ptx.cp_async.commit_group", (), "cp.async.commit_group", "cp_async"),
     PtxOp("ptx.cp_async.wait_group", (_p("n", "imm", 0),), "cp.async.wait_group n", "cp_async"),
     PtxOp("ptx.cp_async.wait_all", (), "cp.async.wait_all", "cp_async"),

@@ -50,3 +50,39 @@ def const_difference(a, b) -> int | None:
         return None
     return diff.get(1, 0)
 
+
+
+def known_multiple(e) -> int:
+    """The largest integer known to divide every value of ``e`` (0 when ``e`` is 0).
+
+    Sees through what affine forms cannot: ``(t // 16) * 1024 + (t % 16) * 8`` is a
+    multiple of 8 whatever ``t`` is. Used for the alignment of computed tile origins."""
+    import math
+
+    from ..ir.expr import UnaryOp
+
+    if isinstance(e, bool):
+        return 1
+    if isinstance(e, int):
+        return abs(e)
+    if isinstance(e, IntImm):
+        return abs(e.value)
+    if isinstance(e, Cast) and e.dtype.is_int and e.value.dtype.is_int:
+        return known_multiple(e.value)
+    if isinstance(e, UnaryOp) and e.op == "-":
+        return known_multiple(e.a)
+    if not isinstance(e, BinOp):
+        return 1
+    ka, kb = known_multiple(e.a), known_multiple(e.b)
+    cb = as_int(e.b)
+    if e.op in ("+", "-"):
+        return math.gcd(ka, kb)
+    if e.op == "*":
+        return ka * kb
+    if e.op == "<<" and cb is not None and cb >= 0:
+        return ka << cb
+    if e.op == "//" and cb is not None and cb > 0:
+        return ka // cb if ka % cb == 0 else 1
+    if e.op == "%" and cb is not None and cb > 0:
+        return math.gcd(ka, cb)
+    return 1

@@ -347,6 +347,17 @@ _HANDLERS["serial"] = lambda p, a, k: _range(p, a, k, "serial")
 _HANDLERS["unroll"] = lambda p, a, k: _range(p, a, k, "unroll")
 
 
+@handler("static_range")
+def _static_range(p, args, kwargs):
+    """``for j in T.static_range(n)``: unrolled while parsing; ``j`` is a Python int, so it
+    can feed immediates such as ``T.ptx.cp_async.wait_group(n - 1 - j)``."""
+    _arity(p, "static_range", args, kwargs, 1, 3)
+    if any(is_ir(a) or not isinstance(a, int) or isinstance(a, bool) for a in args):
+        raise p.error("T.static_range bounds must be compile-time ints",
+                      "use range(...) for a loop with run-time bounds")
+    return list(range(*args))
+
+
 @handler("tvm_storage_sync")
 def _storage_sync(p, args, kwargs):
     _arity(p, "tvm_storage_sync", args, kwargs, 1)

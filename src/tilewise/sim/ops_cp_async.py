@@ -61,7 +61,9 @@ def state(ctx) -> _State:
 
 @semantics("ptx.cp_async")
 def cp_async(ctx, site, args):
-    dst, src, size, src_size, ignore = args
+    """The copy lands at the thread's wait; the L2 prefetch size (last operand) is only a
+    hint with no effect on the result (PTX ISA 9.7.9.25.3.1)."""
+    dst, src, size, src_size, ignore, _prefetch = args
     tids = ctx.active()
     n = len(tids)
     ss = np.broadcast_to(np.asarray(size if src_size is None else src_size, np.int64), (n,))

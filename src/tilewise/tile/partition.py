@@ -13,7 +13,8 @@ steps of ``T`` vectors of ``vec`` elements: element at position
   its first byte is aligned to the vector size. Alignment is that of the byte offset from
   the buffer base, and base buffers are **16-byte aligned by contract** (the runtime checks
   data pointers; shared allocations are aligned by the code generator). A symbolic region
-  start contributes the gcd of the coefficients of its affine element offset. Swizzled
+  start contributes the largest number known to divide its element offset
+  (``known_multiple``: sums, products, shifts, ``//`` and ``%`` by constants). Swizzled
   shared layouts are evaluated exactly (a swizzle keeps aligned 16-byte chunks whole).
 """
 
@@ -29,7 +30,7 @@ from ..ir.expr import BufferRegion, Expr, IntImm, Var, as_int, binop
 from ..ir.stmt import For, Stmt
 from ..passes.indexing import memory_offset
 from ..passes.simplify import simplify_expr
-from ..script.analysis import affine
+from ..script.analysis import affine, known_multiple
 from .registry import DispatchFail
 
 BASE_ALIGN = 16  # bytes; see the module docstring
@@ -82,11 +83,8 @@ class Side:
         if all(as_int(s) is not None for s in starts):
             return BASE_ALIGN
         off = simplify_expr(memory_offset(self.buffer.layout, self.buffer.shape, starts))
-        f = affine(off)
-        if f is None:
-            return self.elem_bytes
-        g = math.gcd(*(c for k, c in f.items() if k != 1)) * self.elem_bytes
-        return math.gcd(g, BASE_ALIGN)
+        k = known_multiple(off)
+        return BASE_ALIGN if k == 0 else math.gcd(k * self.elem_bytes, BASE_ALIGN)
 
 
 def _row_major(shape: Sequence[int]) -> list[int]:

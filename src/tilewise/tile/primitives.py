@@ -37,6 +37,8 @@ class Primitive:
         out = []
         for k, v in given.items():
             opt = self.option(k)
+            if v is None and opt is not None:
+                continue  # an option passed as None is an option not given
             if opt is None:
                 raise ScriptError(
                     f"{self.name} has no option {k!r}", span,

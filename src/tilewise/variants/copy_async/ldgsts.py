@@ -9,14 +9,16 @@ Algorithm:
 1. Accept only a global -> shared / shared.dyn copy of one dtype, on sm_80+, in scope
    thread / warp / warpgroup / cta with every thread of each scope instance active
    (a partially active warp declines), without ``mbar=`` (cp.async groups cannot signal an
-   mbarrier; that needs a TMA variant).
+   mbarrier; that needs a TMA variant); ``cache_hint=`` and ``predicate=`` are declined
+   by name (not implemented yet, never silently ignored).
 2. Partition the tile ``[outer, threads, vec]`` with the global side driving the order
    (:mod:`tilewise.tile.partition`), vector candidates 128 / 64 / 32 bits only
    (``cp_size`` 16 / 8 / 4 bytes), limited by the alignment and contiguity of both
    sides (a swizzled shared layout keeps 16-byte chunks whole). The element count must be
    a multiple of ``threads * vec``.
 3. Emit, per outer step (``for f in range(outer)`` when ``outer > 1``), one
-   ``T.ptx.cp_async(dst, src, cp_size)`` per thread, addresses at the thread's vector.
+   ``T.ptx.cp_async(dst, src, cp_size)`` per thread, addresses at the thread's vector;
+   ``prefetch_size=`` becomes the ``.L2::<N>B`` prefetch hint of each cp.async.
 4. Emit no commit, wait or barrier: completion is the caller's.
 """
 
@@ -39,10 +41,13 @@ def _emit(ctx):
     plan = plan_partition(dst, src, src, ctx.thread_count, VEC_BYTES)
     ctx.info.append(plan.describe() + f", cp_size {plan.vec_bytes}")
     op = PTX_OPS["ptx.cp_async"]
+    prefetch = ctx.option("prefetch_size")
+    if prefetch is not None:
+        ctx.info.append(f"L2 prefetch {prefetch} B")
 
     def make(dc, sc):
         call = op.call([AddressOf(dst.buffer, dc), AddressOf(src.buffer, sc),
-                        plan.vec_bytes], {}, span=ctx.span)
+                        plan.vec_bytes], {"prefetch": prefetch}, span=ctx.span)
         return Evaluate(call, span=ctx.span)
 
     return emit(plan, ctx.scope_tid, dst, src, make)
@@ -55,6 +60,10 @@ def _emit(ctx):
     predicate("no mbarrier", P.no_option, option="mbar",
               why="completion by mbarrier needs a TMA variant; cp.async groups cannot "
               "signal an mbarrier"),
+    predicate("no cache policy", P.no_option, option="cache_hint",
+              why="ldgsts does not implement cache_hint= (cp.async .L2::cache_hint) yet"),
+    predicate("no predicate", P.no_option, option="predicate",
+              why="ldgsts does not implement predicate= (zero-fill by src-size) yet"),
     predicate("global -> shared", P.direction, pairs=PAIRS),
     predicate("scope", P.scope_in, scopes=SCOPES),
     predicate("all threads active", P.all_active),
