@@ -7,6 +7,7 @@ import numpy as np
 from tilewise import T
 
 TARGET = "sm_90a"
+RTOL = 4 * float(np.finfo(np.float32).eps)  # libdevice powf vs numpy: a few ulps
 
 
 def make_pow(n: int, threads: int = 256):
