@@ -70,8 +70,10 @@ def main():
     from tilewise.knobs import override
 
     date = datetime.date.today().isoformat()
-    machine = f"{platform.node()} ({os.cpu_count()} CPUs, {platform.processor() or platform.machine()})"
-    print("| date | machine | command | kernel | warm PTX ms | warm cubin ms | cold PTX s | cold cubin s |")
+    cpu = platform.processor() or platform.machine()
+    machine = f"{platform.node()} ({os.cpu_count()} CPUs, {cpu})"
+    print("| date | machine | command | kernel | warm PTX ms | warm cubin ms | cold PTX s "
+          "| cold cubin s |")
     print("|---|---|---|---|---|---|---|---|")
     for label, (file, name) in KERNELS.items():
         func = _load(file, name)

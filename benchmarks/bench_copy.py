@@ -86,7 +86,7 @@ def main():
         ok = torch.equal(src.view(torch.uint8), dst.view(torch.uint8))
         t_tw, t_torch = [], []
         for _ in range(2):  # A B A B, against drift
-            t_tw.append(_timed(torch, lambda: k(src, dst), a.reps, a.samples))
+            t_tw.append(_timed(torch, lambda k=k: k(src, dst), a.reps, a.samples))
             t_torch.append(_timed(torch, lambda: dst.copy_(src), a.reps, a.samples))
         tw_t, torch_t = statistics.median(t_tw), statistics.median(t_torch)
         print(f"| {datetime.date.today()} | {torch.cuda.get_device_name()} | "

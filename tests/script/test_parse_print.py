@@ -118,3 +118,38 @@ def test_compile_time_values_are_folded():
     stores = _nodes(everything, BufferStore)
     assert "vals" not in everything.script()  # the comprehension expanded at parse time
     assert any("regs[0] + regs[2]" in tw.ir.script(s.value) for s in stores)
+
+
+K = 3
+
+
+@T.prim_func
+def unrolled(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64,), "float32")
+    T.device_entry()
+    tid = T.thread_id([32])
+    S = T.alloc_shared((64,), "float32")
+    for j in T.static_range(K):
+        T.ptx.cp_async(T.address_of(S[j * 16]), T.address_of(A[j * 16]), 16)
+        T.ptx.cp_async.commit_group()
+    for j in T.static_range(K):
+        T.ptx.cp_async.wait_group(K - 1 - j)
+
+
+def test_static_range_unrolls_at_parse_time():
+    text = unrolled.script()
+    assert "for " not in text
+    assert [f"wait_group({n})" in text for n in (2, 1, 0)] == [True] * 3
+    assert "T.address_of(S[32])" in text
+
+
+def test_known_multiple_sees_through_floor_division():
+    from tilewise.ir import Var
+    from tilewise.script.analysis import known_multiple
+
+    t = Var("t")
+    assert known_multiple(t // 16 * 1024 + t % 16 * 8) == 8
+    assert known_multiple((t * 64) // 4 + 32) == 16
+    assert known_multiple((t * 6) % 4) == 2
+    assert known_multiple(t + 1) == 1
+    assert known_multiple(t * 0) == 0

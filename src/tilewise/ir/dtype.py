@@ -69,7 +69,8 @@ _TABLE = [
 ]
 
 DTYPES: dict[str, DataType] = {name: DataType(name, kind, bits) for name, kind, bits in _TABLE}
-_NUMPY_SPECIAL = {"bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2"}
+_NUMPY_SPECIAL = {"bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn",
+                  "float8_e5m2": "float8_e5m2"}
 _ALIASES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
             "float8_e4m3fn": "float8_e4m3", "e4m3": "float8_e4m3", "e5m2": "float8_e5m2",
             "half": "float16", "float": "float32", "int": "int32"}

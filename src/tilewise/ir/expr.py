@@ -40,7 +40,7 @@ class Node:
 class Expr(Node):
     @property
     def dtype(self) -> DataType:  # overridden by every concrete node
-        raise NotImplementedError(type(self).__name__)
+        raise TypeError(f"{type(self).__name__} is not a typed expression")
 
     # Arithmetic builds IR (constant-folded); comparisons use cmp().
     def __add__(self, o): return binop("+", self, o)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import Span
 from .dtype import DataType
 from .expr import Expr, Node, Var
 

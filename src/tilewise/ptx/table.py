@@ -160,7 +160,8 @@ _OPS = [
     PtxOp("ptx.cp_async.mbarrier_arrive", (_p("mbar", "ptr"),),
           "cp.async.mbarrier.arrive.noinc.shared.b64 [mbar]", "cp_async"),
     # ---- tcgen05 tensor memory, PTX ISA §9.7.16
-    PtxOp("ptx.tcgen05.alloc", (_p("dst", "ptr"), _p("n_cols", "imm", choices=(32, 64, 128, 256, 512)),
+    PtxOp("ptx.tcgen05.alloc", (_p("dst", "ptr"),
+                                _p("n_cols", "imm", choices=(32, 64, 128, 256, 512)),
                                 _p("cta_group", "imm", 1, (1, 2))),
           "tcgen05.alloc.cta_group::N.sync.aligned.shared::cta.b32 [dst], nCols", "tcgen05"),
     PtxOp("ptx.tcgen05.dealloc", (_p("taddr"), _p("n_cols", "imm", choices=(32, 64, 128, 256, 512)),

@@ -482,7 +482,7 @@ class Parser:
         if len(items) != len(buf.shape):
             raise self.error(f"{buf.name!r} has {len(buf.shape)} dimension(s) "
                              f"{tuple(buf.shape)}, indexed with {len(items)}",
-                             f"write {buf.name}[{', '.join('i' + str(k) for k in range(len(buf.shape)))}]")
+                             f"write {buf.name}[{_index_names(len(buf.shape))}]")
         if not any(isinstance(i, slice) for i in items):
             idx = tuple(self.index_value(i, n, d, buf) for d, (i, n) in
                         enumerate(zip(items, buf.shape)))
@@ -553,6 +553,10 @@ class _LoopRange:
         if s is None or e is None:
             raise ScriptError("a comprehension must iterate over a compile-time range")
         return iter(range(s, s + e))
+
+
+def _index_names(n: int) -> str:
+    return ", ".join(f"i{k}" for k in range(n))
 
 
 def _describe(v) -> str:

@@ -14,7 +14,6 @@ import numpy as np
 
 from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
-from ..ir import stmt as S
 from ..ir.launch import thread_value
 from ..ptx.table import PTX_OPS
 from . import values as V

@@ -190,7 +190,7 @@ class _Dispatch(Mutator):
         try:
             body = _choose(ctx, d)
         except TilewiseError as e:
-            raise e.with_span(s.span)
+            raise e.with_span(s.span) from None
         d.notes.extend(ctx.notes)
         d.info.extend(ctx.info)
         return body
