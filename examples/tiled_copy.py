@@ -8,7 +8,8 @@ whose tile lies wholly inside the array take the fast path above; the CTAs on th
 right/bottom edge copy their part element by element with a bounds check (a predicated
 scalar path). When the tile divides the array the edge path is never taken. cp.async moves
 at least 4 naturally aligned bytes, so when a row is not a multiple of 4 bytes (e.g. 777
-float16 values) no tile start is aligned and the factory returns the scalar kernel alone.
+float16 values) no tile start is aligned: the fast path is then dropped at compile time
+(``fast and ...`` short-circuits while parsing) and every CTA takes the scalar path.
 
 Performance (bench_copy.py): 128 threads, a 64 x 128 float16 tile (16 KB shared, 8
 cp.async of 16 bytes per thread in flight), many resident CTAs per SM.
@@ -44,6 +45,8 @@ def make_tiled_copy(M: int, N: int, dtype: str = "float16", tile=None, threads: 
     gm, gn = (M + TM - 1) // TM, (N + TN - 1) // TN
     fm, fn = M // TM, N // TN  # tiles wholly inside the array
     steps = (TM * TN + threads - 1) // threads
+    itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+    fast = N * itemsize % 4 == 0  # else no tile start is 4-byte aligned: scalar path only
 
     @T.prim_func
     def tiled_copy(A_ptr: T.handle, B_ptr: T.handle):
@@ -53,7 +56,7 @@ def make_tiled_copy(M: int, N: int, dtype: str = "float16", tile=None, threads: 
         bx, by = T.cta_id([gn, gm])
         tid = T.thread_id([threads])
         S = T.alloc_buffer((TM, TN), dtype, scope="shared")
-        if by < fm and bx < fn:
+        if fast and by < fm and bx < fn:
             if chunks == 1:
                 Tx.cta.copy_async(S[0:TM, 0:TN], A[by * TM:by * TM + TM, bx * TN:bx * TN + TN],
                                   dispatch="ldgsts", prefetch_size=prefetch)
@@ -80,22 +83,7 @@ def make_tiled_copy(M: int, N: int, dtype: str = "float16", tile=None, threads: 
                 if r < M and c < N:
                     B[r, c] = A[r, c]
 
-    @T.prim_func
-    def tiled_copy_scalar(A_ptr: T.handle, B_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (M, N), dtype)
-        B = T.match_buffer(B_ptr, (M, N), dtype)
-        T.device_entry()
-        bx, by = T.cta_id([gn, gm])
-        tid = T.thread_id([threads])
-        for k in range(steps):
-            e = k * threads + tid
-            r = by * TM + e // TN
-            c = bx * TN + e % TN
-            if r < M and c < N:
-                B[r, c] = A[r, c]
-
-    itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
-    return tiled_copy if N * itemsize % 4 == 0 else tiled_copy_scalar
+    return tiled_copy
 
 
 def make_pipelined_copy(M: int, N: int, dtype: str = "float16", tile=(8, 1024),

@@ -8,10 +8,7 @@ user's line.
 
 from __future__ import annotations
 
-from ..errors import CompileError, did_you_mean
-from ..ir.expr import Call
-from ..ir.visitor import Visitor
-from ..ptx.table import PTX_OPS
+from ..errors import CompileError, TargetError, did_you_mean
 
 #: Kernel options ``tw.compile`` accepts, with what each must be.
 OPTIONS = {
@@ -23,47 +20,16 @@ OPTIONS = {
 }
 
 
-class _CallScan(Visitor):
-    def __init__(self, target):
-        self.target = target
-        self.features: set[str] = set()
-        self.math = False
-        self.span = None
-
-    def visit(self, node):
-        old = self.span
-        self.span = getattr(node, "span", None) or old
-        try:
-            return super().visit(node)
-        finally:
-            self.span = old
-
-    def visit_Call(self, e: Call):
-        op = PTX_OPS.get(e.op)
-        span = e.span or self.span
-        if op is None:
-            raise CompileError(f"T.{e.op} is not an instruction the code generator knows", span,
-                               hint=did_you_mean(e.op, PTX_OPS))
-        if op.feature is not None:
-            if not self.target.has(op.feature):
-                from ..target import FEATURES
-
-                spec = FEATURES[op.feature]
-                raise CompileError(
-                    f"T.{e.op} ({op.ptx.split()[0]}) needs {spec.needs}; target is "
-                    f"{self.target}", span,
-                    hint=f"compile for a target with {spec.display}, or avoid this call")
-            self.features.add(op.feature)
-        self.math = self.math or op.math
-        self.generic_visit(e)
-
-
 def scan_calls(func, target) -> tuple[set[str], bool]:
     """The target features the kernel's calls need and whether it uses libdevice math.
-    Raises CompileError at the first call the target cannot run."""
-    scan = _CallScan(target)
-    scan.visit(func.body)
-    return scan.features, scan.math
+    Raises CompileError at the first call the target cannot run (the pipeline's own target
+    check, :func:`tilewise.passes.check_targets.scan_calls`, reported as a compile error)."""
+    from ..passes.check_targets import scan_calls as scan
+
+    try:
+        return scan(func, target)
+    except TargetError as e:
+        raise CompileError(e.message, e.span, e.hint) from None
 
 
 def _dims(name: str, value, most: int) -> tuple[int, ...]:

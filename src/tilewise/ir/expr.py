@@ -305,6 +305,11 @@ def binop(op: str, a: ExprLike, b: ExprLike, span: Span | None = None) -> Expr:
             return const(v if not isinstance(v, bool) else v, None if isinstance(v, bool) else like)
     ea = const(a, b.dtype if isinstance(b, Expr) else None)
     eb = const(b, ea.dtype)
+    if op in ("and", "or") and (ia is not None or ib is not None):
+        known, other = (ia, eb) if ia is not None else (ib, ea)
+        if bool(known) == (op == "and"):
+            return other  # True and x == x; False or x == x
+        return IntImm(int(op == "or"), dt.bool_)  # False and x == False; True or x == True
     if op == "+" and ib == 0 or op == "-" and ib == 0 or op in ("*", "//") and ib == 1:
         return ea
     if op == "+" and ia == 0:

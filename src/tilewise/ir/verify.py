@@ -11,10 +11,10 @@ from ..errors import VerifyError
 from .expr import AddressOf, BinOp, BufferLoad, Call, Expr, Var
 from .stmt import (Assign, Buffer, BufferStore, DeclBuffer, For, IfThenElse, LetStmt, PrimFunc,
                    SeqStmt, TileCall)
-from .visitor import Visitor
+from .visitor import SpanVisitor
 
 
-class _Verifier(Visitor):
+class _Verifier(SpanVisitor):
     def __init__(self, func: PrimFunc, flat: bool):
         self.func = func
         self.flat = flat
@@ -51,14 +51,6 @@ class _Verifier(Visitor):
         self.visit(body)
         self.vars.pop()
         self.bufs.pop()
-
-    def visit(self, node):
-        old = self.span
-        self.span = getattr(node, "span", None) or old
-        try:
-            return super().visit(node)
-        finally:
-            self.span = old
 
     # scoping statements
     def visit_SeqStmt(self, s: SeqStmt):

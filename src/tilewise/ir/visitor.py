@@ -83,3 +83,18 @@ def walk(node, fn) -> None:
             return super().visit(n)
 
     _W().visit(node)
+
+
+class SpanVisitor(Visitor):
+    """A Visitor that keeps ``self.span``: the innermost user source place seen so far, so an
+    error about an expression without a span of its own points at its statement."""
+
+    span = None
+
+    def visit(self, node):
+        old = self.span
+        self.span = getattr(node, "span", None) or old
+        try:
+            return super().visit(node)
+        finally:
+            self.span = old

@@ -3,39 +3,47 @@
 Each ``Call`` names an entry of the PTX table; an entry with a ``feature`` the target
 lacks is a :class:`TargetError` at the user's line (``cp.async needs sm_80 or newer;
 target is sm_75``). Run before dispatch on the user's calls and after it on what the
-variants emitted (a variant must only emit what its predicates checked).
+variants emitted (a variant must only emit what its predicates checked); the code
+generator runs the same scan once more on the flat IR and reads the features it found.
 """
 
 from __future__ import annotations
 
+from ..errors import CompileError, did_you_mean
 from ..ir.expr import Call
 from ..ir.stmt import PrimFunc
-from ..ir.visitor import Visitor
+from ..ir.visitor import SpanVisitor
 from ..ptx.table import PTX_OPS
 
 
-class _Check(Visitor):
+class _Check(SpanVisitor):
     def __init__(self, target):
         self.target = target
-        self.span = None
-
-    def visit(self, node):
-        old = self.span
-        self.span = getattr(node, "span", None) or old
-        try:
-            return super().visit(node)
-        finally:
-            self.span = old
+        self.features: set[str] = set()
+        self.math = False
 
     def visit_Call(self, e: Call):
         op = PTX_OPS.get(e.op)
-        if op is not None and op.feature is not None:
+        if op is None:
+            raise CompileError(f"T.{e.op} is not an instruction the code generator knows",
+                               e.span or self.span, hint=did_you_mean(e.op, PTX_OPS))
+        if op.feature is not None:
             self.target.require(op.feature, what=f"T.{e.op} ({op.ptx.split()[0]})",
                                 span=e.span or self.span)
+            self.features.add(op.feature)
+        self.math = self.math or op.math
         self.generic_visit(e)
+
+
+def scan_calls(func: PrimFunc, target) -> tuple[set[str], bool]:
+    """The target features the kernel's calls need, and whether it uses libdevice math.
+    Raises TargetError at the first instruction ``target`` cannot run."""
+    check = _Check(target)
+    check.visit(func.body)
+    return check.features, check.math
 
 
 def check_targets(func: PrimFunc, target) -> PrimFunc:
     """Raise TargetError at the first instruction ``target`` cannot run."""
-    _Check(target).visit(func.body)
+    scan_calls(func, target)
     return func

@@ -422,9 +422,11 @@ class Parser:
 
     def e_BoolOp(self, node: ast.BoolOp):
         op = "and" if isinstance(node.op, ast.And) else "or"
-        vals = [self.expr(v) for v in node.values]
-        out = vals[0]
-        for v in vals[1:]:
+        out = self.expr(node.values[0])
+        for v_node in node.values[1:]:
+            if not is_ir(out) and (not out if op == "and" else out):
+                return out  # decided at compile time: the rest is not even parsed
+            v = self.expr(v_node)
             if not is_ir(out) and not is_ir(v):
                 out = (out and v) if op == "and" else (out or v)
             else:
