@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..ir.stmt import PrimFunc
 from ..ir.verify import verify
 from .check_targets import check_targets
+from .dead_code import dead_code
 from .flatten import flatten
 from .simplify import simplify
 
@@ -42,6 +43,7 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
     ("check-dispatched-targets", lambda f, out: check_targets(f, out.target)),
     ("flatten", lambda f, out: flatten(f)),
     ("simplify", lambda f, out: simplify(f)),
+    ("dead-code", lambda f, out: dead_code(f)),
     ("verify-flat", lambda f, out: verify(f, flat=True)),
 ]
 
