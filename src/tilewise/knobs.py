@@ -6,6 +6,9 @@ variable               knob                                        default
 TILEWISE_CACHE_DIR     ``knobs.cache_dir``: on-disk compile cache   ``$XDG_CACHE_HOME/tilewise``
 TILEWISE_CACHE         ``knobs.cache_enabled`` (``0`` disables)     on
 TILEWISE_DUMP_DIR      ``knobs.dump_dir``: write every stage there  unset (no dumps)
+TILEWISE_SIM_STRICT    ``knobs.sim_strict``: hazards raise          on (``0``: record them)
+CUDA_HOME              ``knobs.cuda_home``: a toolkit, searched     ``/usr/local/cuda``
+                       for libdevice after the nvidia-nvvm wheel
 =====================  ==========================================  ===========================
 
 No other module reads ``os.environ`` for tilewise settings. Tests change knobs with
@@ -38,13 +41,17 @@ class Knobs:
     cache_dir: str
     cache_enabled: bool = True
     dump_dir: str | None = None
+    sim_strict: bool = True
+    cuda_home: str = "/usr/local/cuda"
 
     @classmethod
     def from_env(cls, env=None) -> Knobs:
         env = os.environ if env is None else env
         return cls(cache_dir=env.get("TILEWISE_CACHE_DIR") or _default_cache_dir(env),
                    cache_enabled=_flag(env.get("TILEWISE_CACHE"), True),
-                   dump_dir=env.get("TILEWISE_DUMP_DIR") or None)
+                   dump_dir=env.get("TILEWISE_DUMP_DIR") or None,
+                   sim_strict=_flag(env.get("TILEWISE_SIM_STRICT"), True),
+                   cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda")
 
 
 knobs = Knobs.from_env()

@@ -23,8 +23,10 @@ def _example(name):
 
 def _cases():
     """(id, kernel factory, inputs, reference, rtol) — small enough for the simulator."""
-    ld, va, pw, tc = (_example(n) for n in ("ldgsts_copy", "vector_add", "pow", "tiled_copy"))
-    out = [("seed-ldgsts", lambda: ld.copy_async, ld.inputs, ld.reference, None)]
+    ld, va, pw, tc, big = (_example(n) for n in ("ldgsts_copy", "vector_add", "pow",
+                                                 "tiled_copy", "big_smem_copy"))
+    out = [("seed-ldgsts", lambda: ld.copy_async, ld.inputs, ld.reference, None),
+           ("dynamic-smem-64KB", lambda: big.big_smem_copy, big.inputs, big.reference, None)]
     n = 4099
     out.append(("vector-add", lambda: va.make_vector_add(n), lambda r: va.inputs(r, n),
                 va.reference, None))

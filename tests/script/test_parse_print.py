@@ -153,3 +153,23 @@ def test_known_multiple_sees_through_floor_division():
     assert known_multiple((t * 6) % 4) == 2
     assert known_multiple(t + 1) == 1
     assert known_multiple(t * 0) == 0
+
+
+REGS = 4
+
+
+@T.prim_func
+def splat(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128,), "uint32")
+    T.device_entry()
+    tid = T.thread_id([128])
+    taddr = T.alloc_shared([1], "uint32")
+    r32 = T.alloc_local((REGS,), "uint32")
+    T.ptx.tcgen05.st(taddr[0], 0, 0, "32x32b", REGS, False, *[r32[i] for i in range(REGS)])
+
+
+def test_argument_splat_over_a_compile_time_comprehension():
+    (call,) = [s.value for s in _nodes(splat, Evaluate)]
+    assert call.op == "ptx.tcgen05.st" and len(call.args) == 6 + REGS
+    assert [tw.ir.script(a) for a in call.args[6:]] == [f"r32[{i}]" for i in range(REGS)]
+    assert structural_equal(splat, from_source(splat.script()))

@@ -48,8 +48,9 @@ def libdevice_path() -> str:
     rels = ("cu13/nvvm/libdevice/libdevice.10.bc", "cuda_nvcc/nvvm/libdevice/libdevice.10.bc",
             "cu12/nvvm/libdevice/libdevice.10.bc", "nvvm/libdevice/libdevice.10.bc")
     cands = [os.path.join(r, rel) for r in roots for rel in rels]
-    cands += [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"),
-                           "nvvm/libdevice/libdevice.10.bc")]
+    from ..knobs import knobs
+
+    cands += [os.path.join(knobs.cuda_home, "nvvm/libdevice/libdevice.10.bc")]
     for p in cands:
         if os.path.isfile(p):
             return p

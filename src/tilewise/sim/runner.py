@@ -83,16 +83,20 @@ def run_program(prog: Program, globals_, grid, strict: bool) -> SimReport:
     return report
 
 
-def simulate(func, *arrays, target="sm_90a", grid=None, strict: bool = True) -> SimReport:
+def simulate(func, *arrays, target="sm_90a", grid=None, strict: bool | None = None) -> SimReport:
     """Run a kernel on the CPU, writing results into ``arrays`` in place.
 
     ``func``: a ``@T.prim_func`` (lowered here for ``target``) or a ``Lowered`` program;
     ``arrays``: one numpy array per global buffer (dtype and size checked); ``grid``:
-    override the CTA grid; ``strict``: raise the first :class:`HazardError` (default) or
-    record every hazard in the report and carry on. Returns a :class:`SimReport`.
+    override the CTA grid; ``strict``: raise the first :class:`HazardError` (default, or
+    ``knobs.sim_strict`` from TILEWISE_SIM_STRICT) or record every hazard in the report
+    and carry on. Returns a :class:`SimReport`.
     """
+    from ..knobs import knobs
     from ..target import Target
 
+    if strict is None:
+        strict = knobs.sim_strict
     target = Target(target)
     flat = lower_for_sim(func, target)
     globals_ = bind_arguments(flat, arrays)
