@@ -84,3 +84,17 @@ def test_user_errors_are_one_clear_message(tmp_path):
     assert "say which with FILE:FUNC" in amb.stderr and "Traceback" not in amb.stderr
     bad = tilewise("compile", f"{EX / 'ldgsts_copy.py'}:nothing", check=False)
     assert "has no kernel named 'nothing'" in bad.stderr
+
+
+def test_run_a_kernel_without_inputs_or_reference(tmp_path):
+    src = tmp_path / "plain.py"
+    src.write_text(
+        "from tilewise import T\n\n"
+        "@T.prim_func\n"
+        "def double(A_ptr: T.handle):\n"
+        "    A = T.match_buffer(A_ptr, (64,), \"float32\")\n"
+        "    T.device_entry()\n"
+        "    tid = T.thread_id([64])\n"
+        "    A[tid] = A[tid] * 2.0\n")
+    out = tilewise("run", src, "--sim").stdout
+    assert "double on simulator" in out and "no reference() in the file" in out

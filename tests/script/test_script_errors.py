@@ -117,6 +117,10 @@ def k(A_ptr: T.handle = None):  # <-
      body("for i in tid:  # <-", "    pass")),
     ("lane-extent", "T.lane_id([16]) declares 16 lanes", "T.lane_id([32])",
      body("l = T.lane_id([16])  # <-")),
+    ("division-by-zero", "division by zero: the right side of '//' is the constant 0",
+     "non-zero", body("B[tid, 0] = T.cast(tid // 0, \"float16\")  # <-")),
+    ("static-range-runtime", "T.static_range bounds must be compile-time ints", "range(...)",
+     body("for j in T.static_range(tid):  # <-", "    pass")),
 ]
 
 

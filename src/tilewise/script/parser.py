@@ -393,6 +393,9 @@ class Parser:
             raise self.error(f"operator {op!r} is not supported on run-time values",
                              "use T.pow(a, b) for powers" if op == "**" else None)
         self.check_operands(op, a, b)
+        if op in ("/", "//", "%") and not is_ir(b) and b == 0:
+            raise self.error(f"division by zero: the right side of {op!r} is the constant 0",
+                             "divide by a non-zero value")
         return binop(op, a, b, self.span(node))
 
     def check_operands(self, op, a, b):
