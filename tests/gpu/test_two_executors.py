@@ -13,12 +13,16 @@ from tilewise.sim import simulate
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples",
-                                                                     name + ".py"))
+def _load_file(path):
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _example(name):
+    return _load_file(os.path.join(ROOT, "examples", name + ".py"))
 
 
 def _cases():
@@ -44,6 +48,12 @@ def _cases():
     out.append(("pipelined-copy", lambda: tc.make_pipelined_copy(64, 2048, "float16",
                                                                 (8, 1024), 256, 5),
                 lambda r: tc.inputs(r, (64, 2048), "float16"), tc.reference, None))
+    sem = _load_file(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                  "semantics_kernels.py"))
+    out.append(("int-floor-divmod-wrap", lambda: sem.int_divmod, sem.int_divmod_inputs,
+                sem.int_divmod_reference, None))
+    out.append(("conversions", lambda: sem.conversions, sem.conversions_inputs,
+                sem.conversions_reference, None))
     return out
 
 
