@@ -8,14 +8,11 @@ Two predictions, each written here from its source and not from the implementati
 * ``cells_from_tile``: the datapath rule (D: row i -> lane i; F: row i -> lane
   32 (i // 16) + i % 16) with two 16-bit elements per 32-bit cell, low half first.
 
-``capture_tmem`` reads the simulator's tensor memory at CTA exit. The simulator has no public
-API for that yet, so it reaches into its per-CTA state; when that state is not there the
-caller skips the cell check (the round trip is still checked).
+The cells the simulator actually wrote come from ``simulate(..., keep_tmem=True)``
+(``report.ctas[i].tmem``).
 """
 
 from __future__ import annotations
-
-import contextlib
 
 import numpy as np
 
@@ -31,26 +28,6 @@ FORMULAS = {
                 lambda t, r: 8 * (r >> 2) + 2 * (t & 3) + (r & 1)),
 }
 LANE = {"D": lambda i: i, "F": lambda i: 32 * (i // 16) + i % 16}
-
-
-@contextlib.contextmanager
-def capture_tmem():
-    """Yield a list that receives each CTA's tensor-memory cells (128 x 512 uint32)."""
-    from tilewise.sim.registry import EXIT_CHECKS, load_all
-
-    load_all()
-    snaps: list = []
-
-    def snap(ctx, span):
-        tm = getattr(ctx, "ext", {}).get("tmem")
-        cells = getattr(tm, "cells", None)
-        snaps.append(None if cells is None else np.array(cells, np.uint32))
-
-    EXIT_CHECKS.append(snap)
-    try:
-        yield snaps
-    finally:
-        EXIT_CHECKS.remove(snap)
 
 
 def st_issues(flat) -> list[tuple]:

@@ -61,7 +61,8 @@ def _grid(func, grid):
     return tuple(g) + (1,) * (3 - len(g))
 
 
-def run_program(prog: Program, globals_, grid, strict: bool) -> SimReport:
+def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = False
+                ) -> SimReport:
     """Execute every CTA of ``grid`` one after another."""
     block = LaunchConfig.of(prog.func).block
     report = SimReport(grid=grid, block=block)
@@ -78,19 +79,24 @@ def run_program(prog: Program, globals_, grid, strict: bool) -> SimReport:
                     prog.body(ctx)
                     for check in EXIT_CHECKS:
                         check(ctx, prog.func.span)
+                    if keep_tmem and "tmem" in ctx.ext:
+                        ctx.stats.tmem = ctx.ext["tmem"].cells.copy()
                     report.ctas.append(ctx.stats)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def simulate(func, *arrays, target="sm_90a", grid=None, strict: bool | None = None) -> SimReport:
+def simulate(func, *arrays, target="sm_90a", grid=None, strict: bool | None = None,
+             keep_tmem: bool = False) -> SimReport:
     """Run a kernel on the CPU, writing results into ``arrays`` in place.
 
     ``func``: a ``@T.prim_func`` (lowered here for ``target``) or a ``Lowered`` program;
     ``arrays``: one numpy array per global buffer (dtype and size checked); ``grid``:
     override the CTA grid; ``strict``: raise the first :class:`HazardError` (default, or
     ``knobs.sim_strict`` from TILEWISE_SIM_STRICT) or record every hazard in the report
-    and carry on. Returns a :class:`SimReport`.
+    and carry on; ``keep_tmem``: keep each CTA's tensor memory at exit in
+    ``report.ctas[i].tmem`` (to check which cells a tcgen05 program wrote). Returns a
+    :class:`SimReport`.
     """
     from ..knobs import knobs
     from ..target import Target
@@ -101,4 +107,4 @@ def simulate(func, *arrays, target="sm_90a", grid=None, strict: bool | None = No
     flat = lower_for_sim(func, target)
     globals_ = bind_arguments(flat, arrays)
     prog = Program(flat, target)
-    return run_program(prog, globals_, _grid(flat, grid), strict)
+    return run_program(prog, globals_, _grid(flat, grid), strict, keep_tmem)

@@ -22,13 +22,15 @@ _MAX_RECORDED = 200
 @dataclass
 class CtaStats:
     """What one CTA did: its index, statements run, barriers, bytes cp.async-copied,
-    tensor-memory columns at their peak."""
+    tensor-memory columns at their peak, and (``simulate(..., keep_tmem=True)``) its tensor
+    memory at exit as a 128 x 512 uint32 array (None when it never touched any)."""
 
     cta: tuple
     statements: int = 0
     barriers: int = 0
     cp_async_bytes: int = 0
     tmem_peak_cols: int = 0
+    tmem: object = None
 
 
 @dataclass
