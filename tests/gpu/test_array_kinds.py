@@ -1,0 +1,74 @@
+"""A kernel takes whatever GPU array the user has: torch, CuPy, any DLPack producer; on a
+stream of the user's choosing; and bad arguments are LaunchErrors before any launch."""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+
+pytestmark = pytest.mark.gpu
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+N = 4096
+
+
+def _vector_add():
+    spec = importlib.util.spec_from_file_location(
+        "vector_add", os.path.join(ROOT, "examples", "vector_add.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    from tilewise.runtime import device_target
+
+    return tw.compile(mod.make_vector_add(N), str(device_target()))
+
+
+class DLPackOnly:
+    """Exposes nothing but the DLPack protocol (no torch type, no CUDA array interface)."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._inner.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._inner.__dlpack_device__()
+
+
+def test_cupy_arrays():
+    cp = pytest.importorskip("cupy")
+    k = _vector_add()
+    a = cp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
+    b = cp.asarray(np.random.default_rng(1).standard_normal(N).astype(np.float32))
+    c = cp.full(N, cp.nan, dtype=cp.float32)
+    k(a, b, c)
+    cp.cuda.Device().synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(c), cp.asnumpy(a) + cp.asnumpy(b))
+
+
+def test_dlpack_only_objects_and_a_user_stream():
+    torch = pytest.importorskip("torch")
+    k = _vector_add()
+    a, b = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
+    c = torch.full((N,), float("nan"), device="cuda")
+    s = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    k(DLPackOnly(a), DLPackOnly(b), DLPackOnly(c), stream=s)
+    s.synchronize()
+    assert torch.equal(c, a + b)
+
+
+def test_wrong_shape_dtype_and_misalignment_are_launch_errors():
+    torch = pytest.importorskip("torch")
+    k = _vector_add()
+    good = torch.zeros(N, device="cuda")
+    with pytest.raises(tw.LaunchError, match="'A_ptr'|'B_ptr'|'C_ptr'") as e:
+        k(torch.zeros(N - 1, device="cuda"), good, good)
+    assert "shape" in str(e.value)
+    with pytest.raises(tw.LaunchError, match="float64"):
+        k(torch.zeros(N, device="cuda", dtype=torch.float64), good, good)
+    offset = torch.zeros(N + 1, device="cuda")[1:]  # 4-byte aligned, not 16
+    with pytest.raises(tw.LaunchError, match="align"):
+        k(offset, good, good)
