@@ -33,18 +33,27 @@ def _timed(torch, fn, reps: int, samples: int) -> float:
     return statistics.median(times)
 
 
-def _example():
-    spec = importlib.util.spec_from_file_location("tc", os.path.join(ROOT, "examples",
-                                                                     "tiled_copy.py"))
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples",
+                                                                     name + ".py"))
     ex = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ex)
     return ex
 
 
+def _example():
+    return _load("tiled_copy")
+
+
 def _kernel(ex, cfg: str, rows: int, cols: int, dtype: str):
-    """``tiled:TMxTN:threads[:chunks[:prefetch]]`` or ``pipelined:TMxTN:threads:ctas``."""
+    """``tiled:TMxTN:threads[:chunks[:prefetch]]``, ``pipelined:TMxTN:threads:ctas`` or
+    ``bulk:TMxTN:threads[:stages]`` (examples/bulk_copy.py, the TMA unit)."""
     kind, tile, *rest = cfg.split(":")
     tm, tn = (int(x) for x in tile.split("x"))
+    if kind == "bulk":
+        stages = int(rest[1]) if len(rest) > 1 else 1
+        return _load("bulk_copy").make_bulk_copy(rows, cols, dtype, (tm, tn), int(rest[0]),
+                                                 stages)
     if kind == "tiled":
         chunks = int(rest[1]) if len(rest) > 1 else 1
         prefetch = int(rest[2]) if len(rest) > 2 else None
@@ -61,8 +70,8 @@ def main():
     p.add_argument("--cols", type=int, default=32768)
     p.add_argument("--dtype", default="float16")
     p.add_argument("--config", nargs="+", default=DEFAULT_CONFIGS,
-                   help="kernels to time: tiled:TMxTN:threads[:chunks[:prefetch]] or "
-                        "pipelined:TMxTN:threads:ctas")
+                   help="kernels to time: tiled:TMxTN:threads[:chunks[:prefetch]], "
+                        "pipelined:TMxTN:threads:ctas or bulk:TMxTN:threads[:stages]")
     p.add_argument("--samples", type=int, default=15)
     p.add_argument("--reps", type=int, default=10)
     a = p.parse_args()

@@ -7,12 +7,16 @@ from tilewise.ir.stmt import (Buffer, BufferStore, DeclBuffer, Evaluate, PrimFun
 from tilewise.ptx.table import REQUIRED
 
 F32 = dt.DTYPES["float32"]
+_GLOBAL_DST = {"ptx.cp_async.bulk.s2g"}
 
 
 def _operand(op, p, bufs):
     if p.kind == "ptr":
         if op.name == "ptx.ld_st":  # global -> global (shared would be undef, folded away)
             return AddressOf(bufs["global" if p.name == "dst" else "fglobal"], (IntImm(0),))
+        if op.name in _GLOBAL_DST:  # a store to global memory: dst global, src shared
+            return AddressOf(bufs["global"] if p.name == "dst" else bufs["shared"],
+                             (IntImm(0),))
         return AddressOf(bufs["global"] if p.name == "src" else bufs["shared"], (IntImm(0),))
     if p.kind == "imm":
         if p.default is None:
@@ -30,6 +34,8 @@ def _operand(op, p, bufs):
         return BufferLoad(bufs["fglobal"], (IntImm(0),))
     if p.name == "taddr":
         return BufferLoad(bufs["local"], (IntImm(0),))
+    if p.name == "nbytes":
+        return IntImm(16)  # bulk copies move a multiple of 16 bytes
     return IntImm(1)
 
 

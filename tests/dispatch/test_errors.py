@@ -27,8 +27,9 @@ def marker_line(module, name):
 CASES = [
     (E, "unknown", E.unknown_variant, "sm_90a", DispatchError,
      ["copy_async has no variant 'ldgst'", "did you mean 'ldgsts'"]),
-    (E, "mbar", E.with_mbar, "sm_90a", DispatchError,
-     ["cp.async groups cannot signal an mbarrier", "TMA"]),
+    (E, "mbar", E.with_mbar, "sm_80", DispatchError,  # sm_90a: the bulk variant takes it
+     ["cp.async groups cannot signal an mbarrier", "TMA",
+      "target sm_80 has no cp.async.bulk (needs sm_90 or newer)"]),
     (E, "sm75", E.user_cp_async, "sm_75", TargetError,
      ["needs sm_80 or newer; target is sm_75"]),
     (E, "ldgsts75", E.dispatch_on_sm75, "sm_75", DispatchError,
@@ -49,7 +50,7 @@ CASES = [
     (E, "elect", E.warp_elect, "sm_90a", DispatchError, ["only 1 of the 32 threads"]),
     (K, "align2", K.f16_align2, "sm_90a", DispatchError,
      ["only 2-byte aligned", "4-byte alignment"]),
-    (K, "direction", K.smem_to_gmem, "sm_90a", DispatchError,
+    (K, "direction", K.smem_to_gmem, "sm_80", DispatchError,  # sm_90a: a bulk store
      ["copies shared -> global", "global -> shared"]),
     (K, "partial", K.partial_warp, "sm_90a", DispatchError, ["only 16 of the 32 threads"]),
     (K, "divisible", K.not_divisible, "sm_90a", DispatchError,

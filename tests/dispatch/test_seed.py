@@ -69,9 +69,17 @@ def test_seed_table_fp16_aligned():
     assert "vec 8 (128 bits), 128 threads, outer 4, cp_size 16" in d.info[0]
 
 
+def test_shared_to_global_is_never_ldgsts():
+    """The seed: "a shared -> global copy_async is never ldgsts". On sm_90a the TMA unit's
+    bulk store takes it; before Hopper nothing can."""
+    (d,) = lower(K.smem_to_gmem, "sm_90a").dispatch_log
+    assert d.chosen == "bulk"
+    with pytest.raises(DispatchError, match="ldgsts \\(priority 20\\): copies shared -> global"):
+        lower(K.smem_to_gmem, "sm_80")
+
+
 @pytest.mark.parametrize("func, text", [
     (K.f16_align2, "only 2-byte aligned"),
-    (K.smem_to_gmem, "copies shared -> global"),
     (K.partial_warp, "only 16 of the 32 threads"),
     (K.not_divisible, "100 elements, not a multiple of the 128 threads"),
 ])
@@ -97,8 +105,11 @@ def test_vector_add_passes_through():
 
 
 def test_explain_lists_candidates():
-    text = explain(K.smem_to_gmem, "sm_90a")
+    text = explain(K.smem_to_gmem, "sm_80")
     assert "ldgsts (priority 20): declined: copies shared -> global" in text
+    assert "bulk (priority 25): declined: target sm_80 has no cp.async.bulk" in text
+    text = explain(K.smem_to_gmem, "sm_90a")
+    assert "bulk (priority 25): chosen (1 bulk store(s) of 8192 bytes)" in text
     text = explain(ldgsts_copy.copy_async, "sm_90a")
     assert "gmem_smem (priority 20): chosen" in text
 

@@ -48,6 +48,11 @@ def _cases():
     out.append(("pipelined-copy", lambda: tc.make_pipelined_copy(64, 2048, "float16",
                                                                 (8, 1024), 256, 5),
                 lambda r: tc.inputs(r, (64, 2048), "float16"), tc.reference, None))
+    bc = _example("bulk_copy")
+    for dtype, stages in (("float16", 1), ("int8", 2), ("float32", 4)):
+        out.append((f"bulk-copy-{dtype}-{stages}-stages",
+                    lambda d=dtype, s=stages: bc.make_bulk_copy(64, 2048, d, (8, 512), 32, s),
+                    lambda r, d=dtype: bc.inputs(r, (64, 2048), d), bc.reference, None))
     sem = _load_file(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                   "semantics_kernels.py"))
     out.append(("int-floor-divmod-wrap", lambda: sem.int_divmod, sem.int_divmod_inputs,

@@ -119,6 +119,10 @@ def k(A_ptr: T.handle = None):  # <-
      body("l = T.lane_id([16])  # <-")),
     ("division-by-zero", "division by zero: the right side of '//' is the constant 0",
      "non-zero", body("B[tid, 0] = T.cast(tid // 0, \"float16\")  # <-")),
+    ("address-of-changing-index", "'p' would hold an address indexed by the changing local 'i'",
+     "where the address is used",
+     body('S = T.alloc_shared((4,), "float16")', "i: T.int32 = 0",
+          "p = T.address_of(S[i])  # <-")),
     ("static-range-runtime", "T.static_range bounds must be compile-time ints", "range(...)",
      body("for j in T.static_range(tid):  # <-", "    pass")),
 ]

@@ -2,7 +2,7 @@
 
 A lowering is ``fn(emitter, call) -> llvmlite value | None`` registered with
 ``@lowering("ptx.cp_async")`` next to its implementation (:mod:`.intrinsics`,
-:mod:`.mathlib`). ``tests/codegen`` asserts that every table entry has one.
+:mod:`.bulk`, :mod:`.mathlib`). ``tests/codegen`` asserts that every table entry has one.
 """
 
 from __future__ import annotations
@@ -27,6 +27,6 @@ def lowering(*names: str):
 
 def all_lowerings() -> dict[str, Callable]:
     """Every registered lowering (importing the modules that register them)."""
-    from . import intrinsics, mathlib  # noqa: F401  (registration happens at import)
+    from . import bulk, intrinsics, mathlib  # noqa: F401  (registration happens at import)
 
     return LOWERINGS

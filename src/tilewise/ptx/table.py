@@ -136,6 +136,24 @@ _OPS = [
     PtxOp("ptx.cp_async.commit_group", (), "cp.async.commit_group", "cp_async"),
     PtxOp("ptx.cp_async.wait_group", (_p("n", "imm", 0),), "cp.async.wait_group n", "cp_async"),
     PtxOp("ptx.cp_async.wait_all", (), "cp.async.wait_all", "cp_async"),
+    # ---- bulk copies by the TMA unit (non-tensor), PTX ISA §9.7.9.25.4
+    PtxOp("ptx.cp_async.bulk.g2s", (_p("dst", "ptr"), _p("src", "ptr"), _p("nbytes"),
+                                    _p("mbar", "ptr")),
+          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], "
+          "size, [mbar]", "tma",
+          doc="global -> shared copy of nbytes (a multiple of 16, both addresses 16-byte "
+              "aligned) that performs complete_tx(nbytes) on mbar when the bytes have landed"),
+    PtxOp("ptx.cp_async.bulk.s2g", (_p("dst", "ptr"), _p("src", "ptr"), _p("nbytes")),
+          "cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size", "tma",
+          doc="shared -> global copy of nbytes, tracked by this thread's bulk async-groups"),
+    PtxOp("ptx.cp_async.bulk.commit_group", (), "cp.async.bulk.commit_group", "tma"),
+    PtxOp("ptx.cp_async.bulk.wait_group", (_p("n", "imm", 0),), "cp.async.bulk.wait_group n",
+          "tma", doc="wait until at most n of this thread's bulk groups are pending"),
+    PtxOp("ptx.cp_async.bulk.wait_group_read", (_p("n", "imm", 0),),
+          "cp.async.bulk.wait_group.read n", "tma",
+          doc="wait until at most n bulk groups still read their shared-memory source"),
+    PtxOp("ptx.fence.proxy_async", (), "fence.proxy.async.shared::cta", "tma",
+          doc="order this thread's generic-proxy shared-memory accesses with the async proxy"),
     # ---- a synchronous vector move: ld.<space>.v{1,2,4}.b{8..32} then st.<space>...
     PtxOp("ptx.ld_st", (_p("dst", "ptr"), _p("src", "ptr"),
                         _p("nbytes", "imm", choices=(1, 2, 4, 8, 16))),
@@ -157,6 +175,10 @@ _OPS = [
     PtxOp("ptx.mbarrier.try_wait_parity", (_p("mbar", "ptr"), _p("parity")),
           "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity", "mbarrier_tx",
           returns=dt.bool_),
+    PtxOp("ptx.mbarrier.wait_parity", (_p("mbar", "ptr"), _p("parity")),
+          "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity (looped until p)",
+          "mbarrier_tx",
+          doc="block until the phase of parity `parity` has completed (a try_wait loop)"),
     PtxOp("ptx.cp_async.mbarrier_arrive", (_p("mbar", "ptr"),),
           "cp.async.mbarrier.arrive.noinc.shared.b64 [mbar]", "cp_async"),
     # ---- tcgen05 tensor memory, PTX ISA §9.7.16

@@ -18,10 +18,11 @@ import operator
 
 from ..errors import ScriptError, Span, TilewiseError, did_you_mean
 from ..ir import dtype as dt
-from ..ir.expr import (BufferLoad, BufferRegion, Call, Expr, IntImm, Range, Var, as_int, binop,
-                       cmp, const, select)
+from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, Call, Expr, IntImm, Range, Var,
+                       as_int, binop, cmp, const, select)
 from ..ir.stmt import (Assign, Buffer, BufferStore, Evaluate, For, IfThenElse, LetStmt,
                        PrimFunc, Stmt, ThreadBinding, seq)
+from ..ir.visitor import walk
 from .analysis import const_difference
 
 _PY_BINOP = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
@@ -201,6 +202,8 @@ class Parser:
             self.emit(Assign(old, value, span=self.span(node)))
         elif old is None and isinstance(value, Var) and any(b.var is value for b in self.launch):
             self.bind(name, value)  # tid = T.thread_id([128]) names the launch variable
+        elif old is None and isinstance(value, AddressOf):
+            self.bind(name, self.address_alias(value, name))
         elif isinstance(old, Var):
             raise self.error(f"{name!r} is a loop or thread variable and cannot be assigned",
                              "use a new name")
@@ -211,6 +214,18 @@ class Parser:
             self.bind(name, var)
         else:
             self.bind(name, value)
+
+    def address_alias(self, value: AddressOf, name: str) -> AddressOf:
+        """``p = T.address_of(buf[i])`` names the address expression itself (addresses are
+        not stored in locals); so its index may not use a local that can still change."""
+        changing = []
+        walk(value, lambda n: changing.append(n) if isinstance(n, Var)
+             and id(n) in self.mutable else None)
+        if changing:
+            raise self.error(f"{name!r} would hold an address indexed by the changing local "
+                             f"{changing[0].name!r}",
+                             "write T.address_of(...) where the address is used")
+        return value
 
     def coerce(self, value, t: dt.DataType, what: str) -> Expr:
         if not is_ir(value):

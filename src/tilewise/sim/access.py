@@ -95,6 +95,8 @@ def check_shared_read(ctx, offs, nbytes, tids, span) -> None:
     own = mem.owner[span_b]
     t = tids[:, None]
     bad = (own != VISIBLE) & (own != t) & (own != -(2 + t // WARP))
+    if np.any(bad) and mem.bulk_tagged:  # bytes landed by cp.async.bulk (sim/ops_bulk.py)
+        bad = ctx.ext["bulk"].filter_reads(ctx, own, tids, bad, span_b, span)
     if np.any(bad):
         k, j = np.argwhere(bad)[0]
         _report_invisible(ctx, int(own[k, j]), int(tids[k]), int(span_b[k, j]), span)
@@ -123,6 +125,9 @@ def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None) -> None:
 
         k, j = np.argwhere(mem.pending[span_b] > 0)[0]
         report_pending_write(ctx, int(span_b[k, j]), int(tids[k]), span)
+    bulk = ctx.ext.get("bulk")
+    if bulk is not None:  # bytes a bulk store still reads, or a bulk copy still writes
+        bulk.check_write(ctx, span_b, tids, span)
     who = np.broadcast_to((tids if owner is None else owner)[:, None], span_b.shape)
     mem.owner[span_b] = who
 

@@ -13,8 +13,10 @@ Shared memory has two shadow arrays, one entry per byte:
 * ``pending``: how many issued-but-not-completed cp.async ops will write the byte;
 * ``owner``: who may read the byte: ``VISIBLE`` (every thread: written before the last
   ``bar.sync``), ``UNWRITTEN`` (nobody wrote it yet), ``t >= 0`` (written by thread t
-  since the last barrier: visible to t only) or ``-(2 + w)`` (written collectively by
-  warp w, e.g. the address ``tcgen05.alloc`` stores).
+  since the last barrier: visible to t only), ``-(2 + w)`` (written collectively by
+  warp w, e.g. the address ``tcgen05.alloc`` stores) or ``BULK_TAG0 - k`` (landed by
+  bulk copy k, ``cp.async.bulk`` global -> shared: visible to the threads that have
+  observed its mbarrier phase complete, see :mod:`tilewise.sim.ops_bulk`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ SPACE_SHIFT = 40
 OFFSET_MASK = (1 << SPACE_SHIFT) - 1
 SHARED, LOCAL, GLOBAL0 = 1, 2, 3
 VISIBLE, UNWRITTEN = -1, -(1 << 30)
+BULK_TAG0 = -(1 << 20)  # owners in (UNWRITTEN, BULK_TAG0]: bytes landed by a bulk copy
 _ALIGN = 16
 
 
@@ -106,6 +109,8 @@ class CtaMemory:
         self.owner = np.full(self.shared.size, UNWRITTEN, np.int32)
         self.n_pending = 0  # sum of pending: skip the per-byte check when zero
         self.views: dict = {}  # typed views of placed buffers, built on first use
+        self.bulk_tagged = False  # some owner is a bulk-copy tag (see barrier)
+        self.bulk_seen: set[int] = set()  # tags of bulk copies a thread observed complete
 
     def reset(self) -> None:
         """Fresh contents for the next CTA (poisoned, nothing written, nothing pending)."""
@@ -114,6 +119,8 @@ class CtaMemory:
         self.pending.fill(0)
         self.owner.fill(UNWRITTEN)
         self.n_pending = 0
+        self.bulk_tagged = False
+        self.bulk_seen.clear()
 
     def space_bytes(self, space: int) -> np.ndarray | None:
         """The flat byte array of a non-local space (None for an unknown space)."""
@@ -125,8 +132,15 @@ class CtaMemory:
         return None
 
     def barrier(self) -> None:
-        """``bar.sync``: every completed write becomes visible to every thread."""
+        """``bar.sync``: every completed write becomes visible to every thread. Bytes of a
+        bulk copy do only once some thread has observed its mbarrier phase complete (a
+        barrier orders nothing with an asynchronous write that no thread has waited for)."""
         written = self.owner != UNWRITTEN
+        if self.bulk_tagged:
+            unseen = written & (self.owner <= BULK_TAG0)
+            if unseen.any() and self.bulk_seen:
+                unseen &= ~np.isin(self.owner, np.fromiter(self.bulk_seen, np.int64))
+            written &= ~unseen
         self.owner[written] = VISIBLE
 
 

@@ -2,8 +2,12 @@
 
 State lives out of band, keyed by the barrier's shared address: ``phase``, ``expected``
 arrivals, ``pending`` arrivals and the ``tx`` count; the phase completes (``phase += 1``,
-``pending = expected``) when ``pending == 0 and tx == 0``. ``try_wait.parity P`` is true
-iff ``P != phase & 1``. An mbarrier's 8 bytes count as written by the initialising thread,
+``pending = expected``) when ``pending == 0 and tx == 0``; a bulk copy's
+``complete_tx(n)`` (:func:`complete_tx`, from ``sim/ops_bulk.py``) subtracts n from ``tx``.
+``try_wait.parity P`` is true iff ``P != phase & 1``; ``wait_parity`` is the same test,
+blocking (a wait that is not satisfied is the deadlock below, exactly as for try_wait). A
+satisfied wait also makes the bytes of the bulk copies that completed the barrier's phases
+visible to the waiting thread. An mbarrier's 8 bytes count as written by the initialising thread,
 so other threads need a barrier after ``init`` before they use it.
 
 Deadlock: threads run in program order, warp-synchronously. A wait that is not satisfied
@@ -91,6 +95,33 @@ def arrive_one(ctx, addr, count, tid, span, tx=0):
     return token
 
 
+def complete_tx(ctx, addr, nbytes, tid, span):
+    """``complete_tx(nbytes)`` by a bulk copy whose bytes have landed; returns the phase the
+    transaction counts towards (None when the mbarrier is not initialised)."""
+    m = _lookup(ctx, addr, tid, span, "cp.async.bulk complete_tx")
+    if m is None:
+        return None
+    phase = m.phase
+    m.tx -= nbytes
+    _check_complete(m)
+    return phase
+
+
+def phase_of(ctx, addr) -> int | None:
+    """The current (open) phase of the mbarrier at ``addr``, None if uninitialised."""
+    m = _table(ctx).get(int(addr))
+    return None if m is None else m.phase
+
+
+def describe(ctx, addr) -> str:
+    """'phase p: k of n arrival(s) and t transaction byte(s) outstanding' for messages."""
+    m = _table(ctx).get(int(addr))
+    if m is None:
+        return "never initialised"
+    return (f"phase {m.phase} is still open with {m.pending} of {m.expected} arrival(s) and "
+            f"{m.tx} transaction byte(s) outstanding")
+
+
 def _check_complete(m):
     if m.pending == 0 and m.tx == 0:
         m.phase += 1
@@ -150,7 +181,17 @@ def try_wait_parity(ctx, site, args):
             ok = _poll(ctx, addrs, parity, site)
     if not ok.all():
         _deadlock(ctx, site, addrs, parity, ok)
+    bulk = ctx.ext.get("bulk")
+    if bulk is not None and ok.any():
+        bulk.acquire(ctx, ctx.active()[ok], addrs[ok])
     return ok
+
+
+@semantics("ptx.mbarrier.wait_parity")
+def wait_parity(ctx, site, args):
+    """try_wait.parity in a loop: satisfied at once, or never (a deadlock, reported by
+    :func:`try_wait_parity`) in the sequential execution model."""
+    try_wait_parity(ctx, site, args)
 
 
 def _poll(ctx, addrs, parity, site):
@@ -168,8 +209,7 @@ def _deadlock(ctx, site, addrs, parity, ok):
     if m is None:
         return
     ctx.hazard(f"mbarrier wait can never complete (deadlock): waiting for parity "
-               f"{int(parity[k])} but phase {m.phase} is still open with {m.pending} of "
-               f"{m.expected} arrival(s) and {m.tx} transaction byte(s) outstanding, and "
-               f"nothing pending can arrive", site.span,
+               f"{int(parity[k])} but {describe(ctx, a)}, and nothing pending can arrive",
+               site.span,
                "make sure the expected number of threads arrive (mbarrier.arrive) before "
                "this wait, or fix the parity", tid=int(ctx.active()[k]), addr=a)

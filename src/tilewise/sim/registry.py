@@ -17,7 +17,8 @@ from typing import Callable
 SEMANTICS: dict[str, Callable] = {}
 LVALUE_OPS: set[str] = set()
 EXIT_CHECKS: list[Callable] = []  # fn(ctx, func_span) run when a CTA finishes
-_MODULES = ("ops_cp_async", "ops_mbarrier", "ops_tcgen05", "ops_tcgen05_ldst", "ops_misc")
+_MODULES = ("ops_cp_async", "ops_bulk", "ops_mbarrier", "ops_tcgen05", "ops_tcgen05_ldst",
+            "ops_misc")
 
 
 @dataclass

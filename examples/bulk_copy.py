@@ -1,0 +1,76 @@
+"""A multi-CTA copy B = A through shared memory by the TMA unit (``cp.async.bulk``): per CTA,
+one thread asks for the tile's bytes with ``Tx.cta.copy_async(..., mbar=bar)`` (dispatched to
+the ``bulk`` variant: one bulk load per contiguous run), every thread waits on the mbarrier,
+then one thread stores the tile with ``Tx.cta.copy_async`` shared -> global (bulk stores)
+and waits for its bulk group. Tiles of ``TM`` rows x ``TN`` columns; the tile must divide the
+array (cp.async.bulk moves multiples of 16 bytes from 16-byte aligned addresses).
+
+``stages > 1`` keeps several tiles in flight per CTA: the CTA walks ``stages`` consecutive
+tiles, all loads issued up front on one mbarrier each, each tile stored once its barrier
+completes.
+"""
+
+import numpy as np
+
+from tilewise import T, Tx
+
+TARGET = "sm_90a"
+
+
+def make_bulk_copy(M: int, N: int, dtype: str = "float16", tile=(8, 1024), threads: int = 32,
+                   stages: int = 1):
+    """A kernel copying an ``M x N`` array of ``dtype`` in ``tile = (TM, TN)`` tiles with
+    bulk copies, ``stages`` tiles per CTA."""
+    TM, TN = tile
+    if M % (TM * stages) or N % TN:
+        raise ValueError(f"tile {tile} x {stages} stages must divide the array {(M, N)}")
+    itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+    nbytes = TM * TN * itemsize
+    gm, gn = M // (TM * stages), N // TN
+
+    @T.prim_func
+    def bulk_copy(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (M, N), dtype)
+        B = T.match_buffer(B_ptr, (M, N), dtype)
+        T.device_entry()
+        bx, by = T.cta_id([gn, gm])
+        tid = T.thread_id([threads])
+        S = T.alloc_buffer((stages, TM, TN), dtype, scope="shared")
+        bar = T.alloc_shared([stages], "uint64")
+        if tid == 0:
+            for s in T.static_range(stages):
+                T.ptx.mbarrier.init(T.address_of(bar[s]), 1)
+        T.cuda.cta_sync()
+        for s in T.static_range(stages):
+            r = (by * stages + s) * TM
+            if tid == 0:
+                T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[s]), nbytes)
+            Tx.cta.copy_async(S[s, :, :], A[r:r + TM, bx * TN:bx * TN + TN],
+                              mbar=T.address_of(bar[s]))
+        for s in T.static_range(stages):
+            r = (by * stages + s) * TM
+            T.ptx.mbarrier.wait_parity(T.address_of(bar[s]), 0)
+            Tx.cta.copy_async(B[r:r + TM, bx * TN:bx * TN + TN], S[s, :, :])
+            T.ptx.cp_async.bulk.commit_group()
+        T.ptx.cp_async.bulk.wait_group(0)
+
+    return bulk_copy
+
+
+SHAPE = (256, 2048)
+bulk_copy = make_bulk_copy(*SHAPE, "float16")
+
+
+def inputs(rng, shape=SHAPE, dtype="float16"):
+    """A: random bit patterns; B poisoned."""
+    from tilewise.ir.dtype import dtype as tw_dtype
+
+    np_dt = tw_dtype(dtype).numpy()
+    n = int(np.prod(shape)) * np_dt.itemsize
+    a = rng.integers(0, 256, n, dtype=np.uint8).view(np_dt).reshape(shape)
+    b = np.full(n, 0xA5, dtype=np.uint8).view(np_dt).reshape(shape)
+    return [a, b]
+
+
+def reference(a, b):
+    return [a, a.copy()]
