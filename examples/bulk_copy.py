@@ -7,7 +7,8 @@ array (cp.async.bulk moves multiples of 16 bytes from 16-byte aligned addresses)
 
 ``stages > 1`` keeps several tiles in flight per CTA: the CTA walks ``stages`` consecutive
 tiles, all loads issued up front on one mbarrier each, each tile stored once its barrier
-completes.
+completes. The tiles live in dynamic shared memory, so ``stages`` x tile may exceed the 48 KB
+a static allocation is limited to (the runtime raises the launch's limit).
 """
 
 import numpy as np
@@ -35,7 +36,7 @@ def make_bulk_copy(M: int, N: int, dtype: str = "float16", tile=(8, 1024), threa
         T.device_entry()
         bx, by = T.cta_id([gn, gm])
         tid = T.thread_id([threads])
-        S = T.alloc_buffer((stages, TM, TN), dtype, scope="shared")
+        S = T.alloc_buffer((stages, TM, TN), dtype, scope="shared.dyn")
         bar = T.alloc_shared([stages], "uint64")
         if tid == 0:
             for s in T.static_range(stages):
