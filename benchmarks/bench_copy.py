@@ -61,7 +61,7 @@ def _kernel(ex, cfg: str, rows: int, cols: int, dtype: str):
     return ex.make_pipelined_copy(rows, cols, dtype, (tm, tn), int(rest[0]), int(rest[1]))
 
 
-DEFAULT_CONFIGS = ["tiled:4x2048:256:4", "tiled:64x128:128", "pipelined:8x1024:256:792"]
+DEFAULT_CONFIGS = ["bulk:8x1024:32:4", "tiled:4x2048:256:4", "tiled:64x128:128"]
 
 
 def main():

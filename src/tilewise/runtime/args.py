@@ -61,7 +61,10 @@ def _from_dlpack(obj) -> ArrayInfo:
     dev_type, ordinal = obj.__dlpack_device__()
     if int(dev_type) not in (2, 13):  # kDLCUDA, kDLCUDAManaged
         return ArrayInfo(0, (), None, "?", "cpu")
-    from cuda.core.experimental.utils import StridedMemoryView
+    try:  # cuda.core >= 0.4 / 1.x
+        from cuda.core.utils import StridedMemoryView
+    except ImportError:  # older releases kept it under experimental
+        from cuda.core.experimental.utils import StridedMemoryView
 
     view = StridedMemoryView(obj, stream_ptr=-1)
     item = view.dtype.itemsize
