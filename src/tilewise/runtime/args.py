@@ -66,7 +66,8 @@ def _from_dlpack(obj) -> ArrayInfo:
     except ImportError:  # older releases kept it under experimental
         from cuda.core.experimental.utils import StridedMemoryView
 
-    view = StridedMemoryView(obj, stream_ptr=-1)
+    make = getattr(StridedMemoryView, "from_dlpack", None)  # the constructor form is deprecated
+    view = make(obj, stream_ptr=-1) if make is not None else StridedMemoryView(obj, stream_ptr=-1)
     item = view.dtype.itemsize
     strides = tuple(s * item for s in view.strides) if view.strides is not None else None
     return ArrayInfo(int(view.ptr), tuple(view.shape), strides, _dtype_name(view.dtype.name),
