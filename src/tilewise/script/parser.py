@@ -24,6 +24,7 @@ from ..ir.stmt import (Assign, Buffer, BufferStore, Evaluate, For, IfThenElse, L
                        PrimFunc, Stmt, ThreadBinding, seq)
 from ..ir.visitor import walk
 from .analysis import const_difference
+from .rejected import GENERIC_HINT, REJECTED
 
 _PY_BINOP = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
              ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
@@ -35,27 +36,6 @@ _PY_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operato
            "@": operator.matmul, "**": operator.pow, "<": operator.lt, "<=": operator.le,
            ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 
-_GENERIC_HINT = "write the kernel with for/if, assignments and T.*/Tx.* calls"
-_REJECTED = {  # construct -> (name, what to write instead)
-    ast.While: ("while loops", "use `for i in range(n)` with a bound known in advance"),
-    ast.Try: ("try/except", "check conditions with `if`; errors cannot be caught on the GPU"),
-    ast.With: ("with blocks", None), ast.Raise: ("raise", None),
-    ast.Lambda: ("lambda", "compute the value inline or in a Python helper at compile time"),
-    ast.FunctionDef: ("nested functions", "define helpers outside the kernel"),
-    ast.ClassDef: ("classes", None),
-    ast.Return: ("return", "guard the rest of the kernel with `if` instead"),
-    ast.Global: ("global", None), ast.Nonlocal: ("nonlocal", None),
-    ast.Import: ("import", "import at module level"),
-    ast.ImportFrom: ("import", "import at module level"), ast.Delete: ("del", None),
-    ast.Break: ("break", "bound the loop instead"), ast.Continue: ("continue", "use `if`"),
-    ast.AsyncFunctionDef: ("async functions", None), ast.AsyncFor: ("async for", None),
-    ast.AsyncWith: ("async with", None), ast.Yield: ("yield", None),
-    ast.YieldFrom: ("yield", None), ast.Await: ("await", None),
-    ast.NamedExpr: ("the walrus operator", "assign on its own line"),
-    ast.Assert: ("assert", "check at compile time outside the kernel"),
-    ast.JoinedStr: ("f-strings", None), ast.Set: ("sets", None),
-    ast.SetComp: ("set comprehensions", None), ast.DictComp: ("dict comprehensions", None),
-}
 
 
 def is_ir(v) -> bool:
@@ -130,9 +110,9 @@ class Parser:
         try:
             method = getattr(self, "s_" + type(node).__name__, None)
             if method is None:
-                what, hint = _REJECTED.get(type(node), (type(node).__name__, None))
+                what, hint = REJECTED.get(type(node), (type(node).__name__, None))
                 raise self.error(f"{what} is not supported in a tilewise kernel",
-                                 hint or _GENERIC_HINT)
+                                 hint or GENERIC_HINT)
             method(node)
         except TilewiseError as e:
             raise e.with_span(self.span(node)) from None
@@ -296,9 +276,9 @@ class Parser:
     def expr(self, node: ast.expr):
         method = getattr(self, "e_" + type(node).__name__, None)
         if method is None:
-            what, hint = _REJECTED.get(type(node), (type(node).__name__, None))
+            what, hint = REJECTED.get(type(node), (type(node).__name__, None))
             raise self.error(f"{what} is not supported in a tilewise kernel",
-                             hint or _GENERIC_HINT, node)
+                             hint or GENERIC_HINT, node)
         prev, self.node = self.node, node
         try:
             return method(node)
