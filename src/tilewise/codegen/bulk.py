@@ -21,23 +21,20 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..ir import dtype as dt
-from ..ir.expr import as_int
 from . import types as ty
-from .registry import lowering
+from .registry import i32, imm, lowering, register_direct
 
 SHARED_CLUSTER = 7  # NVPTX address space of shared::cluster addresses
 _TRY_WAIT_PARITY = "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta"
 
 
-def _imm(em, e) -> int:
-    v = as_int(e)
-    if v is None:
-        raise em.error("this operand must be a compile-time constant", e)
-    return v
 
-
-def _i32(v: int) -> ir.Constant:
-    return ir.Constant(ty.I32, v)
+register_direct({
+    "ptx.cp_async.bulk.commit_group": "llvm.nvvm.cp.async.bulk.commit.group",
+    "ptx.cp_async.bulk.wait_group": "llvm.nvvm.cp.async.bulk.wait.group",
+    "ptx.cp_async.bulk.wait_group_read": "llvm.nvvm.cp.async.bulk.wait.group.read",
+    "ptx.fence.proxy_async": "llvm.nvvm.fence.proxy.async.shared_cta",
+})
 
 
 @lowering("ptx.cp_async.bulk.g2s")
@@ -64,26 +61,6 @@ def _bulk_s2g(em, c):
     size = em.typed(nbytes, dt.int32)
     em.call("llvm.nvvm.cp.async.bulk.shared.cta.to.global", ty.VOID,
             [d, s, size, ir.Constant(ty.I64, 0), ir.Constant(ty.I1, 0)])
-
-
-@lowering("ptx.cp_async.bulk.commit_group")
-def _bulk_commit(em, c):
-    em.call("llvm.nvvm.cp.async.bulk.commit.group", ty.VOID, [])
-
-
-@lowering("ptx.cp_async.bulk.wait_group")
-def _bulk_wait(em, c):
-    em.call("llvm.nvvm.cp.async.bulk.wait.group", ty.VOID, [_i32(_imm(em, c.args[0]))])
-
-
-@lowering("ptx.cp_async.bulk.wait_group_read")
-def _bulk_wait_read(em, c):
-    em.call("llvm.nvvm.cp.async.bulk.wait.group.read", ty.VOID, [_i32(_imm(em, c.args[0]))])
-
-
-@lowering("ptx.fence.proxy_async")
-def _fence_proxy_async(em, c):
-    em.call("llvm.nvvm.fence.proxy.async.shared_cta", ty.VOID, [])
 
 
 @lowering("ptx.mbarrier.wait_parity")

@@ -11,20 +11,11 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ..ir import dtype as dt
-from ..ir.expr import BufferLoad, as_int
+from ..ir.expr import BufferLoad
 from . import types as ty
-from .registry import lowering
+from .registry import i32, imm, lowering, register_direct
 
 
-def _imm(em, e) -> int:
-    v = as_int(e)
-    if v is None:
-        raise em.error("this operand must be a compile-time constant", e)
-    return v
-
-
-def _i32(v: int) -> ir.Constant:
-    return ir.Constant(ty.I32, v)
 
 
 def _value32(em, e) -> ir.Value:
@@ -39,18 +30,18 @@ def _cp_async(em, c):
     zero-filled, which is what ignore-src means). An L2 prefetch size has no intrinsic
     either: that form is emitted as inline PTX (PTX ISA 7.4, sm_80+)."""
     dst, src, size, src_size, ignore, prefetch = c.args
-    n = _imm(em, size)
+    n = imm(em, size)
     d, _ = em.address(dst, ty.SHARED)
     s, _ = em.address(src, ty.GLOBAL)
     cache = "cg" if n == 16 else "ca"
     args = [d, s]
     if src_size is not None or ignore is not None:
-        ss = _value32(em, src_size) if src_size is not None else _i32(n)
+        ss = _value32(em, src_size) if src_size is not None else i32(n)
         if ignore is not None:
-            ss = em.b.select(em.truth(ignore), _i32(0), ss)
+            ss = em.b.select(em.truth(ignore), i32(0), ss)
         args.append(ss)
     if prefetch is not None:
-        _cp_async_asm(em, cache, n, _imm(em, prefetch), args)
+        _cp_async_asm(em, cache, n, imm(em, prefetch), args)
         return
     name = f"llvm.nvvm.cp.async.{cache}.shared.global.{n}" + (".s" if len(args) == 3 else "")
     em.call(name, ty.VOID, args)
@@ -65,21 +56,6 @@ def _cp_async_asm(em, cache: str, n: int, prefetch: int, args):
     fnty = ir.FunctionType(ir.VoidType(), [o.type for o in ops])
     asm = ir.InlineAsm(fnty, text, "l,l" + (",r" if tail else ""), side_effect=True)
     em.b.call(asm, ops)
-
-
-@lowering("ptx.cp_async.commit_group")
-def _commit(em, c):
-    em.call("llvm.nvvm.cp.async.commit.group", ty.VOID, [])
-
-
-@lowering("ptx.cp_async.wait_group")
-def _wait_group(em, c):
-    em.call("llvm.nvvm.cp.async.wait.group", ty.VOID, [_i32(_imm(em, c.args[0]))])
-
-
-@lowering("ptx.cp_async.wait_all")
-def _wait_all(em, c):
-    em.call("llvm.nvvm.cp.async.wait.all", ty.VOID, [])
 
 
 @lowering("ptx.cp_async.mbarrier_arrive")
@@ -98,7 +74,7 @@ def _ld_st(em, c):
     """One naturally aligned vector load and one vector store (``ld.v4.b32``/``st.v4.b32``
     for 16 bytes); the address spaces come from the operands' buffers."""
     dst, src, nbytes = c.args
-    n = _imm(em, nbytes)
+    n = imm(em, nbytes)
     s, _ = em.address(src)
     d, _ = em.address(dst)
     v = em.b.load(s, typ=_VECTOR[n], align=n)
@@ -108,13 +84,13 @@ def _ld_st(em, c):
 # ---------------------------------------------------------------- barriers, warp primitives
 @lowering("cuda.cta_sync")
 def _cta_sync(em, c):
-    em.call("llvm.nvvm.barrier.cta.sync.aligned.all", ty.VOID, [_i32(0)])
+    em.call("llvm.nvvm.barrier.cta.sync.aligned.all", ty.VOID, [i32(0)])
 
 
 @lowering("ptx.elect_sync")
 def _elect_sync(em, c):
     ret = ir.LiteralStructType([ty.I32, ty.I1])
-    pair = em.call("llvm.nvvm.elect.sync", ret, [_i32(-1)])
+    pair = em.call("llvm.nvvm.elect.sync", ret, [i32(-1)])
     return em.b.extract_value(pair, 1)
 
 
@@ -158,7 +134,7 @@ def _tmem_ptr(em, taddr_expr, row: int = 0, col: int = 0) -> ir.Value:
     v = _value32(em, taddr_expr)
     off = (row << 16) + col
     if off:
-        v = em.b.add(v, _i32(off))
+        v = em.b.add(v, i32(off))
     return em.b.inttoptr(v, ty.ptr(ty.TMEM))
 
 
@@ -166,25 +142,25 @@ def _tmem_ptr(em, taddr_expr, row: int = 0, col: int = 0) -> ir.Value:
 def _tc_alloc(em, c):
     dst, n_cols, group = c.args
     p, space = em.address(dst)
-    cg = _imm(em, group)
+    cg = imm(em, group)
     if space == ty.SHARED:
         name = f"llvm.nvvm.tcgen05.alloc.shared.cg{cg}"
     else:
         name = f"llvm.nvvm.tcgen05.alloc.cg{cg}"
         p = em.b.addrspacecast(p, ty.ptr(ty.GENERIC)) if space != ty.GENERIC else p
-    em.call(name, ty.VOID, [p, _i32(_imm(em, n_cols))])
+    em.call(name, ty.VOID, [p, i32(imm(em, n_cols))])
 
 
 @lowering("ptx.tcgen05.dealloc")
 def _tc_dealloc(em, c):
     taddr, n_cols, group = c.args
-    em.call(f"llvm.nvvm.tcgen05.dealloc.cg{_imm(em, group)}", ty.VOID,
-            [_tmem_ptr(em, taddr), _i32(_imm(em, n_cols))])
+    em.call(f"llvm.nvvm.tcgen05.dealloc.cg{imm(em, group)}", ty.VOID,
+            [_tmem_ptr(em, taddr), i32(imm(em, n_cols))])
 
 
 @lowering("ptx.tcgen05.relinquish_alloc_permit")
 def _tc_relinquish(em, c):
-    em.call(f"llvm.nvvm.tcgen05.relinq.alloc.permit.cg{_imm(em, c.args[0])}", ty.VOID, [])
+    em.call(f"llvm.nvvm.tcgen05.relinq.alloc.permit.cg{imm(em, c.args[0])}", ty.VOID, [])
 
 
 _REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x32bx2": 1, "16x128b": 2, "16x256b": 4}
@@ -193,17 +169,17 @@ _REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x32bx2": 1, "16x128b": 2, "16x256b
 def _ldst_parts(em, c):
     taddr, row, col, shape, num, flag = c.args[:6]
     regs = c.args[6:]
-    shape_s, n = shape.value, _imm(em, num)
+    shape_s, n = shape.value, imm(em, num)
     want = _REGS_PER_NUM[shape_s] * n
     if want > 128:
         raise em.error(f"tcgen05 {shape_s}.x{n} does not exist (more than 128 registers)", c)
     if len(regs) != want:
         raise em.error(f"tcgen05 {shape_s}.x{n} moves {want} 32-bit registers per thread; "
                        f"the call passes {len(regs)}", c)
-    ptr = _tmem_ptr(em, taddr, _imm(em, row), _imm(em, col))
+    ptr = _tmem_ptr(em, taddr, imm(em, row), imm(em, col))
     name = f"{shape_s}.x{n}"
     offset = [ir.Constant(ty.I64, 0)] if shape_s == "16x32bx2" else []
-    return ptr, name, offset, ir.Constant(ty.I1, _imm(em, flag)), regs, want
+    return ptr, name, offset, ir.Constant(ty.I1, imm(em, flag)), regs, want
 
 
 def _vec(n: int) -> ir.Type:
@@ -219,7 +195,7 @@ def _tc_ld(em, c):
     for i, r in enumerate(regs):
         if not isinstance(r, BufferLoad) or r.buffer.dtype.bits != 32:
             raise em.error("tcgen05.ld registers must be 32-bit buffer elements", c)
-        cell = v if n == 1 else em.b.extract_element(v, _i32(i))
+        cell = v if n == 1 else em.b.extract_element(v, i32(i))
         em.b.store(cell, em.element_ptr(r.buffer, r.indices, c), align=4)
 
 
@@ -232,7 +208,7 @@ def _tc_st(em, c):
     else:
         vec = ir.Constant(_vec(n), ir.Undefined)
         for i, cell in enumerate(cells):
-            vec = em.b.insert_element(vec, cell, _i32(i))
+            vec = em.b.insert_element(vec, cell, i32(i))
     em.call(f"llvm.nvvm.tcgen05.st.{name}", ty.VOID, [ptr, *offset, vec, unpack])
 
 
@@ -243,10 +219,12 @@ def _bits32(em, e) -> ir.Value:
     return em.b.bitcast(v, ty.I32) if e.dtype.is_float else v
 
 
-@lowering("ptx.tcgen05.wait.ld", "ptx.tcgen05.wait.st", "ptx.tcgen05.fence.before_thread_sync",
-          "ptx.tcgen05.fence.after_thread_sync")
-def _tc_nullary(em, c):
-    name = {"ptx.tcgen05.wait.ld": "wait.ld", "ptx.tcgen05.wait.st": "wait.st",
-            "ptx.tcgen05.fence.before_thread_sync": "fence.before.thread.sync",
-            "ptx.tcgen05.fence.after_thread_sync": "fence.after.thread.sync"}[c.op]
-    em.call(f"llvm.nvvm.tcgen05.{name}", ty.VOID, [])
+register_direct({
+    "ptx.cp_async.commit_group": "llvm.nvvm.cp.async.commit.group",
+    "ptx.cp_async.wait_group": "llvm.nvvm.cp.async.wait.group",
+    "ptx.cp_async.wait_all": "llvm.nvvm.cp.async.wait.all",
+    "ptx.tcgen05.wait.ld": "llvm.nvvm.tcgen05.wait.ld",
+    "ptx.tcgen05.wait.st": "llvm.nvvm.tcgen05.wait.st",
+    "ptx.tcgen05.fence.before_thread_sync": "llvm.nvvm.tcgen05.fence.before.thread.sync",
+    "ptx.tcgen05.fence.after_thread_sync": "llvm.nvvm.tcgen05.fence.after.thread.sync",
+})
