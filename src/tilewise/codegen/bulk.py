@@ -22,7 +22,7 @@ from llvmlite import ir
 
 from ..ir import dtype as dt
 from . import types as ty
-from .registry import i32, imm, lowering, register_direct
+from .registry import lowering, register_direct
 
 SHARED_CLUSTER = 7  # NVPTX address space of shared::cluster addresses
 _TRY_WAIT_PARITY = "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta"
