@@ -47,9 +47,13 @@ def _example():
 
 def _kernel(ex, cfg: str, rows: int, cols: int, dtype: str):
     """``tiled:TMxTN:threads[:chunks[:prefetch]]``, ``pipelined:TMxTN:threads:ctas`` or
-    ``bulk:TMxTN:threads[:stages]`` (examples/bulk_copy.py, the TMA unit)."""
+    ``bulk:TMxTN:threads[:stages]`` / ``stream:TMxTN:stages:ctas`` (examples/bulk_copy.py,
+    the TMA unit; stream is the persistent ring of buffers)."""
     kind, tile, *rest = cfg.split(":")
     tm, tn = (int(x) for x in tile.split("x"))
+    if kind == "stream":
+        stages, ctas = int(rest[0]), int(rest[1])
+        return _load("bulk_copy").make_bulk_stream(rows, cols, dtype, (tm, tn), stages, ctas)
     if kind == "bulk":
         stages = int(rest[1]) if len(rest) > 1 else 1
         return _load("bulk_copy").make_bulk_copy(rows, cols, dtype, (tm, tn), int(rest[0]),
@@ -71,7 +75,8 @@ def main():
     p.add_argument("--dtype", default="float16")
     p.add_argument("--config", nargs="+", default=DEFAULT_CONFIGS,
                    help="kernels to time: tiled:TMxTN:threads[:chunks[:prefetch]], "
-                        "pipelined:TMxTN:threads:ctas or bulk:TMxTN:threads[:stages]")
+                        "pipelined:TMxTN:threads:ctas, bulk:TMxTN:threads[:stages] or "
+                        "stream:TMxTN:stages:ctas")
     p.add_argument("--samples", type=int, default=15)
     p.add_argument("--reps", type=int, default=10)
     a = p.parse_args()

@@ -58,6 +58,66 @@ def make_bulk_copy(M: int, N: int, dtype: str = "float16", tile=(8, 1024), threa
     return bulk_copy
 
 
+def make_bulk_stream(M: int, N: int, dtype: str = "float16", tile=(8, 1024), stages: int = 4,
+                     ctas: int = 132 * 3, threads: int = 32):
+    """A persistent, streaming variant: ``ctas`` CTAs walk the tiles with stride ``ctas``
+    through a ring of ``stages`` shared buffers. Buffer ``s`` is refilled as soon as the
+    bulk store of its previous tile has finished reading it, so the TMA unit always has
+    ``stages`` loads or stores of every CTA in flight. Use ``i // stages % 2`` as the
+    mbarrier parity: each buffer's barrier completes once per lap of the ring."""
+    TM, TN = tile
+    if M % TM or N % TN:
+        raise ValueError(f"tile {tile} must divide the array {(M, N)}")
+    itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+    nbytes = TM * TN * itemsize
+    gn = N // TN
+    total = (M // TM) * gn
+    G = min(ctas, total)
+    iters = (total + G - 1) // G
+
+    @T.prim_func
+    def bulk_stream(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (M, N), dtype)
+        B = T.match_buffer(B_ptr, (M, N), dtype)
+        T.device_entry()
+        cta = T.cta_id([G])
+        tid = T.thread_id([threads])
+        S = T.alloc_buffer((stages, TM, TN), dtype, scope="shared.dyn")
+        bar = T.alloc_shared([stages], "uint64")
+        if tid == 0:
+            for s in T.static_range(stages):
+                T.ptx.mbarrier.init(T.address_of(bar[s]), 1)
+        T.cuda.cta_sync()
+        for s in T.static_range(stages):
+            t0 = cta + s * G
+            if t0 < total:
+                if tid == 0:
+                    T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[s]), nbytes)
+                Tx.cta.copy_async(S[s, :, :],
+                                  A[t0 // gn * TM:t0 // gn * TM + TM, t0 % gn * TN:t0 % gn * TN + TN],
+                                  mbar=T.address_of(bar[s]))
+        for i in range(iters):
+            t = cta + i * G
+            b = i % stages
+            if t < total:
+                T.ptx.mbarrier.wait_parity(T.address_of(bar[b]), i // stages % 2)
+                Tx.cta.copy_async(B[t // gn * TM:t // gn * TM + TM, t % gn * TN:t % gn * TN + TN],
+                                  S[b, :, :])
+                T.ptx.cp_async.bulk.commit_group()
+                n = t + stages * G
+                if n < total:
+                    if tid == 0:
+                        T.ptx.cp_async.bulk.wait_group_read(0)
+                        T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[b]), nbytes)
+                    Tx.cta.copy_async(S[b, :, :],
+                                      A[n // gn * TM:n // gn * TM + TM,
+                                        n % gn * TN:n % gn * TN + TN],
+                                      mbar=T.address_of(bar[b]))
+        T.ptx.cp_async.bulk.wait_group(0)
+
+    return bulk_stream
+
+
 SHAPE = (256, 2048)
 bulk_copy = make_bulk_copy(*SHAPE, "float16")
 

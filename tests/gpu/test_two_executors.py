@@ -53,6 +53,9 @@ def _cases():
         out.append((f"bulk-copy-{dtype}-{stages}-stages",
                     lambda d=dtype, s=stages: bc.make_bulk_copy(64, 2048, d, (8, 512), 32, s),
                     lambda r, d=dtype: bc.inputs(r, (64, 2048), d), bc.reference, None))
+    out.append(("bulk-stream-ring", lambda: bc.make_bulk_stream(256, 2048, "float16", (8, 512),
+                                                                  4, 5),
+                lambda r: bc.inputs(r, (256, 2048), "float16"), bc.reference, None))
     sem = _load_file(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                   "semantics_kernels.py"))
     out.append(("int-floor-divmod-wrap", lambda: sem.int_divmod, sem.int_divmod_inputs,

@@ -5,8 +5,10 @@ from __future__ import annotations
 from ..ir.expr import BinOp, Cast, IntImm, Var, as_int
 
 
-def affine(e) -> dict | None:
-    """``e`` as {Var or 1: coefficient}, or None when it is not affine in its Vars."""
+def affine(e, atoms: bool = False) -> dict | None:
+    """``e`` as {Var or 1: coefficient}, or None when it is not affine in its Vars. With
+    ``atoms``, a sub-expression that is not affine (``t // 16``) becomes a term of its own,
+    keyed by its text, so that ``(t // 16 * 8 + 8) - t // 16 * 8`` is still seen as 8."""
     if isinstance(e, bool):
         return None
     if isinstance(e, int):
@@ -16,9 +18,9 @@ def affine(e) -> dict | None:
     if isinstance(e, Var):
         return {e: 1}
     if isinstance(e, Cast) and e.dtype.is_int and e.value.dtype.is_int:
-        return affine(e.value)
+        return affine(e.value, atoms)
     if isinstance(e, BinOp) and e.op in ("+", "-"):
-        a, b = affine(e.a), affine(e.b)
+        a, b = affine(e.a, atoms), affine(e.b, atoms)
         if a is None or b is None:
             return None
         sign = 1 if e.op == "+" else -1
@@ -29,11 +31,28 @@ def affine(e) -> dict | None:
     if isinstance(e, BinOp) and e.op == "*":
         ca, cb = as_int(e.a), as_int(e.b)
         if ca is None and cb is None:
-            return None
+            return _atom(e) if atoms else None
         k, other = (ca, e.b) if ca is not None else (cb, e.a)
-        f = affine(other)
+        f = affine(other, atoms)
         return None if f is None else {v: c * k for v, c in f.items()}
-    return None
+    return _atom(e) if atoms else None
+
+
+def _atom(e) -> dict:
+    return {("atom", _key(e)): 1}
+
+
+def _key(e):
+    """A hashable structural key (Vars by identity, so two Vars named alike differ)."""
+    if isinstance(e, Var):
+        return ("var", id(e))
+    if isinstance(e, IntImm):
+        return ("int", e.value)
+    if isinstance(e, BinOp):
+        return ("bin", e.op, _key(e.a), _key(e.b))
+    from ..ir.printer import script
+
+    return ("expr", type(e).__name__, script(e))
 
 
 def const_difference(a, b) -> int | None:
@@ -41,7 +60,7 @@ def const_difference(a, b) -> int | None:
     ia, ib = as_int(a), as_int(b)
     if ia is not None and ib is not None:
         return ia - ib
-    fa, fb = affine(a), affine(b)
+    fa, fb = affine(a, atoms=True), affine(b, atoms=True)
     if fa is None or fb is None:
         return None
     keys = set(fa) | set(fb)
