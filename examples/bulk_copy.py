@@ -61,10 +61,11 @@ def make_bulk_copy(M: int, N: int, dtype: str = "float16", tile=(8, 1024), threa
 def make_bulk_stream(M: int, N: int, dtype: str = "float16", tile=(8, 1024), stages: int = 4,
                      ctas: int = 132 * 3, threads: int = 32):
     """A persistent, streaming variant: ``ctas`` CTAs walk the tiles with stride ``ctas``
-    through a ring of ``stages`` shared buffers. Buffer ``s`` is refilled as soon as the
-    bulk store of its previous tile has finished reading it, so the TMA unit always has
-    ``stages`` loads or stores of every CTA in flight. Use ``i // stages % 2`` as the
-    mbarrier parity: each buffer's barrier completes once per lap of the ring."""
+    through a ring of ``stages`` shared buffers. Step ``i`` waits for its tile, stores it,
+    then refills the buffer of step ``i - 1`` (whose store is one bulk group older, so
+    ``wait_group_read(1)`` leaves this step's store in flight) with the tile of step
+    ``i - 1 + stages``. The mbarrier parity is ``i // stages % 2``: each buffer's barrier
+    completes once per lap of the ring."""
     TM, TN = tile
     if M % TM or N % TN:
         raise ValueError(f"tile {tile} must divide the array {(M, N)}")
@@ -104,15 +105,17 @@ def make_bulk_stream(M: int, N: int, dtype: str = "float16", tile=(8, 1024), sta
                 Tx.cta.copy_async(B[t // gn * TM:t // gn * TM + TM, t % gn * TN:t % gn * TN + TN],
                                   S[b, :, :])
                 T.ptx.cp_async.bulk.commit_group()
-                n = t + stages * G
-                if n < total:
-                    if tid == 0:
-                        T.ptx.cp_async.bulk.wait_group_read(0)
-                        T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[b]), nbytes)
-                    Tx.cta.copy_async(S[b, :, :],
-                                      A[n // gn * TM:n // gn * TM + TM,
-                                        n % gn * TN:n % gn * TN + TN],
-                                      mbar=T.address_of(bar[b]))
+            # refill the buffer of the previous step: its store is one group older than
+            # the one just committed, so waiting for it leaves this step's store in flight
+            pb = (i + stages - 1) % stages
+            n = t + (stages - 1) * G
+            if i > 0 and n < total:
+                if tid == 0:
+                    T.ptx.cp_async.bulk.wait_group_read(1)
+                    T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[pb]), nbytes)
+                Tx.cta.copy_async(S[pb, :, :],
+                                  A[n // gn * TM:n // gn * TM + TM, n % gn * TN:n % gn * TN + TN],
+                                  mbar=T.address_of(bar[pb]))
         T.ptx.cp_async.bulk.wait_group(0)
 
     return bulk_stream
