@@ -72,3 +72,37 @@ def test_wrong_shape_dtype_and_misalignment_are_launch_errors():
     offset = torch.zeros(N + 1, device="cuda")[1:]  # 4-byte aligned, not 16
     with pytest.raises(tw.LaunchError, match="align"):
         k(offset, good, good)
+
+
+def test_static_plus_dynamic_shared_memory_over_48KB_launches():
+    """48 KB of dynamic tiles plus the static mbarriers: over the default limit together."""
+    torch = pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location(
+        "bulk_copy", os.path.join(ROOT, "examples", "bulk_copy.py"))
+    bc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc)
+    from tilewise.runtime import device_target
+
+    k = tw.compile(bc.make_bulk_copy(512, 1024, "float16", (8, 1024), 32, stages=3),
+                   str(device_target()))
+    assert k.dynamic_smem == 48 * 1024
+    a = torch.randn(512, 1024, device="cuda").half()
+    b = torch.zeros_like(a)
+    k(a, b)
+    torch.cuda.synchronize()
+    assert torch.equal(a, b)
+
+
+def test_more_shared_memory_than_the_gpu_has_is_a_launch_error():
+    torch = pytest.importorskip("torch")
+    spec = importlib.util.spec_from_file_location(
+        "bulk_copy", os.path.join(ROOT, "examples", "bulk_copy.py"))
+    bc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bc)
+    from tilewise.runtime import device_target
+
+    k = tw.compile(bc.make_bulk_copy(256, 4096, "float16", (8, 4096), 32, stages=8),
+                   str(device_target()))  # 8 x 64 KB
+    a = torch.zeros(256, 4096, device="cuda").half()
+    with pytest.raises(tw.LaunchError, match="bytes of shared memory per CTA"):
+        k(a, torch.zeros_like(a))

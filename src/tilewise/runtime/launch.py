@@ -60,10 +60,29 @@ class Launcher:
                                    "cuModuleLoadData")
         self.function = device.check(
             driver.cuModuleGetFunction(self.module, k.name.encode()), "cuModuleGetFunction")
-        if k.dynamic_smem > _DEFAULT_SMEM_LIMIT:
-            attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            device.check(driver.cuFuncSetAttribute(self.function, attr, k.dynamic_smem),
-                         "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        if k.dynamic_smem:
+            self._allow_dynamic_smem(driver, k)
+
+    def _allow_dynamic_smem(self, driver, k):
+        """A launch gets 48 KB of shared memory, static and dynamic together, unless the
+        function opts in to more; the static part is what ptxas laid out (asked of the
+        driver, not estimated). Past the device's opt-in maximum it is a LaunchError."""
+        fattr = driver.CUfunction_attribute
+        static = device.check(driver.cuFuncGetAttribute(
+            fattr.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, self.function), "cuFuncGetAttribute")
+        total = static + k.dynamic_smem
+        if total <= _DEFAULT_SMEM_LIMIT:
+            return
+        dattr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        dev = device.check(driver.cuDeviceGet(self.ordinal), "cuDeviceGet")
+        limit = device.check(driver.cuDeviceGetAttribute(dattr, dev), "cuDeviceGetAttribute")
+        if total > limit:
+            raise LaunchError(f"{k.name} needs {total} bytes of shared memory per CTA "
+                              f"({static} static + {k.dynamic_smem} dynamic); this GPU allows "
+                              f"{limit}", hint="use smaller tiles or fewer stages")
+        device.check(driver.cuFuncSetAttribute(
+            self.function, fattr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            k.dynamic_smem), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
 
     def __call__(self, arrays, stream=None):
         import numpy as np
