@@ -83,10 +83,10 @@ def test_static_plus_dynamic_shared_memory_over_48KB_launches():
     spec.loader.exec_module(bc)
     from tilewise.runtime import device_target
 
-    k = tw.compile(bc.make_bulk_copy(512, 1024, "float16", (8, 1024), 32, stages=3),
+    k = tw.compile(bc.make_bulk_copy(480, 1024, "float16", (8, 1024), 32, stages=3),
                    str(device_target()))
     assert k.dynamic_smem == 48 * 1024
-    a = torch.randn(512, 1024, device="cuda").half()
+    a = torch.randn(480, 1024, device="cuda").half()
     b = torch.zeros_like(a)
     k(a, b)
     torch.cuda.synchronize()
