@@ -14,6 +14,7 @@ a static allocation is limited to (the runtime raises the launch's limit).
 import numpy as np
 
 from tilewise import T, Tx
+from tilewise.runner import random_bits
 
 TARGET = "sm_90a"
 
@@ -126,14 +127,8 @@ bulk_copy = make_bulk_copy(*SHAPE, "float16")
 
 
 def inputs(rng, shape=SHAPE, dtype="float16"):
-    """A: random bit patterns; B poisoned."""
-    from tilewise.ir.dtype import dtype as tw_dtype
-
-    np_dt = tw_dtype(dtype).numpy()
-    n = int(np.prod(shape)) * np_dt.itemsize
-    a = rng.integers(0, 256, n, dtype=np.uint8).view(np_dt).reshape(shape)
-    b = np.full(n, 0xA5, dtype=np.uint8).view(np_dt).reshape(shape)
-    return [a, b]
+    """A: random bit patterns of ``dtype`` (a copy must move every bit); B poisoned."""
+    return [random_bits(rng, shape, dtype), random_bits(rng, shape, dtype, fill=0xA5)]
 
 
 def reference(a, b):

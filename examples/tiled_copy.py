@@ -18,6 +18,7 @@ cp.async of 16 bytes per thread in flight), many resident CTAs per SM.
 import numpy as np
 
 from tilewise import T, Tx
+from tilewise.runner import random_bits
 
 TARGET = "sm_90a"
 
@@ -145,13 +146,7 @@ tiled_copy = make_tiled_copy(*SHAPE, "float16")
 
 def inputs(rng, shape=SHAPE, dtype="float16"):
     """A: random bit patterns of ``dtype`` (a copy must move every bit); B poisoned."""
-    from tilewise.ir.dtype import dtype as tw_dtype
-
-    np_dt = tw_dtype(dtype).numpy()
-    n = int(np.prod(shape)) * np_dt.itemsize
-    a = rng.integers(0, 256, n, dtype=np.uint8).view(np_dt).reshape(shape)
-    b = np.full(n, 0xA5, dtype=np.uint8).view(np_dt).reshape(shape)
-    return [a, b]
+    return [random_bits(rng, shape, dtype), random_bits(rng, shape, dtype, fill=0xA5)]
 
 
 def reference(a, b):

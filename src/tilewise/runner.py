@@ -87,6 +87,18 @@ def compare(got, want, rtol=None) -> list[str]:
     return problems
 
 
+def random_bits(rng, shape, dtype, fill: int | None = None) -> np.ndarray:
+    """An array of ``dtype`` (a tilewise dtype name) holding random bytes — every bit
+    pattern, NaNs included, which is what a copy must preserve — or the byte ``fill``."""
+    from .ir.dtype import dtype as tw_dtype
+
+    np_dt = tw_dtype(dtype).numpy()
+    n = int(np.prod(shape)) * np_dt.itemsize
+    raw = (rng.integers(0, 256, n, dtype=np.uint8) if fill is None
+           else np.full(n, fill, dtype=np.uint8))
+    return raw.view(np_dt).reshape(shape)
+
+
 def random_inputs(func, rng) -> list[np.ndarray]:
     """One random array per kernel buffer: normal floats, uniform ints/bools."""
     out = []
