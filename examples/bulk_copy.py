@@ -95,8 +95,8 @@ def make_bulk_stream(M: int, N: int, dtype: str = "float16", tile=(8, 1024), sta
             if t0 < total:
                 if tid == 0:
                     T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[s]), nbytes)
-                Tx.cta.copy_async(S[s, :, :],
-                                  A[t0 // gn * TM:t0 // gn * TM + TM, t0 % gn * TN:t0 % gn * TN + TN],
+                r0, c0 = t0 // gn * TM, t0 % gn * TN
+                Tx.cta.copy_async(S[s, :, :], A[r0:r0 + TM, c0:c0 + TN],
                                   mbar=T.address_of(bar[s]))
         for i in range(iters):
             t = cta + i * G

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tilewise.errors import DispatchError
-from tilewise.ir import (AddressOf, BinOp, Buffer, BufferLoad, BufferRegion, BufferStore,
+from tilewise.ir import (BinOp, Buffer, BufferRegion, BufferStore,
                          DeclBuffer, Evaluate, For, IfThenElse, IntImm, PrimFunc, Range,
                          SeqStmt, ThreadBinding, TileCall, UnaryOp, Var, dtype)
 from tilewise.layout import S, TileLayout

@@ -3,6 +3,11 @@
 Each source is a whole kernel; the line the error must point at is marked `# <-`.
 """
 
+import pytest
+
+import tilewise as tw
+from tilewise import from_source
+
 HEAD = '''
 @T.prim_func
 def k(A_ptr: T.handle, B_ptr: T.handle):
@@ -127,11 +132,6 @@ def k(A_ptr: T.handle = None):  # <-
      body("for j in T.static_range(tid):  # <-", "    pass")),
 ]
 
-
-import pytest
-
-import tilewise as tw
-from tilewise import from_source
 
 
 FILE = "user_kernel.py"

@@ -80,7 +80,7 @@ def int_semantics(A_ptr: T.handle, Q_ptr: T.handle, M_ptr: T.handle, W_ptr: T.ha
     M = T.match_buffer(M_ptr, (64,), "int32")
     W = T.match_buffer(W_ptr, (64,), "int32")
     F = T.match_buffer(F_ptr, (64,), "float32")
-    I = T.match_buffer(I_ptr, (64,), "int32")
+    I = T.match_buffer(I_ptr, (64,), "int32")  # noqa: E741 - the letter the test reads as "int"
     T.device_entry()
     tid = T.thread_id([64])
     Q[tid] = A[tid] // 7
