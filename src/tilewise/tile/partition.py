@@ -77,6 +77,11 @@ class Side:
             return (coords * strides).sum(axis=1)
         return layout.apply_np(coords, shape=self.buffer.shape)["m"]
 
+    def alignment(self, starts: np.ndarray) -> int:
+        """Bytes every one of the element offsets ``starts`` is known to be aligned to
+        (their constant part exactly, the symbolic region start by ``symbolic_align``)."""
+        return math.gcd(self.symbolic_align(), *(int(x) * self.elem_bytes for x in starts))
+
     def symbolic_align(self) -> int:
         """Alignment in bytes contributed by symbolic region starts (BASE_ALIGN if none)."""
         starts = [r.start for r in self.region.region]
@@ -95,7 +100,7 @@ def _row_major(shape: Sequence[int]) -> list[int]:
     return out[::-1]
 
 
-def _unravel(p: np.ndarray, extents: Sequence[int]) -> np.ndarray:
+def unravel(p: np.ndarray, extents: Sequence[int]) -> np.ndarray:
     return np.stack(np.unravel_index(p, tuple(extents)), axis=1).astype(np.int64)
 
 
@@ -113,7 +118,7 @@ def drive_order(side: Side) -> tuple[int, ...]:
     perm = tuple(sorted(ident, key=lambda d: -strides[d]))
     if perm == ident:
         return ident
-    rel = _unravel(np.arange(side.region.size), [shape[d] for d in perm])[:, np.argsort(perm)]
+    rel = unravel(np.arange(side.region.size), [shape[d] for d in perm])[:, np.argsort(perm)]
     return perm if (np.diff(side.offsets(rel)) > 0).all() else ident
 
 
@@ -159,7 +164,7 @@ def _side_reason(side: Side, offs: np.ndarray, vec: int) -> str | None:
     if (runs - runs[:, :1] != np.arange(vec)).any():
         return (f"{side.text} is not contiguous in runs of {vec} elements "
                 f"({vec * side.elem_bytes} bytes) in the copy order")
-    align = math.gcd(side.symbolic_align(), *(int(x) * side.elem_bytes for x in runs[:, 0]))
+    align = side.alignment(runs[:, 0])
     need = vec * side.elem_bytes
     if align % need:
         return (f"{side.text} is only {align}-byte aligned; a {need}-byte vector needs "
@@ -179,7 +184,7 @@ def plan_partition(dst: Side, src: Side, drive: Side, threads: int,
         raise DispatchFail(f"the tile has {n} elements, not a multiple of the {threads} "
                            "threads of the scope")
     order = drive_order(drive) if shape == src.region.shape else tuple(range(len(shape)))
-    rel = _unravel(np.arange(n), [shape[d] for d in order])[:, np.argsort(order)]
+    rel = unravel(np.arange(n), [shape[d] for d in order])[:, np.argsort(order)]
     offs = {"dst": dst.offsets(rel), "src": src.offsets(_src_rel(src, rel, shape))}
     eb = dst.elem_bytes
     reason = None
@@ -204,7 +209,7 @@ def _src_rel(src: Side, rel: np.ndarray, dst_shape) -> np.ndarray:
     if src.region.shape == tuple(dst_shape):
         return rel
     lin = np.ravel_multi_index(tuple(rel.T), tuple(dst_shape))
-    return _unravel(lin, src.region.shape)
+    return unravel(lin, src.region.shape)
 
 
 def abs_coords(side: Side, plan: Plan, p: Expr) -> tuple[Expr, ...]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fnmatch import fnmatch
 
+import numpy as np
+
 from ..ir.expr import BufferRegion
 
 
@@ -69,3 +71,16 @@ def whole_bytes(ctx):
     if ctx.dst.buffer.dtype.bits % 8 == 0:
         return True
     return False, f"{ctx.dst.buffer.dtype} elements are not whole bytes"
+
+
+def first_thread_active(ctx):
+    """The scope's first thread (the one that issues for the scope) reaches the call in
+    every scope instance some thread of which reaches it."""
+    if ctx.scope_kind == "thread" or not ctx.active.exact:
+        return True
+    groups = ctx.active.mask.reshape(-1, ctx.thread_count)
+    bad = np.nonzero(groups.any(axis=1) & ~groups[:, 0])[0]
+    if len(bad):
+        return False, (f"thread {int(bad[0]) * ctx.thread_count}, the first of its "
+                       f"{ctx.scope_kind}, is not active")
+    return True

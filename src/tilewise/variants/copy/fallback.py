@@ -14,7 +14,6 @@ Algorithm:
 
 from __future__ import annotations
 
-import numpy as np
 
 from tilewise.ir.expr import BufferLoad, IntImm, Var, cast, cmp
 from tilewise.ir.stmt import BufferStore, For, IfThenElse
@@ -25,17 +24,6 @@ from tilewise.tile.registry import predicate, register_dispatch
 MEMORIES = ("global", "shared*")
 PAIRS = tuple((d, s) for d in MEMORIES for s in MEMORIES)
 SCOPES = ("thread", "warp", "warpgroup", "cta")
-
-
-def first_thread_active(ctx):
-    if ctx.scope_kind == "thread" or not ctx.active.exact:
-        return True
-    groups = ctx.active.mask.reshape(-1, ctx.thread_count)
-    bad = np.nonzero(groups.any(axis=1) & ~groups[:, 0])[0]
-    if len(bad):
-        return False, (f"thread {int(bad[0]) * ctx.thread_count}, the first of its "
-                       f"{ctx.scope_kind}, is not active")
-    return True
 
 
 def _loop(ctx):
@@ -55,7 +43,7 @@ def _loop(ctx):
     predicate("operands are regions", P.operands_are_regions),
     predicate("global/shared", P.direction, pairs=PAIRS),
     predicate("scope", P.scope_in, scopes=SCOPES),
-    predicate("first thread active", first_thread_active),
+    predicate("first thread active", P.first_thread_active),
     predicate("same size", P.same_size),
 ])
 def fallback(ctx):

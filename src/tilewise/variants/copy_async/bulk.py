@@ -31,17 +31,14 @@ that does not gets cp.async (this variant declines it); stores have no other asy
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from tilewise.ir.expr import AddressOf, IntImm, cmp
 from tilewise.ir.stmt import Evaluate, IfThenElse
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
-from tilewise.tile.partition import Plan, Side, emit
+from tilewise.tile.partition import Plan, Side, emit, unravel
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
-from tilewise.variants.copy.fallback import first_thread_active
 
 SCOPES = ("thread", "warp", "warpgroup", "cta")
 PAIRS = (("shared*", "global"), ("global", "shared*"))
@@ -74,15 +71,11 @@ def _plain_shared(ctx):
     return True
 
 
-def _rows(lin: np.ndarray, shape) -> np.ndarray:
-    return np.stack(np.unravel_index(lin, shape), axis=1).astype(np.int64)
-
-
 def plan_runs(dst: Side, src: Side) -> Plan:
     """One run per ``Plan`` step: ``vec`` = run length in elements, ``outer`` = runs."""
     shape = dst.region.shape
     n = dst.region.size
-    od, os_ = (side.offsets(_rows(np.arange(n), side.region.shape)) for side in (dst, src))
+    od, os_ = (side.offsets(unravel(np.arange(n), side.region.shape)) for side in (dst, src))
     cont = (np.diff(od) == 1) & (np.diff(os_) == 1)
     starts = np.concatenate(([0], np.nonzero(~cont)[0] + 1))
     lengths = set(np.diff(np.concatenate((starts, [n]))).tolist())
@@ -94,7 +87,7 @@ def plan_runs(dst: Side, src: Side) -> Plan:
     if run * eb % ALIGN:
         raise DispatchFail(f"contiguous runs are {run * eb} bytes, not a multiple of 16")
     for side, offs in ((dst, od), (src, os_)):
-        align = math.gcd(side.symbolic_align(), *(int(o) * eb for o in offs[starts]))
+        align = side.alignment(offs[starts])
         if align % ALIGN:
             raise DispatchFail(f"{side.text}: runs start only {align}-byte aligned; a bulk "
                                "copy needs 16")
@@ -134,7 +127,7 @@ def _emit(ctx):
     predicate("no prefetch size", P.no_option, option="prefetch_size",
               why="prefetch_size= is a cp.async hint; bulk copies have none"),
     predicate("scope", P.scope_in, scopes=SCOPES),
-    predicate("first thread active", first_thread_active),
+    predicate("first thread active", P.first_thread_active),
     predicate("same dtype", P.same_dtype),
     predicate("same size", P.same_size),
     predicate("plain shared layout", _plain_shared),
