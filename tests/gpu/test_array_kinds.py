@@ -1,27 +1,24 @@
 """A kernel takes whatever GPU array the user has: torch, CuPy, any DLPack producer; on a
 stream of the user's choosing; and bad arguments are LaunchErrors before any launch."""
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
 import tilewise as tw
 
 pytestmark = pytest.mark.gpu
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N = 4096
 
 
-def _vector_add():
-    spec = importlib.util.spec_from_file_location(
-        "vector_add", os.path.join(ROOT, "examples", "vector_add.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+def _compile(func):
     from tilewise.runtime import device_target
 
-    return tw.compile(mod.make_vector_add(N), str(device_target()))
+    return tw.compile(func, str(device_target()))
+
+
+@pytest.fixture
+def vector_add(example):
+    return _compile(example("vector_add").make_vector_add(N))
 
 
 class DLPackOnly:
@@ -37,9 +34,9 @@ class DLPackOnly:
         return self._inner.__dlpack_device__()
 
 
-def test_cupy_arrays():
+def test_cupy_arrays(vector_add):
     cp = pytest.importorskip("cupy")
-    k = _vector_add()
+    k = vector_add
     a = cp.asarray(np.random.default_rng(0).standard_normal(N).astype(np.float32))
     b = cp.asarray(np.random.default_rng(1).standard_normal(N).astype(np.float32))
     c = cp.full(N, cp.nan, dtype=cp.float32)
@@ -48,9 +45,9 @@ def test_cupy_arrays():
     np.testing.assert_array_equal(cp.asnumpy(c), cp.asnumpy(a) + cp.asnumpy(b))
 
 
-def test_dlpack_only_objects_and_a_user_stream():
+def test_dlpack_only_objects_and_a_user_stream(vector_add):
     torch = pytest.importorskip("torch")
-    k = _vector_add()
+    k = vector_add
     a, b = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
     c = torch.full((N,), float("nan"), device="cuda")
     s = torch.cuda.Stream()
@@ -60,9 +57,9 @@ def test_dlpack_only_objects_and_a_user_stream():
     assert torch.equal(c, a + b)
 
 
-def test_wrong_shape_dtype_and_misalignment_are_launch_errors():
+def test_wrong_shape_dtype_and_misalignment_are_launch_errors(vector_add):
     torch = pytest.importorskip("torch")
-    k = _vector_add()
+    k = vector_add
     good = torch.zeros(N, device="cuda")
     with pytest.raises(tw.LaunchError, match="'A_ptr'|'B_ptr'|'C_ptr'") as e:
         k(torch.zeros(N - 1, device="cuda"), good, good)
@@ -74,17 +71,11 @@ def test_wrong_shape_dtype_and_misalignment_are_launch_errors():
         k(offset, good, good)
 
 
-def test_static_plus_dynamic_shared_memory_over_48KB_launches():
+def test_static_plus_dynamic_shared_memory_over_48KB_launches(example):
     """48 KB of dynamic tiles plus the static mbarriers: over the default limit together."""
     torch = pytest.importorskip("torch")
-    spec = importlib.util.spec_from_file_location(
-        "bulk_copy", os.path.join(ROOT, "examples", "bulk_copy.py"))
-    bc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bc)
-    from tilewise.runtime import device_target
-
-    k = tw.compile(bc.make_bulk_copy(480, 1024, "float16", (8, 1024), 32, stages=3),
-                   str(device_target()))
+    bc = example("bulk_copy")
+    k = _compile(bc.make_bulk_copy(480, 1024, "float16", (8, 1024), 32, stages=3))
     assert k.dynamic_smem == 48 * 1024
     a = torch.randn(480, 1024, device="cuda").half()
     b = torch.zeros_like(a)
@@ -93,16 +84,10 @@ def test_static_plus_dynamic_shared_memory_over_48KB_launches():
     assert torch.equal(a, b)
 
 
-def test_more_shared_memory_than_the_gpu_has_is_a_launch_error():
+def test_more_shared_memory_than_the_gpu_has_is_a_launch_error(example):
     torch = pytest.importorskip("torch")
-    spec = importlib.util.spec_from_file_location(
-        "bulk_copy", os.path.join(ROOT, "examples", "bulk_copy.py"))
-    bc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bc)
-    from tilewise.runtime import device_target
-
-    k = tw.compile(bc.make_bulk_copy(256, 4096, "float16", (8, 4096), 32, stages=8),
-                   str(device_target()))  # 8 x 64 KB
+    bc = example("bulk_copy")
+    k = _compile(bc.make_bulk_copy(256, 4096, "float16", (8, 4096), 32, stages=8))  # 8 x 64 KB
     a = torch.zeros(256, 4096, device="cuda").half()
     with pytest.raises(tw.LaunchError, match="bytes of shared memory per CTA"):
         k(a, torch.zeros_like(a))
