@@ -9,8 +9,11 @@ One :class:`Emitter` per kernel. The mapping (docs/codegen.md):
 * ``shared`` allocations are ``internal addrspace(3)`` globals with an ``undef``
   initialiser, ``shared.dyn`` ones are offsets into one ``external addrspace(3) global
   [0 x i8]``, ``local`` ones are ``alloca``s in the entry block (SROA promotes them);
-* a scalar declared by ``LetStmt`` and never re-assigned is an SSA value, otherwise a stack
-  slot that mem2reg promotes;
+* scalars are SSA values: ``LetStmt``/``Assign`` rebind the current value of a local, an
+  ``if`` merges the values its branches leave with phi nodes, a loop carries the locals its
+  body assigns in phi nodes of its header (and of its latch and exit when ``continue`` and
+  ``break`` add edges) -- SSA built directly for structured control flow, no stack slots;
+* arithmetic and conversions come from the one table, :mod:`tilewise.ir.alu`;
 * every ``Call`` goes through the lowering registered for its PTX-table entry
   (:mod:`tilewise.codegen.intrinsics`, :mod:`tilewise.codegen.mathlib`).
 """
@@ -26,7 +29,8 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DataType, bool_
 from ..ir.launch import thread_value
-from ..ir.visitor import walk
+from ..ir.visitor import Visitor, walk
+from ..ir import alu
 from . import arith
 from . import types as ty
 
@@ -59,6 +63,17 @@ class Emitted:
     libdevice: set[str] = field(default_factory=set)
 
 
+@dataclass
+class _Loop:
+    """Where ``break`` and ``continue`` of the innermost loop go, and the values of the
+    locals on each such edge (block, {id(var): value})."""
+
+    exit: ir.Block
+    latch: ir.Block
+    breaks: list = field(default_factory=list)
+    continues: list = field(default_factory=list)
+
+
 class Emitter:
     """Builds the LLVM module of one flat kernel; lowerings call back into it."""
 
@@ -67,10 +82,12 @@ class Emitter:
         self.module = ir.Module(name=func.name)
         self.module.triple = TRIPLE
         self.module.data_layout = DATA_LAYOUT
-        self.vars: dict[int, tuple[str, ir.Value]] = {}
+        self.vars: dict[int, ir.Value] = {}  # the current SSA value of every scalar
         self.bufs: dict[int, _Buf] = {}
         self.nonneg: set[int] = set()
         self.assigned: set[int] = set()
+        self.loops: list[_Loop] = []
+        self.live = True  # False once break/continue left the current block
         self.dyn_offset = 0
         self.static_smem = 0
         self.libdevice: set[str] = set()
@@ -91,6 +108,13 @@ class Emitter:
         """An overloaded LLVM intrinsic such as ``llvm.floor.f32``."""
         return self.call(f"{base}.{t.intrinsic_name}", t, args)
 
+    @staticmethod
+    def value_type(t: DataType) -> ir.Type:
+        return ty.value_type(t)
+
+    def is_nonneg(self, e: E.Expr) -> bool:
+        return arith.is_nonneg(e, self.nonneg)
+
     def error(self, message: str, node=None, hint: str | None = None) -> CompileError:
         return CompileError(message, getattr(node, "span", None) or self.span, hint=hint)
 
@@ -98,7 +122,7 @@ class Emitter:
     def emit(self) -> Emitted:
         f = self.func
         name = ty.ptx_identifier(f.name)
-        fnty = ir.FunctionType(ty.VOID, [ty.ptr(ty.GLOBAL)] * len(f.params))
+        fnty = ir.FunctionType(ty.VOID, [ty.param_type(p.dtype) for p in f.params])
         self.fn = ir.Function(self.module, fnty, name=name)
         self.fn.calling_convention = "ptx_kernel"
         self.fn.attributes = _NvvmAttributes()
@@ -112,7 +136,8 @@ class Emitter:
         walk(f.body, self._note_assign)
         self._bind_launch()
         self.stmt(f.body)
-        self.b.ret_void()
+        if self.live:
+            self.b.ret_void()
         self.slots_b.branch(entry)
         self._module_flags()
         return Emitted(self.module, name, self.dyn_offset, self.static_smem, self.libdevice)
@@ -138,11 +163,19 @@ class Emitter:
         by_param = {id(p): b for p, b in self.func.buffer_map}
         for p, arg in zip(self.func.params, self.fn.args):
             arg.name = ty.ptx_identifier(p.name)
-            arg.attributes.align = 16  # checked at launch (runtime/args.py)
             arg.attributes.add("noundef")
             buf = by_param.get(id(p))
             if buf is not None:
+                arg.attributes.align = 16  # checked at launch (runtime/args.py)
                 self.bufs[id(buf)] = _Buf(arg, ty.GLOBAL)
+            elif p.dtype.kind == "bool":  # passed as a byte
+                self.vars[id(p)] = self.b.icmp_unsigned("!=", arg, ir.Constant(ty.I8, 0))
+            elif p.dtype.kind == "handle":
+                self.vars[id(p)] = self.b.ptrtoint(arg, ty.I64)
+            else:
+                self.vars[id(p)] = arg
+        for v in self.func.attr("size_vars", ()):
+            self.nonneg.add(id(v))  # shapes and strides bound from arrays are never negative
 
     def _note_assign(self, node):
         if isinstance(node, S.Assign):
@@ -157,14 +190,16 @@ class Emitter:
             else:
                 if tid_x is None:
                     tid_x = self.call("llvm.nvvm.read.ptx.sreg.tid.x", ty.I32, [])
-                    self.vars[id(tid)] = ("ssa", tid_x)
+                    self.vars[id(tid)] = tid_x
                     self.nonneg.add(id(tid))
                 value = self.expr(thread_value(t.kind, tid))
-            self.vars[id(t.var)] = ("ssa", value)
+            self.vars[id(t.var)] = value
             self.nonneg.add(id(t.var))
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: S.Stmt):
+        if not self.live:
+            return  # after break/continue: unreachable, nothing to emit
         old = self.span
         self.span = s.span or old
         try:
@@ -186,66 +221,155 @@ class Emitter:
             self.expr(s.value)
 
     def s_LetStmt(self, s: S.LetStmt):
-        v = self.expr(s.value)
-        if id(s.var) in self.assigned:
-            slot = self.alloca(v.type, ty.ptx_identifier(s.var.name))
-            self.b.store(v, slot)
-            self.vars[id(s.var)] = ("slot", slot)
-            return
-        self.vars[id(s.var)] = ("ssa", v)
-        if arith.is_nonneg(s.value, self.nonneg):
+        self.vars[id(s.var)] = self.typed(s.value, s.var.dtype)
+        if id(s.var) not in self.assigned and self.is_nonneg(s.value):
             self.nonneg.add(id(s.var))
 
     def s_Assign(self, s: S.Assign):
-        kind, slot = self.vars.get(id(s.var), (None, None))
-        if kind != "slot":
-            raise self.error(f"{s.var.name!r} cannot be re-assigned here", s)
-        self.b.store(self.typed(s.value, s.var.dtype), slot)
+        if id(s.var) not in self.vars:
+            raise self.error(f"{s.var.name!r} is assigned before its declaration", s)
+        self.vars[id(s.var)] = self.typed(s.value, s.var.dtype)
+
+    # -- SSA merges ------------------------------------------------------------
+    def _edge(self) -> tuple[ir.Block, dict]:
+        """The current block and the values of the locals as it ends."""
+        return self.b.block, dict(self.vars)
+
+    def _merge(self, known: dict, edges: list) -> dict:
+        """Position at the start of the current (merge) block: the locals of ``known`` take
+        one value per incoming edge; where the edges disagree, a phi node."""
+        out = {}
+        for key in known:
+            vals = [e[1][key] for e in edges]
+            if all(x is vals[0] for x in vals):
+                out[key] = vals[0]
+                continue
+            phi = self.b.phi(vals[0].type)
+            for (block, _), x in zip(edges, vals):
+                phi.add_incoming(x, block)
+            out[key] = phi
+        return out
+
+    def _arrive(self, block: ir.Block, known: dict, edges: list) -> None:
+        """Continue in ``block`` with the locals merged from ``edges`` (none: dead code)."""
+        self.b.position_at_end(block)
+        if not edges:
+            self.b.unreachable()
+            self.live = False
+            return
+        self.vars = self._merge(known, edges)
+        self.live = True
+
+    def _branch_to(self, block: ir.Block, edges: list) -> None:
+        """End the current block (if reachable) with a branch to ``block``, noting the edge."""
+        if self.live:
+            edges.append(self._edge())
+            self.b.branch(block)
 
     def s_IfThenElse(self, s: S.IfThenElse):
         cond = self.truth(s.cond)
-        if s.else_body is None:
-            with self.b.if_then(cond):
-                self.stmt(s.then_body)
-            return
-        with self.b.if_else(cond) as (then, other):
-            with then:
-                self.stmt(s.then_body)
-            with other:
-                self.stmt(s.else_body)
+        before = dict(self.vars)
+        then_bb = self.fn.append_basic_block("if_then")
+        else_bb = self.fn.append_basic_block("if_else") if s.else_body is not None else None
+        merge = self.fn.append_basic_block("if_end")
+        edges: list = []
+        if else_bb is None:
+            edges.append(self._edge())
+        self.b.cbranch(cond, then_bb, else_bb or merge)
+        for bb, body in ((then_bb, s.then_body), (else_bb, s.else_body)):
+            if bb is None:
+                continue
+            self.b.position_at_end(bb)
+            self.vars, self.live = dict(before), True
+            self.stmt(body)
+            self._branch_to(merge, edges)
+        self._arrive(merge, before, edges)
+
+    def _carried(self, body: S.Stmt) -> list[int]:
+        """The locals defined before a loop that its body assigns."""
+        out: list[int] = []
+        walk(body, lambda n: out.append(id(n.var)) if isinstance(n, S.Assign)
+             and id(n.var) in self.vars and id(n.var) not in out else None)
+        return out
+
+    def _loop(self, body: S.Stmt, cond_fn, iv=None, step_fn=None):
+        """``head: phis; if cond: body; latch: step; br head`` — ``cond_fn()`` builds the
+        condition in the header, ``iv`` is (var, start value) of a counted loop."""
+        before = dict(self.vars)
+        carried = self._carried(body)
+        pre = self.b.block
+        head, body_bb, latch, done = (self.fn.append_basic_block(n) for n in (
+            "loop_head", "loop_body", "loop_latch", "loop_end"))
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        phis = {}
+        for key in carried:
+            phis[key] = self.b.phi(self.vars[key].type)
+            phis[key].add_incoming(self.vars[key], pre)
+        if iv is not None:
+            var, start = iv
+            phis[id(var)] = self.b.phi(start.type)
+            phis[id(var)].add_incoming(start, pre)
+        self.vars.update(phis)
+        cond = cond_fn()
+        head_edge = self._edge()
+        self.b.cbranch(cond, body_bb, done)
+        loop = _Loop(done, latch, [head_edge])
+        self.loops.append(loop)
+        self.b.position_at_end(body_bb)
+        self.live = True
+        try:
+            self.stmt(body)
+        finally:
+            self.loops.pop()
+        self._branch_to(latch, loop.continues)
+        self._arrive(latch, dict(head_edge[1]), loop.continues)
+        if self.live:
+            if step_fn is not None:
+                self.vars[id(iv[0])] = step_fn(self.vars[id(iv[0])])
+            for key, phi in phis.items():
+                phi.add_incoming(self.vars[key], self.b.block)
+            self.b.branch(head)
+        self._arrive(done, before, loop.breaks)
+
+    def s_Break(self, s: S.Break):
+        self._jump(s, "breaks", "exit")
+
+    def s_Continue(self, s: S.Continue):
+        self._jump(s, "continues", "latch")
+
+    def _jump(self, s, edges: str, target: str):
+        if not self.loops:
+            raise self.error(f"{type(s).__name__.lower()} outside a loop", s)
+        loop = self.loops[-1]
+        getattr(loop, edges).append(self._edge())
+        self.b.branch(getattr(loop, target))
+        self.live = False
+
+    def s_While(self, s: S.While):
+        self._loop(s.body, lambda: self.truth(s.cond))
 
     def s_For(self, s: S.For):
         start, extent = E.as_int(s.start), E.as_int(s.extent)
-        if s.kind == "unroll" and start is not None and extent is not None and extent <= 256:
+        if (s.kind == "unroll" and start is not None and extent is not None and extent <= 256
+                and not _jumps(s.body)):
             for i in range(start, start + extent):
-                self.vars[id(s.var)] = ("ssa", arith.const_int(s.var.dtype, i))
+                self.vars[id(s.var)] = arith.const_int(s.var.dtype, i)
                 self.stmt(s.body)
             return
-        self._serial_loop(s)
-
-    def _serial_loop(self, s: S.For):
-        t = ty.value_type(s.var.dtype)
         lo = self.typed(s.start, s.var.dtype)
         hi = self.b.add(lo, self.typed(s.extent, s.var.dtype))
-        slot = self.alloca(t, ty.ptx_identifier(s.var.name))
-        self.b.store(lo, slot)
-        head = self.fn.append_basic_block("for_head")
-        body = self.fn.append_basic_block("for_body")
-        done = self.fn.append_basic_block("for_end")
-        self.b.branch(head)
-        self.b.position_at_end(head)
-        i = self.b.load(slot)
-        signed = s.var.dtype.is_signed
-        cond = self.b.icmp_signed("<", i, hi) if signed else self.b.icmp_unsigned("<", i, hi)
-        self.b.cbranch(cond, body, done)
-        self.b.position_at_end(body)
-        self.vars[id(s.var)] = ("ssa", i)
-        if arith.is_nonneg(s.start, self.nonneg):
+        if self.is_nonneg(s.start) and id(s.var) not in self.assigned:
             self.nonneg.add(id(s.var))
-        self.stmt(s.body)
-        self.b.store(self.b.add(i, ir.Constant(t, 1)), slot)
-        self.b.branch(head)
-        self.b.position_at_end(done)
+        signed = s.var.dtype.is_signed
+        one = ir.Constant(lo.type, 1)
+
+        def cond():
+            i = self.vars[id(s.var)]
+            return self.b.icmp_signed("<", i, hi) if signed else self.b.icmp_unsigned(
+                "<", i, hi)
+
+        self._loop(s.body, cond, iv=(s.var, lo), step_fn=lambda i: self.b.add(i, one))
 
     def s_BufferStore(self, s: S.BufferStore):
         p = self.element_ptr(s.buffer, s.indices, s)
@@ -316,8 +440,8 @@ class Emitter:
         idx = self.expr(indices[0])
         if isinstance(idx, ir.Constant) and idx.constant == 0:
             return base.ptr
-        if arith.is_nonneg(indices[0], self.nonneg) and idx.type.width < 64:
-            idx = self.b.zext(idx, ty.I64)
+        if idx.type.width < 64:
+            idx = (self.b.zext if self.is_nonneg(indices[0]) else self.b.sext)(idx, ty.I64)
         return self.b.gep(base.ptr, [idx], source_etype=ty.storage_type(buf.dtype))
 
     def address(self, e, want_space: int | None = None) -> tuple[ir.Value, int]:
@@ -340,17 +464,24 @@ class Emitter:
 
     def typed(self, e: E.Expr, t: DataType) -> ir.Value:
         """``e`` as a value of type ``t`` (literals and mismatched operands converted)."""
-        return arith.convert(self.b, self.expr(e), e.dtype, t, getattr(e, "span", None))
+        src = e.dtype
+        v = self.expr(e)
+        if src != t and (ty.is_opaque_float(src) or ty.is_opaque_float(t)):
+            if src.bits == t.bits and (src.is_int or t.is_int):
+                return v  # reinterpretation of the byte (the only fp8 operation supported)
+            raise CompileError(f"conversion {src} -> {t} is not supported by the code "
+                               f"generator", getattr(e, "span", None) or self.span,
+                               hint="fp8 values can only be copied")
+        return alu.llvm_cast(self, v, src, t)
 
     def truth(self, e: E.Expr) -> ir.Value:
         return self.typed(e, bool_)
 
     def e_Var(self, e: E.Var):
-        entry = self.vars.get(id(e))
-        if entry is None:
+        v = self.vars.get(id(e))
+        if v is None:
             raise self.error(f"variable {e.name!r} is used outside its scope", e)
-        kind, v = entry
-        return v if kind == "ssa" else self.b.load(v)
+        return v
 
     def e_IntImm(self, e: E.IntImm):
         return arith.const_int(e.dtype, e.value)
@@ -361,16 +492,13 @@ class Emitter:
     def e_BinOp(self, e: E.BinOp):
         if e.op in ("and", "or") and _has_effects(e.b):
             return self._short_circuit(e)
-        x = self.expr(e.a)
-        y = self.expr(e.b) if e.op in ("<<", ">>") else self.typed(e.b, e.a.dtype)
         t = e.a.dtype
-        if t.name == "bool" and e.op in ("and", "or", "&", "|", "^", "==", "!="):
-            return arith.int_binop(self.b, e, x, y, self.nonneg)
-        if t.is_float and not ty.is_opaque_float(t):
-            return arith.float_binop(self, e, x, y)
-        if t.is_int or t.name == "bool":
-            return arith.int_binop(self.b, e, x, y, self.nonneg)
-        raise self.error(f"operator {e.op!r} on {t} values is not supported", e)
+        row = alu.BINARY.get(e.op)
+        if row is None or not row.takes(t) or ty.is_opaque_float(t):
+            raise self.error(f"operator {e.op!r} on {t} values is not supported", e)
+        x = self.expr(e.a)
+        y = self.expr(e.b) if e.op in ("<<", ">>") else self.typed(e.b, t)
+        return alu.llvm_binary(self, e, x, y)
 
     def _short_circuit(self, e: E.BinOp):
         lhs = self.truth(e.a)
@@ -392,12 +520,10 @@ class Emitter:
         return phi
 
     def e_UnaryOp(self, e: E.UnaryOp):
-        v = self.expr(e.a)
-        if e.op == "not":
-            return self.b.not_(self.truth(e.a))
-        if e.op == "~":
-            return self.b.not_(v)
-        return self.b.fneg(v) if e.dtype.is_float else self.b.neg(v)
+        row = alu.UNARY.get(e.op)
+        if row is None or not row.takes(e.a.dtype) or ty.is_opaque_float(e.a.dtype):
+            raise self.error(f"operator {e.op!r} on {e.a.dtype} values is not supported", e)
+        return alu.llvm_unary(self, e, self.expr(e.a))
 
     def e_Select(self, e: E.Select):
         cond = self.truth(e.cond)
@@ -445,6 +571,27 @@ class Emitter:
             return fn(self, e)
         finally:
             self.span = old
+
+
+def _jumps(body) -> bool:
+    """Whether ``body`` breaks or continues its own loop (not an inner loop's)."""
+
+    class _J(Visitor):
+        found = False
+
+        def visit_Break(self, s):
+            self.found = True
+
+        visit_Continue = visit_Break
+
+        def visit_For(self, s):
+            pass
+
+        visit_While = visit_For
+
+    j = _J()
+    j.visit(body)
+    return j.found
 
 
 def _has_effects(e) -> bool:

@@ -66,6 +66,14 @@ def is_opaque_float(t: DataType) -> bool:
     return t.name in _OPAQUE_FLOATS
 
 
+def param_type(t: DataType) -> ir.Type:
+    """The LLVM type of a kernel parameter: a global pointer for a handle, a byte for a
+    bool, the value type otherwise."""
+    if t.kind == "handle":
+        return ptr(GLOBAL)
+    return I8 if t.kind == "bool" else _SCALAR[t.name]
+
+
 def ptr(space: int) -> ir.PointerType:
     """An opaque pointer in ``space``."""
     return ir.PointerType(addrspace=space)

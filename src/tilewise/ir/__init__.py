@@ -9,8 +9,9 @@ from .expr import (AddressOf, BinOp, BufferLoad, BufferRegion, Call, Cast, Expr,
                    cmp, const, select)
 from .launch import LaunchConfig, thread_value
 from .printer import script
-from .stmt import (SCOPES, Assign, Buffer, BufferStore, DeclBuffer, Evaluate, For, IfThenElse,
-                   LetStmt, PrimFunc, SeqStmt, Stmt, ThreadBinding, TileCall, seq)
+from .stmt import (SCOPES, Assign, Break, Buffer, BufferStore, Continue, DeclBuffer, Evaluate,
+                   For, IfThenElse, LetStmt, PrimFunc, SeqStmt, Stmt, ThreadBinding, TileCall,
+                   While, seq)
 from .verify import verify
 from .visitor import Mutator, Visitor, walk
 

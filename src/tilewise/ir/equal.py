@@ -30,6 +30,8 @@ class _Eq:
                     and len(a) == len(b) and all(self.eq(x, y) for x, y in zip(a, b)))
         if isinstance(a, Node) or isinstance(b, Node):
             return self.node(a, b)
+        if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+            return True  # NaN constants are the same constant
         return a == b and type(a) is type(b) or (a is None and b is None)
 
     def node(self, a, b) -> bool:

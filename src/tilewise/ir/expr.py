@@ -261,18 +261,47 @@ def as_int(e: ExprLike) -> int | None:
     return None
 
 
-def _fold(op: str, a: int, b: int):
-    py = {
-        "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-        "//": lambda: a // b if b else None, "%": lambda: a % b if b else None,
-        "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b,
-        "<<": lambda: a << b, ">>": lambda: a >> b, "min": lambda: min(a, b),
-        "max": lambda: max(a, b), "<": lambda: a < b, "<=": lambda: a <= b,
-        ">": lambda: a > b, ">=": lambda: a >= b, "==": lambda: a == b, "!=": lambda: a != b,
-        "and": lambda: bool(a and b), "or": lambda: bool(a or b),
-    }
-    f = py.get(op)
-    return None if f is None else f()
+def _fold_python(op: str, a: int, b: int):
+    """Compile-time Python arithmetic on two Python ints (index math of the passes)."""
+    if op not in _PY_FOLD or (op in ("//", "%") and b == 0) or (op in ("<<", ">>") and b < 0):
+        return None
+    return _PY_FOLD[op](a, b)
+
+
+_PY_FOLD = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "//": lambda a, b: a // b, "%": lambda a, b: a % b, "&": lambda a, b: a & b,
+    "|": lambda a, b: a | b, "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b,
+    ">>": lambda a, b: a >> b, "min": min, "max": max, "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b,
+    "and": lambda a, b: bool(a and b), "or": lambda a, b: bool(a or b),
+}
+
+
+def _fold(op: str, a: ExprLike, b: ExprLike):
+    """The constant ``a op b`` when both are integer constants, else None. Typed
+    immediates fold by the arithmetic table (wrapping at their width, PTX shifts and
+    division by zero); two Python ints fold as Python does."""
+    ia, ib = as_int(a), as_int(b)
+    if ia is None or ib is None:
+        return None
+    typed = a if isinstance(a, Expr) else b if isinstance(b, Expr) else None
+    if typed is None:
+        v = _fold_python(op, ia, ib)
+        return None if v is None else const(v)
+    from .alu import BINARY, fold
+
+    t = typed.dtype
+    if isinstance(a, Expr) and isinstance(b, Expr) and a.dtype != b.dtype and op not in (
+            "<<", ">>"):
+        return None
+    v = fold(op, ia, ib, t)
+    if v is None:
+        return None
+    if BINARY[op].predicate:
+        return IntImm(int(v), dt.bool_)
+    return IntImm(v, t)
 
 
 def _retype(imm: Expr, to: DataType) -> Expr:
@@ -297,12 +326,11 @@ def _unify(a: Expr, b: Expr) -> tuple[Expr, Expr]:
 
 def binop(op: str, a: ExprLike, b: ExprLike, span: Span | None = None) -> Expr:
     """Build ``a op b`` with constant folding and the identities x+0, x*1, x*0."""
+    if not isinstance(a, float) and not isinstance(b, float):
+        folded = _fold(op, a, b)
+        if folded is not None:
+            return folded
     ia, ib = as_int(a), as_int(b)
-    if ia is not None and ib is not None and not isinstance(a, float) and not isinstance(b, float):
-        v = _fold(op, ia, ib)
-        if v is not None:
-            like = a.dtype if isinstance(a, Expr) else (b.dtype if isinstance(b, Expr) else None)
-            return const(v if not isinstance(v, bool) else v, None if isinstance(v, bool) else like)
     ea = const(a, b.dtype if isinstance(b, Expr) else None)
     eb = const(b, ea.dtype)
     if op in ("and", "or") and (ia is not None or ib is not None):

@@ -7,11 +7,13 @@ that the text never shadows. After lowering the same printer shows the flat IR.
 
 from __future__ import annotations
 
-from .dtype import DataType, int32, float32
+import math
+
+from .dtype import DataType, float32, int32
 from .expr import (AddressOf, BinOp, BufferLoad, BufferRegion, Call, Cast, Expr, FloatImm,
                    IntImm, Select, StringImm, UnaryOp, Var)
 from .stmt import (Assign, Buffer, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
-                   PrimFunc, SeqStmt, Stmt, TileCall)
+                   PrimFunc, SeqStmt, Stmt, TileCall, While)
 
 _PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
          "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10,
@@ -75,7 +77,11 @@ class Printer:
         return f"T.{e.type.name}({e.value})"
 
     def e_FloatImm(self, e: FloatImm, prec):
-        return repr(e.value) if e.type == float32 else f"T.{e.type.name}({e.value!r})"
+        v = e.value
+        text = repr(v) if math.isfinite(v) else f'float("{v!r}")'  # inf, -inf, nan
+        if e.type != float32:
+            return f"T.{e.type.name}({text})"
+        return f"({text})" if prec and text.startswith("-") else text
 
     def e_StringImm(self, e: StringImm, prec):
         return repr(e.value)
@@ -159,6 +165,16 @@ class Printer:
             bounds = f"{self.expr(start)}, {self.expr(start + s.extent)}"
         self.emit(depth, f"for {self.name(s.var)} in {fn}({bounds}):")
         self.stmt(s.body, depth + 1)
+
+    def s_While(self, s: While, depth):
+        self.emit(depth, f"while {self.expr(s.cond)}:")
+        self.stmt(s.body, depth + 1)
+
+    def s_Break(self, s, depth):
+        self.emit(depth, "break")
+
+    def s_Continue(self, s, depth):
+        self.emit(depth, "continue")
 
     def s_IfThenElse(self, s: IfThenElse, depth, kw: str = "if"):
         self.emit(depth, f"{kw} {self.expr(s.cond)}:")

@@ -91,8 +91,28 @@ class IfThenElse(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class While(Stmt):
+    """``while cond: body`` (the condition is evaluated before every iteration)."""
+
+    cond: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Break(Stmt):
+    """Leave the innermost ``For``/``While``."""
+
+
+@dataclass(frozen=True, eq=False)
+class Continue(Stmt):
+    """Go to the next iteration of the innermost ``For``/``While``."""
+
+
+@dataclass(frozen=True, eq=False)
 class LetStmt(Stmt):
-    """Declare a scalar local (visible to the rest of the enclosing block)."""
+    """Declare a scalar local (visible to the rest of the enclosing block); ``Assign`` gives
+    it a new value. Locals are values, not memory: the code generator keeps them in SSA
+    form, the simulator in per-thread slots."""
 
     var: Var
     value: Expr

@@ -8,9 +8,10 @@ Each failure is a VerifyError naming the node and, when known, the user's line.
 from __future__ import annotations
 
 from ..errors import VerifyError
-from .expr import AddressOf, BinOp, BufferLoad, Call, Expr, Var
-from .stmt import (Assign, Buffer, BufferStore, DeclBuffer, For, IfThenElse, LetStmt, PrimFunc,
-                   SeqStmt, TileCall)
+from . import alu
+from .expr import AddressOf, BinOp, BufferLoad, Call, Expr, UnaryOp, Var
+from .stmt import (Assign, Break, Buffer, BufferStore, DeclBuffer, For, IfThenElse, LetStmt,
+                   PrimFunc, SeqStmt, TileCall, While)
 from .visitor import SpanVisitor
 
 
@@ -21,6 +22,7 @@ class _Verifier(SpanVisitor):
         self.vars: list[set[int]] = [set()]
         self.bufs: list[set[int]] = [set()]
         self.span = func.span
+        self.loop_depth = 0
         for p in func.params:
             self._def_var(p)
         for _, b in func.buffer_map:
@@ -62,9 +64,25 @@ class _Verifier(SpanVisitor):
         self.visit(s.extent)
         self.vars.append({id(s.var)})
         self.bufs.append(set())
+        self.loop_depth += 1
         self.visit(s.body)
+        self.loop_depth -= 1
         self.vars.pop()
         self.bufs.pop()
+
+    def visit_While(self, s: While):
+        self.visit(s.cond)
+        if s.cond.dtype.kind != "bool":
+            self.fail(f"a while condition must be bool, not {s.cond.dtype}", s)
+        self.loop_depth += 1
+        self.scoped(s.body)
+        self.loop_depth -= 1
+
+    def visit_Break(self, s: Break):
+        if not self.loop_depth:
+            self.fail(f"{type(s).__name__.lower()} outside a loop", s)
+
+    visit_Continue = visit_Break
 
     def visit_IfThenElse(self, s: IfThenElse):
         self.visit(s.cond)
@@ -129,6 +147,17 @@ class _Verifier(SpanVisitor):
         if e.op not in ("<<", ">>") and e.a.dtype != e.b.dtype:
             self.fail(f"operands of {e.op!r} have types {e.a.dtype} and {e.b.dtype}", e,
                       "cast one side with T.cast(value, dtype)")
+        row = alu.BINARY.get(e.op)
+        if row is None or not row.takes(e.a.dtype) or (e.op in ("<<", ">>")
+                                                       and not e.b.dtype.is_int):
+            self.fail(f"operator {e.op!r} is not defined on {e.a.dtype}"
+                      + (f" and {e.b.dtype}" if e.b.dtype != e.a.dtype else ""), e)
+
+    def visit_UnaryOp(self, e: UnaryOp):
+        self.visit(e.a)
+        row = alu.UNARY.get(e.op)
+        if row is None or not row.takes(e.a.dtype):
+            self.fail(f"operator {e.op!r} is not defined on {e.a.dtype}", e)
 
     def visit_Call(self, e: Call):
         for a in e.args:

@@ -162,7 +162,10 @@ class Program:
         return lambda ctx: V.as_type(fn(fa(ctx), fb(ctx)), d)
 
     def e_UnaryOp(self, e):
-        fn, fa, d = V.UNARY_OPS[e.op], self.expr(e.a), V.np_dtype(e.dtype)
+        fn = V.unary_fn(e.op, e.a.dtype)
+        if fn is None:
+            raise SimulationError(f"operator {e.op!r} is not defined on {e.a.dtype}", e.span)
+        fa, d = self.expr(e.a), V.np_dtype(e.dtype)
         return lambda ctx: V.as_type(fn(fa(ctx)), d)
 
     def e_Cast(self, e):
