@@ -45,11 +45,12 @@ def _run_gpu(func, arrays, target):
     from .compiler import compile as tw_compile
 
     kernel = tw_compile(func, target=target)
-    dev = [_to_torch(torch, a).cuda() for a in arrays]
+    dev = [_to_torch(torch, a).cuda() if isinstance(a, np.ndarray) else a for a in arrays]
     kernel(*dev)
     torch.cuda.synchronize()
     for a, d in zip(arrays, dev):
-        a[...] = _from_torch(torch, d).view(a.dtype).reshape(a.shape)
+        if isinstance(a, np.ndarray):
+            a[...] = _from_torch(torch, d).view(a.dtype).reshape(a.shape)
 
 
 _TORCH_NARROW = {"bfloat16": "bfloat16", "float8_e4m3fn": "float8_e4m3fn",

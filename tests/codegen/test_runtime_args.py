@@ -22,12 +22,12 @@ def kernel():
 
 
 def _check(k, *arrays):
-    return check_arguments(list(k.func.params), k.params, arrays)
+    return check_arguments(k.func, arrays)
 
 
 def test_good_arguments_pass(kernel):
-    infos = _check(kernel, *(FakeDeviceArray((1024,)) for _ in range(3)))
-    assert [i.ptr for i in infos] == [0x10000] * 3
+    call = _check(kernel, *(FakeDeviceArray((1024,)) for _ in range(3)))
+    assert [i.ptr for i in call.values] == [0x10000] * 3
 
 
 @pytest.mark.parametrize("bad,message", [
@@ -48,7 +48,7 @@ def test_bad_argument_names_the_parameter(kernel, bad, message):
 
 
 def test_argument_count(kernel):
-    with pytest.raises(LaunchError, match="takes 3 array"):
+    with pytest.raises(LaunchError, match="takes 3 argument"):
         _check(kernel, FakeDeviceArray((1024,)))
 
 

@@ -156,7 +156,7 @@ def test_argument_checks_name_the_parameter():
         tw.simulate(flat_copy, a, np.zeros(N, np.float32))
     with pytest.raises(tw.LaunchError, match="'A'.*4095 elements"):
         tw.simulate(flat_copy, a[:-1].copy(), poison(N, np.float16))
-    with pytest.raises(tw.LaunchError, match="takes 2 array"):
+    with pytest.raises(tw.LaunchError, match="takes 2 argument"):
         tw.simulate(flat_copy, a)
 
 

@@ -29,7 +29,7 @@ from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DataType, bool_
 from ..ir.launch import thread_value
-from ..ir.visitor import Visitor, walk
+from ..ir.visitor import jumps_out, walk
 from ..ir import alu
 from . import arith
 from . import types as ty
@@ -352,7 +352,7 @@ class Emitter:
     def s_For(self, s: S.For):
         start, extent = E.as_int(s.start), E.as_int(s.extent)
         if (s.kind == "unroll" and start is not None and extent is not None and extent <= 256
-                and not _jumps(s.body)):
+                and not jumps_out(s.body)):
             for i in range(start, start + extent):
                 self.vars[id(s.var)] = arith.const_int(s.var.dtype, i)
                 self.stmt(s.body)
@@ -571,27 +571,6 @@ class Emitter:
             return fn(self, e)
         finally:
             self.span = old
-
-
-def _jumps(body) -> bool:
-    """Whether ``body`` breaks or continues its own loop (not an inner loop's)."""
-
-    class _J(Visitor):
-        found = False
-
-        def visit_Break(self, s):
-            self.found = True
-
-        visit_Continue = visit_Break
-
-        def visit_For(self, s):
-            pass
-
-        visit_While = visit_For
-
-    j = _J()
-    j.visit(body)
-    return j.found
 
 
 def _has_effects(e) -> bool:

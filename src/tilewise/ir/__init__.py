@@ -5,8 +5,8 @@ from . import dtype  # the module (dtype.dtype() converts names)
 from .dtype import DTYPES, DataType, from_numpy
 from .equal import structural_equal
 from .expr import (AddressOf, BinOp, BufferLoad, BufferRegion, Call, Cast, Expr, FloatImm,
-                   IntImm, Node, Range, Select, StringImm, UnaryOp, Var, as_int, binop, cast,
-                   cmp, const, select)
+                   IntImm, Node, Range, Select, SizeVar, StringImm, UnaryOp, Var, as_int, binop,
+                   cast, cmp, const, select)
 from .launch import LaunchConfig, thread_value
 from .printer import script
 from .stmt import (SCOPES, Assign, Break, Buffer, BufferStore, Continue, DeclBuffer, Evaluate,

@@ -81,6 +81,15 @@ class Var(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class SizeVar(Var):
+    """A symbolic size (``M = T.int32()``): a kernel parameter the runtime binds from the
+    arrays' shapes and strides at launch, so one compiled kernel serves every size."""
+
+    def __repr__(self) -> str:
+        return f"SizeVar({self.name}:{self.type})"
+
+
+@dataclass(frozen=True, eq=False)
 class IntImm(Expr):
     value: int
     type: DataType = dt.int32

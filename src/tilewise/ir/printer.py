@@ -69,6 +69,8 @@ class Printer:
     def e_Var(self, e: Var, prec):
         return self.name(e)
 
+    e_SizeVar = e_Var
+
     def e_IntImm(self, e: IntImm, prec):
         if e.type.name == "bool":
             return "True" if e.value else "False"
@@ -222,13 +224,18 @@ class Printer:
 
     # ------------------------------------------------------------------ function
     def func(self, f: PrimFunc) -> str:
-        params = ", ".join(f"{self.name(p)}: T.handle" for p in f.params)
+        sizes = f.attr("size_vars", ())
+        declared = [p for p in f.params if not any(p is v for v in sizes)]
+        params = ", ".join(f"{self.name(p)}: T.{p.dtype.name}" for p in declared)
         self.emit(0, "@T.prim_func")
         self.emit(0, f"def {_ident(f.name)}({params}):")
+        for v in sizes:
+            self.emit(1, f"{self.name(v)} = T.{v.dtype.name}()")
         for p, b in f.buffer_map:
             layout = f", layout={b.layout!r}" if b.layout is not None else ""
+            strides = f", strides={self.value(tuple(b.strides))}" if b.strides else ""
             self.emit(1, f"{self.name(b)} = T.match_buffer({self.name(p)}, "
-                         f"{self.value(tuple(b.shape))}, {_dtype(b.dtype)}{layout})")
+                         f"{self.value(tuple(b.shape))}, {_dtype(b.dtype)}{layout}{strides})")
         self.emit(1, "T.device_entry()")
         self._launch(f)
         self.stmt(f.body, 1)
@@ -241,7 +248,7 @@ class Printer:
         for (kind, extents), binds in groups.items():
             binds.sort(key=lambda b: b.dim)
             lhs = ", ".join(self.name(b.var) for b in binds)
-            self.emit(1, f"{lhs} = T.{kind}({list(extents)})")
+            self.emit(1, f"{lhs} = T.{kind}([{', '.join(self.expr(e) for e in extents)}])")
 
 
 def script(node) -> str:

@@ -25,7 +25,9 @@ class Buffer(Node):
 
     ``data`` is the handle parameter of a ``match_buffer``; ``view_of`` the buffer a
     ``.view`` reinterprets; ``allocated_addr`` the tensor-memory address (an expression,
-    usually ``tmem_addr[0]``) of a ``decl_buffer(scope="tmem")``.
+    usually ``tmem_addr[0]``) of a ``decl_buffer(scope="tmem")``. A global buffer's shape
+    and ``strides`` (in elements; None: row-major) may hold symbolic sizes (``SizeVar``
+    expressions) bound from the arrays at launch.
     """
 
     name: str
@@ -36,6 +38,7 @@ class Buffer(Node):
     data: Var | None = None
     view_of: Buffer | None = None
     allocated_addr: Expr | None = None
+    strides: tuple | None = None
 
     @property
     def size(self) -> int:
@@ -43,6 +46,21 @@ class Buffer(Node):
         for s in self.shape:
             n *= s
         return n
+
+    @property
+    def symbolic(self) -> bool:
+        """Whether a shape or stride is only known at launch."""
+        return any(isinstance(s, Expr) for s in self.shape + (self.strides or ()))
+
+    def elem_strides(self) -> tuple:
+        """The stride of each dimension in elements (``strides`` or row-major)."""
+        if self.strides is not None:
+            return tuple(self.strides)
+        out, acc = [], 1
+        for e in reversed(self.shape):
+            out.append(acc)
+            acc = acc * e
+        return tuple(reversed(out))
 
     @property
     def kind(self) -> str:

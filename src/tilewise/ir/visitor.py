@@ -98,3 +98,23 @@ class SpanVisitor(Visitor):
             return super().visit(node)
         finally:
             self.span = old
+
+
+def jumps_out(stmt) -> bool:
+    """Whether ``stmt`` may ``break`` or ``continue`` a loop around it (a jump inside a loop
+    nested in ``stmt`` stays there)."""
+    from .stmt import Break, Continue, For, While
+
+    found = []
+
+    class _J(Visitor):
+        def visit(self, n):
+            if found or isinstance(n, (For, While)):
+                return None
+            if isinstance(n, (Break, Continue)):
+                found.append(n)
+                return None
+            return super().visit(n)
+
+    _J().visit(stmt)
+    return bool(found)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import LaunchError, TilewiseError
+from ..ir import signature as sig
 
 ALIGNMENT = 16
 
@@ -109,8 +110,9 @@ def _is_contiguous(info: ArrayInfo, itemsize: int) -> bool:
 
 
 def check_one(param: str, buf, info: ArrayInfo, ordinal: int | None) -> None:
-    """Raise LaunchError unless ``info`` fits kernel buffer ``buf`` (parameter ``param``)."""
-    what = f"parameter {param!r} (buffer {buf.name}: {tuple(buf.shape)} {buf.dtype})"
+    """Raise LaunchError unless ``info`` fits kernel buffer ``buf`` (parameter ``param``);
+    the shape of a buffer with symbolic sizes is checked once they are bound."""
+    what = f"parameter {param!r} (buffer {buf.name}: {sig.describe_shape(buf.shape)} {buf.dtype})"
     if info.device != "cuda":
         raise LaunchError(f"{what} got a CPU array; GPU kernels need device memory",
                           hint="move it to the GPU (torch.as_tensor(a, device='cuda')) or run "
@@ -118,13 +120,18 @@ def check_one(param: str, buf, info: ArrayInfo, ordinal: int | None) -> None:
     if info.dtype != buf.dtype.name:
         raise LaunchError(f"{what} got an array of {info.dtype}",
                           hint=f"pass a {buf.dtype} array (convert it before the launch)")
-    if tuple(info.shape) != tuple(buf.shape):
+    if buf.symbolic:
+        if len(info.shape) != len(buf.shape):
+            raise LaunchError(f"{what} got an array of shape {tuple(info.shape)}",
+                              hint=f"pass a {len(buf.shape)}-dimensional array")
+    elif tuple(info.shape) != tuple(buf.shape):
         raise LaunchError(f"{what} got an array of shape {tuple(info.shape)}",
                           hint=f"pass an array of shape {tuple(buf.shape)} or compile the "
                           "kernel for this shape")
-    if not _is_contiguous(info, buf.dtype.bytes):
+    if buf.strides is None and not _is_contiguous(info, buf.dtype.bytes):
         raise LaunchError(f"{what} got a non-contiguous array (strides {info.strides} bytes)",
-                          hint="pass a C-contiguous array, e.g. x.contiguous()")
+                          hint="pass a C-contiguous array, e.g. x.contiguous(), or declare "
+                          "strides= in T.match_buffer")
     if info.ptr % ALIGNMENT:
         raise LaunchError(f"{what} got a data pointer 0x{info.ptr:x} that is not "
                           f"{ALIGNMENT}-byte aligned",
@@ -135,16 +142,59 @@ def check_one(param: str, buf, info: ArrayInfo, ordinal: int | None) -> None:
                           f"cuda:{ordinal}", hint="move every argument to one device")
 
 
-def check_arguments(params: list, buffers: list, arrays, ordinal: int | None = None):
-    """Describe and check every argument; returns the list of :class:`ArrayInfo`."""
-    if len(arrays) != len(params):
+def _elem_strides(info: ArrayInfo, itemsize: int) -> tuple[int, ...]:
+    strides = info.strides or _contiguous_strides(info.shape, itemsize)
+    return tuple(s // itemsize for s in strides)
+
+
+def _check_bound(param: str, buf, info: ArrayInfo, binding) -> None:
+    """The shape and strides of a symbolic buffer, once its sizes are bound."""
+    shape = sig.expected_shape(buf, binding)
+    what = f"parameter {param!r} (buffer {buf.name}: {sig.describe_shape(buf.shape)})"
+    if tuple(info.shape) != shape:
+        raise LaunchError(f"{what} got an array of shape {tuple(info.shape)}, expected {shape}",
+                          hint="pass arrays whose sizes agree")
+    want = sig.expected_strides(buf, binding)
+    got = _elem_strides(info, buf.dtype.bytes)
+    if any(n > 1 and g != w for n, g, w in zip(shape, got, want)):
+        raise LaunchError(f"{what} got strides {got} (elements), expected {want}",
+                          hint="pass a C-contiguous array, or declare strides= in "
+                          "T.match_buffer")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One checked launch: a value per kernel parameter (ArrayInfo for arrays, numpy
+    scalars for scalar parameters and sizes) and the bound sizes."""
+
+    values: list
+    binding: object
+
+
+def check_arguments(func, args, ordinal: int | None = None) -> Call:
+    """Describe and check every argument of a launch of ``func`` (arrays and scalars in
+    parameter order); bind its symbolic sizes."""
+    params = sig.declared_params(func)
+    if len(args) != len(params):
         names = ", ".join(p.name for p in params)
-        raise LaunchError(f"the kernel takes {len(params)} array(s) ({names}), got "
-                          f"{len(arrays)}")
-    infos = []
-    for p, buf, a in zip(params, buffers, arrays):
+        raise LaunchError(f"the kernel takes {len(params)} argument(s) ({names}), got "
+                          f"{len(args)}")
+    by_param = {id(p): b for p, b in func.buffer_map}
+    values, bound = [], []
+    for p, a in zip(params, args):
+        buf = by_param.get(id(p))
+        if buf is None:
+            values.append(sig.check_scalar(p, a))
+            continue
         info = describe(a)
-        if buf is not None:
-            check_one(p.name, buf, info, ordinal)
-        infos.append(info)
-    return infos
+        check_one(p.name, buf, info, ordinal)
+        values.append(info)
+        bound.append((p, buf, info))
+    binding = sig.bind_sizes(func, [(b, i.shape, _elem_strides(i, b.dtype.bytes))
+                                    for _, b, i in bound])
+    for p, buf, info in bound:
+        if buf.symbolic:
+            _check_bound(p.name, buf, info, binding)
+    for v in func.attr("size_vars", ()):
+        values.append(v.dtype.numpy().type(binding.sizes[id(v)]))
+    return Call(values, binding)

@@ -88,16 +88,29 @@ class Launcher:
         import numpy as np
 
         k = self.kernel
-        infos = check_arguments(list(k.func.params), k.params, arrays, self.ordinal)
+        call = check_arguments(k.func, arrays, self.ordinal)
         if self.function is None:
             self._load()
         device.make_current(self.ordinal)
         driver = device._driver()
-        values = np.array([i.ptr for i in infos], dtype=np.uint64)
-        pointers = np.array([values.ctypes.data + 8 * i for i in range(len(infos))],
-                            dtype=np.uint64)
-        cfg = k.launch_config
+        slots = [_slot(v) for v in call.values]  # kept alive until the launch returns
+        pointers = np.array([a.ctypes.data for a in slots], dtype=np.uint64)
+        grid = call.binding.grid(k.lowered)
         handle = driver.CUstream(stream_handle(stream, arrays))
-        device.check(driver.cuLaunchKernel(self.function, *cfg.grid, cfg.block, 1, 1,
+        device.check(driver.cuLaunchKernel(self.function, *grid, k.launch_config.block, 1, 1,
                                            k.dynamic_smem, handle, pointers.ctypes.data, 0),
                      f"cuLaunchKernel({k.name})")
+
+
+def _slot(value):
+    """The bytes of one kernel parameter: a device pointer (u64) for an array, the scalar in
+    its own type otherwise (a bool as one byte, as the kernel declares it)."""
+    import numpy as np
+
+    from .args import ArrayInfo
+
+    if isinstance(value, ArrayInfo):
+        return np.array([value.ptr], dtype=np.uint64)
+    if value.dtype == np.bool_:
+        return np.array([int(value)], dtype=np.uint8)
+    return np.array([value])

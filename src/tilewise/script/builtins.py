@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from ..errors import ScriptError, TilewiseError
 from ..ir import dtype as dt
-from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, IntImm, Range, Var,
-                       binop, cast, const, select)
+from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, IntImm, Range, SizeVar, Var,
+                       binop, cast, const)
 from ..ir.stmt import SCOPES, Buffer, DeclBuffer, ThreadBinding, TileCall
 from ..ptx import table as ptx_table
+from . import typerules as tr
 from .namespace import Builtin, PtxPath, TilePrimitiveRef, TypeCtor
-from .parser import _describe, _LoopRange, is_ir
+from .values import LoopRange as _LoopRange
+from .values import describe as _describe
+from .values import is_ir, is_scalar
 
 _HANDLERS: dict = {}
 
@@ -69,32 +72,66 @@ def _arity(p, name, args, kwargs, lo, hi=None, allowed=()):
 
 
 def _type_ctor(p, t, args, kwargs):
+    if not args and not kwargs:
+        return _size_var(p, t)
     _arity(p, t.name, args, kwargs, 1)
     v = args[0]
     if is_ir(v):
         return cast(t, v)
-    if isinstance(v, (bool, int, float)):
+    if is_scalar(v):
         if t.is_int and isinstance(v, float):
-            raise p.error(f"T.{t.name}({v!r}): a float cannot be an integer constant")
-        return const(int(v) if t.is_int else float(v), t) if t.kind != "bool" else const(bool(v))
+            raise p.error(f"T.{t.name}({v!r}): a float cannot be an integer constant",
+                          f'write T.cast({v!r}, "{t.name}") to convert it')
+        return tr.literal(p, v, t, f"T.{t.name}")
     raise p.error(f"T.{t.name} cannot convert {_describe(v)}")
 
 
-def _shape(p, shape, what):
-    if isinstance(shape, int):
+def _size_var(p, t):
+    """``M = T.int32()`` in the kernel, before ``T.device_entry()``: a symbolic size."""
+    if t.name not in ("int32", "int64"):
+        raise p.error(f"T.{t.name}() cannot be a symbolic size", "use T.int32() or T.int64()")
+    if p.entered or p.depth:
+        raise p.error("a symbolic size T.int32() must be declared before T.device_entry()",
+                      "declare it with the T.match_buffer lines, or outside the kernel")
+    v = SizeVar(p.assign_name or "n", t, span=p.span())
+    p.add_size_var(v)
+    return v
+
+
+def _shape(p, shape, what, symbolic: bool = False):
+    if isinstance(shape, int) or is_ir(shape):
         shape = (shape,)
     if not isinstance(shape, (tuple, list)) or not shape:
         raise p.error(f"the shape of {what} must be a tuple of ints, got {_describe(shape)}")
     out = []
     for s in shape:
+        if is_ir(s) and symbolic:
+            out.append(_symbolic_extent(p, s, what))
+            continue
         if is_ir(s):
             raise p.error(f"the shape of {what} must be known at compile time",
-                          "use Python ints or constants from the enclosing scope")
+                          "use Python ints or constants from the enclosing scope; only "
+                          "T.match_buffer takes symbolic sizes (M = T.int32())")
         if not isinstance(s, int) or isinstance(s, bool) or s <= 0:
             raise p.error(f"the shape of {what} has an invalid extent {s!r}",
                           "every extent must be a positive int")
         out.append(s)
     return tuple(out)
+
+
+def _symbolic_extent(p, e, what):
+    """A shape or stride expression of symbolic sizes only (``M``, ``M * 2``)."""
+    from ..ir.visitor import walk
+
+    bad = []
+    walk(e, lambda n: bad.append(n) if isinstance(n, Var) and not isinstance(n, SizeVar)
+         else None)
+    if bad or not e.dtype.is_int:
+        raise p.error(f"the shape of {what} may use symbolic sizes (M = T.int32()) but not "
+                      f"{_describe(bad[0]) if bad else _describe(e)}",
+                      "declare the size with M = T.int32() outside the kernel or before "
+                      "T.device_entry()")
+    return e
 
 
 def _dtype(p, v):
@@ -133,7 +170,7 @@ def _name(p, default):
 # ------------------------------------------------------------------ header and launch
 @handler("match_buffer")
 def _match_buffer(p, args, kwargs):
-    _arity(p, "match_buffer", args, kwargs, 2, 3, ("dtype", "layout"))
+    _arity(p, "match_buffer", args, kwargs, 2, 3, ("dtype", "layout", "strides"))
     if p.entered:
         raise p.error("T.match_buffer must come before T.device_entry()")
     handle, shape = args[0], args[1]
@@ -142,12 +179,28 @@ def _match_buffer(p, args, kwargs):
         raise p.error("the first argument of T.match_buffer must be a kernel parameter")
     if any(h is handle for h, _ in p.buffer_map):
         raise p.error(f"parameter {handle.name!r} is matched twice")
-    shape = _shape(p, shape, "T.match_buffer")
+    shape = _shape(p, shape, "T.match_buffer", symbolic=True)
+    strides = _strides(p, kwargs.get("strides"), shape)
+    symbolic = any(is_ir(s) for s in shape + (strides or ()))
+    if symbolic and kwargs.get("layout") is not None:
+        raise p.error("a buffer with symbolic sizes cannot also take a layout=",
+                      "give symbolic buffers strides= (row-major by default)")
     layout = _layout(p, kwargs.get("layout"), shape, "T.match_buffer")
     buf = Buffer(_name(p, handle.name), shape, _dtype(p, dtype), "global", layout, data=handle,
-                 span=p.span())
+                 strides=strides, span=p.span())
     p.buffer_map.append((handle, buf))
     return buf
+
+
+def _strides(p, strides, shape):
+    """``strides=`` of a global buffer in elements (compile-time ints or symbolic sizes);
+    None means row-major."""
+    if strides is None:
+        return None
+    out = _shape(p, strides, "strides=", symbolic=True)
+    if len(out) != len(shape):
+        raise p.error(f"strides= has {len(out)} entries for a {len(shape)}-dimensional buffer")
+    return out
 
 
 @handler("device_entry")
@@ -171,13 +224,19 @@ def _launch(kind):
         if any(b.kind == kind for b in p.launch):
             raise p.error(f"T.{kind} is declared twice")
         ext = args[0]
-        if isinstance(ext, int):
+        if isinstance(ext, int) or is_ir(ext):
             ext = [ext]
-        if (not isinstance(ext, (list, tuple)) or not ext or len(ext) > (3 if kind == "cta_id"
-                                                                         else 1)
-                or any(not isinstance(e, int) or isinstance(e, bool) or e <= 0 for e in ext)):
+        ok = isinstance(ext, (list, tuple)) and 0 < len(ext) <= (3 if kind == "cta_id" else 1)
+        if ok:
+            ext = [_symbolic_extent(p, e, f"T.{kind}") if is_ir(e) and kind == "cta_id" else e
+                   for e in ext]
+            ok = all(is_ir(e) or (isinstance(e, int) and not isinstance(e, bool) and e > 0)
+                     for e in ext)
+        if not ok:
             most = "up to 3" if kind == "cta_id" else "one"
-            raise p.error(f"T.{kind} takes a list of {most} positive compile-time int(s), "
+            what = "positive int(s) or symbolic size expression(s)" if kind == "cta_id" else \
+                "positive compile-time int"
+            raise p.error(f"T.{kind} takes a list of {most} {what}, "
                           f"got {_describe(ext) if not isinstance(ext, (list, tuple)) else ext}",
                           f"write T.{kind}([n])")
         names = p.assign_name
@@ -311,15 +370,29 @@ def _cast(p, args, kwargs):
 @handler("select")
 def _select(p, args, kwargs):
     _arity(p, "select", args, kwargs, 3)
-    return select(p.truthy(args[0]), args[1], args[2])
+    return p.select(args[0], args[1], args[2], "T.select")
 
 
 def _minmax(p, op, args):
     if len(args) != 2:
         raise p.error(f"T.{op} takes 2 arguments, got {len(args)}")
     a, b = args
-    p.check_operands(op, a, b)
-    return binop(op, a, b, p.span())
+    if not is_ir(a) and not is_ir(b):
+        return min(a, b) if op == "min" else max(a, b)
+    ea, eb = tr.operand_types(p, op, a, b)
+    return binop(op, ea, eb, p.span())
+
+
+@handler("ceildiv")
+def _ceildiv(p, args, kwargs):
+    """``T.ceildiv(a, b)``: ``(a + b - 1) // b`` for b > 0 (compile time or run time)."""
+    _arity(p, "ceildiv", args, kwargs, 2)
+    a, b = args
+    if not is_ir(a) and not is_ir(b):
+        if not isinstance(a, int) or not isinstance(b, int) or b <= 0:
+            raise p.error(f"T.ceildiv({a!r}, {b!r}) needs integers and a positive divisor")
+        return -(-a // b)
+    return p.arith("//", p.arith("-", p.arith("+", a, b, p.node), 1, p.node), b, p.node)
 
 
 _HANDLERS["min"] = lambda p, a, k: (_arity(p, "min", a, k, 2), _minmax(p, "min", a))[1]

@@ -40,6 +40,18 @@ class TypeCtor(Builtin):
     def __str__(self) -> str:
         return self.dtype.name
 
+    def __call__(self, *args, **kwargs):
+        """``M = T.int32()`` outside a kernel: a symbolic size (named after the name a
+        kernel reads it by); anything else only works inside a kernel."""
+        if args or kwargs:
+            return super().__call__(*args, **kwargs)
+        from ..ir.expr import SizeVar
+
+        if self.dtype.name not in ("int32", "int64"):
+            raise ScriptError(f"T.{self.name}() cannot be a symbolic size",
+                              hint="use T.int32() or T.int64()")
+        return SizeVar("", self.dtype)
+
 
 class PtxPath:
     """``T.ptx.cp_async.commit_group``: walks the PTX table's dotted names."""

@@ -1,64 +1,56 @@
 """Python AST -> tilewise IR.
 
-The parser evaluates every expression to either a *compile-time* Python value (shapes,
-dtypes, layouts, ``WIDTH``, list comprehensions over ranges) or an IR expression (thread
-ids, buffer loads, scalar locals). Python constructs it does not know are rejected by
-name, at the user's line, with what to write instead.
+The parser evaluates every expression to either a *compile-time* Python value or an IR
+expression (:mod:`.exprs`). Python constructs it does not know are rejected by name, at
+the user's line, with what to write instead.
 
-Scalar locals: ``x = <run-time value>`` declares a local (``LetStmt``); assigning again
-re-assigns it. ``x = 4`` binds a compile-time constant; write ``x: T.int32 = 4`` for a
-run-time variable initialised to 4. Names bound inside a loop or branch are local to it.
+Names follow Python: a name assigned a run-time value is a run-time local from then on
+(``LetStmt``, then ``Assign``), carried through loops and merged out of branches; a name
+only ever bound to compile-time values stays compile-time. :mod:`.scopes` holds the
+binding rules (promotion of loop-carried numbers, merges after ``if``, unassigned names);
+docs/ir.md states them for users.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import operator
 
 from ..errors import ScriptError, Span, TilewiseError, did_you_mean
 from ..ir import dtype as dt
-from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, Call, Expr, IntImm, Range, Var,
-                       as_int, binop, cmp, const, select)
-from ..ir.stmt import (Assign, Buffer, BufferStore, Evaluate, For, IfThenElse, LetStmt,
-                       PrimFunc, Stmt, ThreadBinding, seq)
+from ..ir.expr import AddressOf, BufferRegion, Call, SizeVar, Var, const
+from ..ir.stmt import (Assign, Break, Buffer, BufferStore, Continue, Evaluate, For, IfThenElse,
+                       LetStmt, PrimFunc, Stmt, ThreadBinding, While, seq)
 from ..ir.visitor import walk
-from .analysis import const_difference
+from . import typerules as tr
+from .exprs import PY_BINOP, Expressions
 from .rejected import GENERIC_HINT, REJECTED
-
-_PY_BINOP = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-             ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
-             ast.RShift: ">>", ast.MatMult: "@", ast.Pow: "**"}
-_PY_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-_PY_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-           "//": operator.floordiv, "%": operator.mod, "&": operator.and_, "|": operator.or_,
-           "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
-           "@": operator.matmul, "**": operator.pow, "<": operator.lt, "<=": operator.le,
-           ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+from .scopes import UNBOUND, Scope, Unassigned, assigned_names
+from .values import LoopRange, describe, is_ir, is_scalar, literal_type, unify_literal_types
 
 
-
-def is_ir(v) -> bool:
-    return isinstance(v, Expr)
-
-
-class Parser:
+class Parser(Expressions):
     def __init__(self, pyscope: dict, file: str, lines: list[str], line0: int, col0: int):
         self.pyscope = pyscope
         self.file = file
         self.lines = lines
         self.line0 = line0
         self.col0 = col0
-        self.scopes: list[dict] = [{}]
+        self.scopes: list[Scope] = [Scope("function")]
         self.blocks: list[list[Stmt]] = [[]]
         self.params: list[Var] = []
         self.buffer_map: list[tuple[Var, Buffer]] = []
         self.launch: list[ThreadBinding] = []
+        self.size_vars: dict[int, SizeVar] = {}  # id(the user's symbolic var) -> this kernel's
         self.entered = False  # T.device_entry() seen
         self.depth = 0  # nesting of for/if (launch declarations only at depth 0)
+        self.rt_depth = 0  # nesting of run-time constructs (device loops, run-time ifs)
+        self.loops: list[tuple[str, int]] = []  # ("static" | "device", rt_depth at entry)
+        self.exit: str | None = None  # "break" / "continue" once the current path jumped
+        self.locals: set[str] = set()  # names the kernel assigns anywhere (Python's rule)
         self.node: ast.AST | None = None
         self.assign_name: str | None = None
-        self.mutable: set[int] = set()  # ids of Vars declared by LetStmt
+        self.mutable: dict[int, int] = {}  # id(Var) declared by LetStmt -> its scope depth
 
     # ------------------------------------------------------------------ plumbing
     def span(self, node: ast.AST | None = None) -> Span | None:
@@ -70,39 +62,84 @@ class Parser:
         return Span(self.file, node.lineno + self.line0, node.col_offset + self.col0,
                     pad + text if text is not None else None)
 
+    def line(self, node) -> str:
+        return f"line {node.lineno + self.line0}" if hasattr(node, "lineno") else "another line"
+
     def error(self, msg: str, hint: str | None = None, node=None) -> ScriptError:
         return ScriptError(msg, self.span(node), hint)
 
     def emit(self, s: Stmt):
         self.blocks[-1].append(s)
 
-    def lookup(self, name: str, node):
+    def find(self, name: str):
+        """The innermost kernel binding of ``name`` (a value or an Unassigned); UNBOUND
+        when the kernel has not bound it."""
         for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
+            if name in scope.vals:
+                return scope.vals[name]
+        return UNBOUND
+
+    def lookup(self, name: str, node):
+        v = self.find(name)
+        if isinstance(v, Unassigned) and v is not UNBOUND:
+            raise self.error(f"{name!r} may be unassigned here: {v.why}",
+                             f"give {name!r} a value on every path before this line", node)
+        if v is not UNBOUND:
+            return v
+        if name in self.locals:
+            raise self.error(f"{name!r} is read before the kernel assigns it",
+                             f"assign {name!r} earlier; a name the kernel assigns is local to "
+                             "the kernel (as in Python) and does not come from the enclosing "
+                             "scope", node)
         if name in self.pyscope:
-            return self.pyscope[name]
+            return self.outer_value(name, self.pyscope[name])
         if hasattr(builtins, name):
             return getattr(builtins, name)
-        visible = {k for s in self.scopes for k in s} | {
+        visible = {k for s in self.scopes for k in s.vals} | {
             k for k in self.pyscope if not k.startswith("_")}
         raise self.error(f"name {name!r} is not defined", did_you_mean(name, visible), node)
 
-    def bind(self, name: str, value):
-        self.scopes[-1][name] = value
+    def outer_value(self, name: str, v):
+        """A value from the enclosing Python scope; a symbolic size (``M = T.int32()``)
+        becomes this kernel's own size variable, named after ``name``."""
+        if isinstance(v, SizeVar):
+            mine = self.size_vars.get(id(v))
+            if mine is None:
+                mine = v if v.name else SizeVar(name, v.type, span=v.span)
+                self.size_vars[id(v)] = mine
+            return mine
+        return v
 
-    def block(self, stmts: list[ast.stmt]) -> Stmt:
-        self.scopes.append({})
+    def add_size_var(self, v: SizeVar) -> None:
+        self.size_vars[id(v)] = v
+
+    def bind(self, name: str, value, node=None):
+        self.scopes[-1].bind(name, value, node)
+
+    def stmts(self, stmts: list[ast.stmt]) -> None:
+        """Parse a statement list into the current block (code after a jump is dead)."""
+        for s in stmts:
+            if self.exit:
+                return
+            self.stmt(s)
+
+    def block(self, stmts: list[ast.stmt], scope: Scope
+              ) -> tuple[list[Stmt], Scope, str | None]:
+        """Parse ``stmts`` as the body of a run-time construct, in its own block and
+        ``scope``: (statements, scope, how the body's last path jumped or None)."""
+        self.scopes.append(scope)
         self.blocks.append([])
         self.depth += 1
+        self.rt_depth += 1
         try:
-            for s in stmts:
-                self.stmt(s)
+            self.stmts(stmts)
         finally:
             self.depth -= 1
+            self.rt_depth -= 1
             self.scopes.pop()
             body = self.blocks.pop()
-        return seq(*body) if body else seq()
+            jumped, self.exit = self.exit, None
+        return body, scope, jumped
 
     # ------------------------------------------------------------------ statements
     def stmt(self, node: ast.stmt):
@@ -148,17 +185,33 @@ class Parser:
             raise self.error("annotated assignment must be `name: T.<dtype> = value`")
         ann = self.expr(node.annotation)
         t = getattr(ann, "dtype", None)
-        if not isinstance(t, dt.DataType):
+        if not isinstance(t, dt.DataType) or t.kind == "handle":
             raise self.error("the annotation of a local must be a dtype such as T.int32")
-        value = self.expr(node.value)
-        value = self.coerce(value, t, f"local {node.target.id!r}")
-        var = Var(node.target.id, t, span=self.span(node))
-        self.mutable.add(id(var))
+        name = node.target.id
+        value = tr.coerce(self, self.expr(node.value), t, f"local {name!r}")
+        old = self.find(name)
+        if self.scopes[-1].vals.get(name, UNBOUND) is old:
+            old = UNBOUND  # a declaration in the block that bound it: a new local
+        if isinstance(old, Unassigned) and old.var is not None:
+            old = old.var
+        if isinstance(old, Var) and id(old) in self.mutable:
+            if old.dtype != t:
+                raise self.error(f"{name!r} is already a {old.dtype} local; a name keeps one "
+                                 "type", "use a new name for a value of another type")
+            self.emit(Assign(old, value, span=self.span(node)))
+            self.bind(name, old, node)
+            return
+        self.declare(name, value, node, t)
+
+    def declare(self, name: str, value, node, t=None) -> Var:
+        var = Var(name, t or value.dtype, span=self.span(node))
+        self.mutable[id(var)] = len(self.scopes)
         self.emit(LetStmt(var, value, span=self.span(node)))
-        self.bind(node.target.id, var)
+        self.bind(name, var, node)
+        return var
 
     def s_AugAssign(self, node: ast.AugAssign):
-        op = _PY_BINOP.get(type(node.op))
+        op = PY_BINOP.get(type(node.op))
         cur = self.expr(node.target)
         value = self.arith(op, cur, self.expr(node.value), node)
         self.assign(node.target, value, node)
@@ -166,7 +219,7 @@ class Parser:
     def assign(self, target, value, node):
         if isinstance(target, (ast.Tuple, ast.List)):
             if not isinstance(value, (tuple, list)) or len(value) != len(target.elts):
-                raise self.error(f"cannot unpack {_describe(value)} into "
+                raise self.error(f"cannot unpack {describe(value)} into "
                                  f"{len(target.elts)} names")
             for t, v in zip(target.elts, value):
                 self.assign(t, v, node)
@@ -176,24 +229,35 @@ class Parser:
         if not isinstance(target, ast.Name):
             raise self.error("only names, buffer elements and tuples can be assigned")
         name = target.id
-        old = next((s[name] for s in reversed(self.scopes) if name in s), None)
+        old = self.find(name)
+        fixed = isinstance(old, Var) and id(old) not in self.mutable and old.name == name
+        if self.scopes[-1].vals.get(name, UNBOUND) is old and not isinstance(old, Unassigned) \
+                and not fixed:
+            old = UNBOUND  # re-binding in the block that bound it: a new value, any type
+        if isinstance(old, Unassigned) and old.var is not None:
+            old = old.var
         if isinstance(old, Var) and id(old) in self.mutable:
-            value = self.coerce(value, old.type, f"local {name!r}")
+            value = tr.coerce(self, value, old.type, f"local {name!r}")
             self.emit(Assign(old, value, span=self.span(node)))
-        elif old is None and isinstance(value, Var) and any(b.var is value for b in self.launch):
-            self.bind(name, value)  # tid = T.thread_id([128]) names the launch variable
-        elif old is None and isinstance(value, AddressOf):
-            self.bind(name, self.address_alias(value, name))
-        elif isinstance(old, Var):
-            raise self.error(f"{name!r} is a loop or thread variable and cannot be assigned",
-                             "use a new name")
+            self.bind(name, old, node)
+        elif isinstance(old, Unassigned) and self.is_alias(value):
+            self.bind(name, value if not isinstance(value, AddressOf)
+                      else self.address_alias(value, name), node)
+        elif fixed:
+            raise self.error(f"{name!r} is a loop or thread variable (or a size or "
+                             "parameter) and cannot be assigned", "use a new name")
         elif is_ir(value):
-            var = Var(name, value.dtype, span=self.span(node))
-            self.mutable.add(id(var))
-            self.emit(LetStmt(var, value, span=self.span(node)))
-            self.bind(name, var)
+            self.declare(name, value, node)
         else:
-            self.bind(name, value)
+            self.bind(name, value, node)
+
+    def is_alias(self, value) -> bool:
+        """Values a name refers to rather than copies: launch, size and parameter
+        variables (``tid = T.thread_id([128])``) and addresses."""
+        if isinstance(value, AddressOf):
+            return True
+        return isinstance(value, Var) and (isinstance(value, SizeVar) or value in self.params
+                                           or any(b.var is value for b in self.launch))
 
     def address_alias(self, value: AddressOf, name: str) -> AddressOf:
         """``p = T.address_of(buf[i])`` names the address expression itself (addresses are
@@ -207,366 +271,266 @@ class Parser:
                              "write T.address_of(...) where the address is used")
         return value
 
-    def coerce(self, value, t: dt.DataType, what: str) -> Expr:
-        if not is_ir(value):
-            if isinstance(value, (bool, int, float)):
-                if isinstance(value, float) and not t.is_float:
-                    raise self.error(f"{what} holds {t}, the value {value!r} is a float",
-                                     f"write T.cast({value!r}, \"{t}\") or use an int")
-                return const(value, t) if t.is_int or t.is_float else const(value)
-            raise self.error(f"{what} cannot hold {_describe(value)}")
-        if value.dtype != t:
-            if isinstance(value, IntImm) and t.is_int:
-                return IntImm(value.value, t)
-            raise self.error(f"{what} holds {t} but the value is {value.dtype}",
-                             f'write T.cast(value, "{t}") to convert')
-        return value
+    def coerce(self, value, t: dt.DataType, what: str):
+        return tr.coerce(self, value, t, what)
 
     def store(self, target: ast.Subscript, value, node):
         buf = self.expr(target.value)
         if not isinstance(buf, Buffer):
-            raise self.error(f"cannot assign into {_describe(buf)}",
+            raise self.error(f"cannot assign into {describe(buf)}",
                              "only buffer elements can be assigned with [...]")
         idx = self.index(buf, target.slice, target)
         if isinstance(idx, BufferRegion):
             raise self.error("assigning to a slice is not supported",
                              "copy tiles with Tx.<scope>.copy(dst, src)")
-        value = self.coerce(value, buf.dtype, f"buffer {buf.name!r}")
+        value = tr.coerce(self, value, buf.dtype, f"buffer {buf.name!r}")
         self.emit(BufferStore(buf, idx.indices, value, span=self.span(node)))
 
-    def s_For(self, node: ast.For):
-        if node.orelse:
-            raise self.error("for/else is not supported")
-        if not isinstance(node.target, ast.Name):
-            raise self.error("the loop variable must be a single name")
-        it = self.expr(node.iter)
-        if isinstance(it, _LoopRange):
-            var = Var(node.target.id, it.start.dtype, span=self.span(node))
-            self.scopes.append({node.target.id: var})
-            try:
-                body = self.block(node.body)
-            finally:
-                self.scopes.pop()
-            self.emit(For(var, it.start, it.extent, it.kind, body, span=self.span(node)))
-            return
-        if isinstance(it, (list, tuple)):
-            for v in it:  # compile-time unrolling over a Python sequence
-                self.scopes.append({node.target.id: v})
-                try:
-                    self.emit(self.block(node.body))
-                finally:
-                    self.scopes.pop()
-            return
-        raise self.error(f"cannot loop over {_describe(it)}",
-                         "loop over range(...), T.serial(...), T.unroll(...) or a Python list")
-
+    # ------------------------------------------------------------------ if
     def s_If(self, node: ast.If):
         cond = self.expr(node.test)
         if not is_ir(cond):
-            chosen = node.body if cond else node.orelse
-            self.emit(self.block(chosen))
+            self.stmts(node.body if self._compile_time_truth(cond) else node.orelse)
             return
-        if cond.dtype != dt.bool_:
-            cond = cmp("!=", cond, 0)
-        then = self.block(node.body)
-        other = self.block(node.orelse) if node.orelse else None
-        self.emit(IfThenElse(cond, then, other, span=self.span(node)))
+        cond = self.truthy(cond)
+        paths = [self.block(node.body, Scope("branch")), self.block(node.orelse, Scope("branch"))]
+        tails = self.merge(node, paths)
+        then_body = seq(*paths[0][0], *tails[0])
+        else_stmts = paths[1][0] + tails[1]
+        self.emit(IfThenElse(cond, then_body, seq(*else_stmts) if else_stmts else None,
+                             span=self.span(node)))
+        if paths[0][2] and paths[1][2]:
+            self.exit = "jump"  # both paths left: what follows is dead
 
-    # ------------------------------------------------------------------ expressions
-    def expr(self, node: ast.expr):
-        method = getattr(self, "e_" + type(node).__name__, None)
-        if method is None:
-            what, hint = REJECTED.get(type(node), (type(node).__name__, None))
-            raise self.error(f"{what} is not supported in a tilewise kernel",
-                             hint or GENERIC_HINT, node)
-        prev, self.node = self.node, node
-        try:
-            return method(node)
-        except TilewiseError as e:
-            raise e.with_span(self.span(node)) from None
-        finally:
-            self.node = prev
+    def merge(self, node, paths) -> list[list[Stmt]]:
+        """Settle the names the branches of an ``if`` bound (module :mod:`.scopes`);
+        returns the statements to append to each branch."""
+        tails: list[list[Stmt]] = [[], []]
+        live = [i for i, (_, _, jumped) in enumerate(paths) if not jumped]
+        names = sorted({n for i in live for n in paths[i][1].vals})
+        for name in names:
+            sides = [paths[i][1].vals.get(name, self.find(name)) for i in live]
+            result = self.merged_value(node, name, sides, [paths[i][1] for i in live])
+            if isinstance(result, tuple):  # a new run-time local: init, per-branch values
+                var, init, values = result
+                self.emit(LetStmt(var, init, span=self.span(node)))
+                for i, v in zip(live, values):
+                    if v is not None:
+                        tails[i].append(Assign(var, v, span=self.span(node)))
+                result = var
+            self.bind(name, result, paths[live[0]][1].where.get(name))
+        return tails
 
-    def e_Constant(self, node):
-        return node.value
+    def merged_value(self, node, name, sides, scopes):
+        first = sides[0]
+        if all(s is first for s in sides):
+            return first
+        if all(is_scalar(s) for s in sides) and all(
+                type(s) is type(first) and s == first for s in sides):
+            return first
+        where = self.line(node)
+        if any(isinstance(s, Unassigned) for s in sides):
+            assigned = [s for s in sides if not isinstance(s, Unassigned)]
+            var = next((s for s in assigned if isinstance(s, Var)
+                        and self.mutable.get(id(s), 99) <= len(self.scopes)), None)
+            var = var if all(s is var for s in assigned) else None  # one declared outside
+            return Unassigned(f"it is assigned on only some paths through the `if` at {where}",
+                              var)
+        if not all(is_ir(s) or is_scalar(s) for s in sides):
+            return Unassigned(f"it is bound to a different compile-time value on each path "
+                              f"through the `if` at {where}, and a buffer, layout or other "
+                              "compile-time value cannot depend on a run-time condition")
+        return self.branch_local(name, sides, scopes)
 
-    def e_Name(self, node):
-        return self.lookup(node.id, node)
+    def branch_local(self, name, sides, scopes):
+        """One run-time local for a name the branches leave with different values."""
+        t = next((s.dtype for s in sides if is_ir(s)), None)
+        if t is None:
+            t = literal_type(sides[0])
+            for s in sides[1:]:
+                t = unify_literal_types(t, literal_type(s))
+        outer = self.find(name)
+        values = []
+        for s, scope in zip(sides, scopes):
+            if is_ir(s) and s.dtype != t:
+                raise self.error(f"{name!r} is {t} on one path through the `if` and "
+                                 f"{s.dtype} on another", f'convert with T.cast(value, "{t}")',
+                                 scope.where.get(name))
+            values.append(None if name not in scope.vals else tr.coerce(
+                self, s, t, f"local {name!r}"))
+        init = tr.coerce(self, outer, t, f"local {name!r}") if is_scalar(outer) else (
+            tr.literal(self, 0, t, f"local {name!r}"))
+        var = Var(name, t, span=self.span())
+        self.mutable[id(var)] = len(self.scopes)
+        return var, init, values
 
-    def e_Attribute(self, node: ast.Attribute):
-        base = self.expr(node.value)
-        if isinstance(base, Buffer):
-            from .builtins import buffer_attr
-
-            return buffer_attr(self, base, node.attr)
-        if is_ir(base):
-            raise self.error(f"a run-time value has no attribute {node.attr!r}")
-        try:
-            return getattr(base, node.attr)
-        except AttributeError:
-            names = [n for n in dir(base) if not n.startswith("_")]
-            raise self.error(f"{_describe(base)} has no attribute {node.attr!r}",
-                             did_you_mean(node.attr, names)) from None
-
-    def e_Tuple(self, node):
-        return tuple(self.elements(node.elts))
-
-    def e_List(self, node):
-        return list(self.elements(node.elts))
-
-    def e_Dict(self, node):
-        return {self.expr(k): self.expr(v) for k, v in zip(node.keys, node.values)}
-
-    def elements(self, elts):
-        out = []
-        for e in elts:
-            if isinstance(e, ast.Starred):
-                v = self.expr(e.value)
-                if is_ir(v) or not hasattr(v, "__iter__"):
-                    raise self.error(f"cannot splat {_describe(v)} with *", node=e)
-                out.extend(v)
-            else:
-                out.append(self.expr(e))
-        return out
-
-    def e_Slice(self, node: ast.Slice):
-        part = [None if x is None else self.expr(x) for x in (node.lower, node.upper, node.step)]
-        return slice(*part)
-
-    def e_ListComp(self, node: ast.ListComp):
-        out: list = []
-        self._comp(node.generators, 0, lambda: out.append(self.expr(node.elt)))
-        return out
-
-    e_GeneratorExp = e_ListComp
-
-    def _comp(self, gens, i, emit):
-        if i == len(gens):
-            emit()
-            return
-        g = gens[i]
-        it = self.expr(g.iter)
-        if is_ir(it) or not hasattr(it, "__iter__"):
-            raise self.error("a comprehension must iterate over a compile-time sequence",
-                             "use range(n) with n known at compile time", node=g.iter)
-        for v in it:
-            self.scopes.append({})
-            try:
-                self.assign_py(g.target, v)
-                if all(self._truth(self.expr(c)) for c in g.ifs):
-                    self._comp(gens, i + 1, emit)
-            finally:
-                self.scopes.pop()
-
-    def assign_py(self, target, v):
-        if isinstance(target, ast.Name):
-            self.bind(target.id, v)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for t, x in zip(target.elts, v):
-                self.assign_py(t, x)
+    # ------------------------------------------------------------------ loops
+    def s_For(self, node: ast.For):
+        if node.orelse:
+            raise self.error("for/else is not supported")
+        it = self.expr(node.iter)
+        if isinstance(it, LoopRange):
+            if not isinstance(node.target, ast.Name):
+                raise self.error("the loop variable of a device loop must be a single name")
+            self.device_loop(node, it)
+        elif isinstance(it, (list, tuple)):
+            self.static_loop(node, it)
         else:
-            raise self.error("unsupported comprehension target", node=target)
+            raise self.error(f"cannot loop over {describe(it)}",
+                             "loop over range(...), T.serial(...), T.unroll(...) or a Python "
+                             "list")
 
-    def _truth(self, v) -> bool:
-        if is_ir(v):
-            raise self.error("a comprehension condition must be known at compile time")
-        return bool(v)
-
-    def e_BinOp(self, node: ast.BinOp):
-        op = _PY_BINOP[type(node.op)]
-        return self.arith(op, self.expr(node.left), self.expr(node.right), node)
-
-    def arith(self, op: str, a, b, node):
-        if not is_ir(a) and not is_ir(b):
-            try:
-                return _PY_OPS[op](a, b)
-            except TilewiseError:
-                raise
-            except Exception as e:
-                raise self.error(f"{_describe(a)} {op} {_describe(b)} failed: {e}") from None
-        if op in ("@", "**"):
-            raise self.error(f"operator {op!r} is not supported on run-time values",
-                             "use T.pow(a, b) for powers" if op == "**" else None)
-        self.check_operands(op, a, b)
-        if op in ("/", "//", "%") and not is_ir(b) and b == 0:
-            raise self.error(f"division by zero: the right side of {op!r} is the constant 0",
-                             "divide by a non-zero value")
-        return binop(op, a, b, self.span(node))
-
-    def check_operands(self, op, a, b):
-        for x in (a, b):
-            if not is_ir(x) and not isinstance(x, (int, float, bool)):
-                raise self.error(f"cannot combine {_describe(x)} with a run-time value by {op!r}")
-        if is_ir(a) and is_ir(b) and a.dtype != b.dtype and op not in ("<<", ">>"):
-            raise self.error(f"operands of {op!r} have different types: {a.dtype} and {b.dtype}",
-                             f'convert one side with T.cast(value, "{a.dtype}")')
-        ir = a if is_ir(a) else b
-        lit = b if is_ir(a) else a
-        if isinstance(lit, float) and not ir.dtype.is_float:
-            raise self.error(f"mixing {ir.dtype} with the float literal {lit!r}",
-                             "cast the run-time value with T.cast(value, \"float32\")")
-
-    def e_UnaryOp(self, node: ast.UnaryOp):
-        v = self.expr(node.operand)
-        if not is_ir(v):
-            return {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
-                    ast.Invert: operator.invert}[type(node.op)](v)
-        from ..ir.expr import UnaryOp
-
-        if isinstance(node.op, ast.UAdd):
-            return v
-        op = {ast.USub: "-", ast.Not: "not", ast.Invert: "~"}[type(node.op)]
-        return UnaryOp(op, v, span=self.span(node))
-
-    def e_BoolOp(self, node: ast.BoolOp):
-        op = "and" if isinstance(node.op, ast.And) else "or"
-        out = self.expr(node.values[0])
-        for v_node in node.values[1:]:
-            if not is_ir(out) and (not out if op == "and" else out):
-                return out  # decided at compile time: the rest is not even parsed
-            v = self.expr(v_node)
-            if not is_ir(out) and not is_ir(v):
-                out = (out and v) if op == "and" else (out or v)
-            else:
-                out = binop(op, self.truthy(out), self.truthy(v), self.span(node))
-        return out
-
-    def truthy(self, v):
-        if is_ir(v) and v.dtype != dt.bool_:
-            return cmp("!=", v, 0)
-        return v
-
-    def e_Compare(self, node: ast.Compare):
-        left = self.expr(node.left)
-        out = None
-        for opnode, right_node in zip(node.ops, node.comparators):
-            right = self.expr(right_node)
-            if type(opnode) not in _PY_CMP:
-                raise self.error(f"comparison {type(opnode).__name__} is not supported")
-            op = _PY_CMP[type(opnode)]
-            part = self.arith(op, left, right, node)
-            if out is None:
-                out = part
-            elif is_ir(out) or is_ir(part):
-                out = binop("and", self.truthy(out), self.truthy(part))
-            else:
-                out = out and part
-            left = right
-        return out
-
-    def e_IfExp(self, node: ast.IfExp):
-        c = self.expr(node.test)
-        if not is_ir(c):
-            return self.expr(node.body) if c else self.expr(node.orelse)
-        return select(self.truthy(c), self.expr(node.body), self.expr(node.orelse))
-
-    def e_Subscript(self, node: ast.Subscript):
-        base = self.expr(node.value)
-        if isinstance(base, Buffer):
-            return self.index(base, node.slice, node)
-        if is_ir(base):
-            raise self.error("a run-time value cannot be indexed")
-        key = self.expr(node.slice)
-        if is_ir(key):
-            raise self.error(f"cannot index {_describe(base)} with a run-time value")
+    def static_loop(self, node: ast.For, values):
+        """A loop over a Python sequence (``T.static_range``) unrolls while parsing; its
+        ``break``/``continue`` are decided at compile time."""
+        self.loops.append(("static", self.rt_depth))
         try:
-            return base[key]
-        except TilewiseError:
-            raise
-        except Exception as e:
-            raise self.error(f"indexing {_describe(base)} failed: {e}") from None
+            for v in values:
+                self.assign_py(node.target, v)
+                self.stmts(node.body)
+                if self.exit in ("break", "continue"):
+                    jumped, self.exit = self.exit, None
+                    if jumped == "break":
+                        break
+        finally:
+            self.loops.pop()
 
-    def index(self, buf: Buffer, slice_node, node):
-        key = self.expr(slice_node)
-        items = list(key) if isinstance(key, tuple) else [key]
-        if len(items) != len(buf.shape):
-            raise self.error(f"{buf.name!r} has {len(buf.shape)} dimension(s) "
-                             f"{tuple(buf.shape)}, indexed with {len(items)}",
-                             f"write {buf.name}[{_index_names(len(buf.shape))}]")
-        if not any(isinstance(i, slice) for i in items):
-            idx = tuple(self.index_value(i, n, d, buf) for d, (i, n) in
-                        enumerate(zip(items, buf.shape)))
-            return BufferLoad(buf, idx, span=self.span(node))
-        ranges = tuple(self.range_of(i, n, d, buf) for d, (i, n) in
-                       enumerate(zip(items, buf.shape)))
-        return BufferRegion(buf, ranges, span=self.span(node))
+    def s_While(self, node: ast.While):
+        if node.orelse:
+            raise self.error("while/else is not supported")
+        self.device_loop(node, None)
 
-    def index_value(self, i, n, d, buf):
-        if is_ir(i):
-            if not i.dtype.is_int:
-                raise self.error(f"index {d} of {buf.name!r} has type {i.dtype}, not an integer")
-            return i
-        if not isinstance(i, int) or isinstance(i, bool):
-            raise self.error(f"index {d} of {buf.name!r} is {_describe(i)}, not an integer")
-        if not 0 <= i < n:
-            raise self.error(f"index {i} is out of bounds for dimension {d} of {buf.name!r} "
-                             f"(size {n})", f"use an index in 0..{n - 1}")
-        return const(i)
+    def device_loop(self, node, it: LoopRange | None):
+        """A ``for`` over ``range``/``T.serial``/``T.unroll`` (``it``) or a ``while``."""
+        candidates = {n for n in assigned_names(node.body) if is_scalar(self.find(n))}
+        if candidates:
+            self.promote(node, it, candidates)
+        header, body, scope = self.loop_pass(node, it)
+        self.settle_loop(node, scope)
+        if it is not None:
+            self.emit(For(header, it.start, it.extent, it.kind, body, span=self.span(node)))
+        elif header is not False:
+            self.emit(While(header, body, span=self.span(node)))
 
-    def range_of(self, i, n, d, buf) -> Range:
-        if not isinstance(i, slice):
-            return Range(self.index_value(i, n, d, buf), 1)
-        if i.step not in (None, 1):
-            raise self.error("strided slices are not supported", "use a step of 1")
-        start = 0 if i.start is None else i.start
-        stop = n if i.stop is None else i.stop
-        ext = const_difference(stop, start)
-        if ext is None:
-            raise self.error(f"the extent of slice {d} of {buf.name!r} is not a compile-time "
-                             f"constant", "write the slice as [s:s + K] with K constant")
-        s0, s1 = as_int(start), as_int(stop)
-        if ext <= 0 or (s0 is not None and s0 < 0) or (s1 is not None and s1 > n):
-            raise self.error(f"slice {s0 if s0 is not None else '…'}:"
-                             f"{s1 if s1 is not None else '…'} is out of bounds for dimension "
-                             f"{d} of {buf.name!r} (size {n})",
-                             f"keep slices of dimension {d} within 0..{n}")
-        return Range(const(start), ext)
+    def loop_pass(self, node, it):
+        """Parse the loop once: (loop variable or condition, body, body scope). A
+        condition known at compile time is True, or False for a loop that never runs."""
+        scope = Scope("loop")
+        if it is not None:
+            header = Var(node.target.id, it.start.dtype, span=self.span(node))
+            scope.vals[node.target.id] = header  # no `where`: the loop variable
+        else:
+            cond = self.expr(node.test)
+            header = self.truthy(cond) if is_ir(cond) else self._compile_time_truth(cond)
+            if header is True:
+                header = const(True)
+        self.loops.append(("device", self.rt_depth))
+        try:
+            body, scope, _ = self.block(node.body, scope)
+        finally:
+            self.loops.pop()
+        return header, seq(*body), scope
 
-    def e_Call(self, node: ast.Call):
-        from .builtins import call
+    def promote(self, node, it, candidates: set[str]) -> None:
+        """Make run-time locals of the compile-time numbers the loop body changes: probe the
+        body (as often as a promotion changes what it computes), then declare each before
+        the loop, typed by what the body assigns."""
+        promoted: set[str] = set()
+        for _ in range(len(candidates) + 1):
+            self.blocks.append([])
+            try:
+                _, _, scope = self.loop_pass(node, it)
+            except TilewiseError:
+                scope = None
+            finally:
+                self.blocks.pop()
+            todo = sorted(candidates - promoted) if scope is None else sorted(
+                n for n in candidates - promoted if self.changed(n, scope))
+            for name in todo:
+                self.promote_name(node, name, scope.vals.get(name) if scope else None)
+            promoted.update(todo)
+            if scope is None or not todo:
+                return
 
-        fn = self.expr(node.func)
-        args = self.elements(node.args)
-        kwargs = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                v = self.expr(kw.value)
-                if not isinstance(v, dict):
-                    raise self.error("** needs a compile-time dict")
-                kwargs.update(v)
-            else:
-                kwargs[kw.arg] = self.expr(kw.value)
-        return call(self, fn, args, kwargs, node)
+    def changed(self, name: str, scope: Scope) -> bool:
+        if name not in scope.vals:
+            return False
+        old, new = self.find(name), scope.vals[name]
+        if is_ir(new) or isinstance(new, Unassigned):
+            return True
+        return is_scalar(new) and (type(new) is not type(old) or new != old)
 
-    def e_Starred(self, node):
-        raise self.error("* is only allowed inside a call's arguments or a list")
+    def promote_name(self, node, name: str, new) -> None:
+        old = self.find(name)
+        if is_ir(new):
+            t = new.dtype
+        elif is_scalar(new):
+            t = unify_literal_types(literal_type(old), literal_type(new))
+        else:
+            t = literal_type(old)
+        self.declare(name, tr.coerce(self, old, t, f"local {name!r} (carried by the loop)"),
+                     node)
+
+    def settle_loop(self, node, scope: Scope) -> None:
+        """After a loop: names first bound inside are unassigned; a compile-time value
+        bound before the loop cannot be re-bound inside it."""
+        for name, v in scope.vals.items():
+            old = self.find(name)
+            if isinstance(old, Unassigned):
+                why = (f"it is the variable of the loop at {self.line(node)}"
+                       if name not in scope.where else
+                       f"it is assigned only inside the loop at {self.line(node)}")
+                self.bind(name, Unassigned(why))
+            elif v is not old and not (is_scalar(v) and is_scalar(old) and type(v) is type(old)
+                                       and v == old):
+                raise self.error(f"{name!r} is {describe(old)} before the loop and is re-bound "
+                                 f"to {describe(v)} inside it; a compile-time value cannot "
+                                 "change from one iteration to the next",
+                                 "use a new name inside the loop, or index one buffer by "
+                                 "stage (smem[stage, ...]) instead of swapping buffers",
+                                 scope.where.get(name))
+
+    def s_Break(self, node):
+        self.jump(node, "break", Break)
+
+    def s_Continue(self, node):
+        self.jump(node, "continue", Continue)
+
+    def jump(self, node, kind: str, cls):
+        if not self.loops:
+            raise self.error(f"{kind} outside a loop")
+        loop, depth = self.loops[-1]
+        if loop == "static":
+            if self.rt_depth > depth:
+                raise self.error(f"{kind} in a loop unrolled at compile time "
+                                 "(T.static_range or a Python list) depends here on a run-time "
+                                 "condition", "use a device loop (range(...)) or a condition "
+                                 "known at compile time")
+        else:
+            self.emit(cls(span=self.span(node)))
+        self.exit = kind
 
 
-class _LoopRange:
-    """What ``range``/``T.serial``/``T.unroll`` evaluate to in a for statement."""
-
-    def __init__(self, start, extent, kind):
-        self.start, self.extent, self.kind = start, extent, kind
-
-    def __iter__(self):  # used in comprehensions over compile-time ranges
-        s, e = as_int(self.start), as_int(self.extent)
-        if s is None or e is None:
-            raise ScriptError("a comprehension must iterate over a compile-time range")
-        return iter(range(s, s + e))
-
-
-def _index_names(n: int) -> str:
-    return ", ".join(f"i{k}" for k in range(n))
-
-
-def _describe(v) -> str:
-    if isinstance(v, Buffer):
-        return f"buffer {v.name!r}"
-    if isinstance(v, Expr):
-        return f"a run-time {v.dtype} value"
-    if isinstance(v, (int, float, str, bool)):
-        return repr(v)
-    return type(v).__name__
+def _param(p: Parser, a: ast.arg) -> Var:
+    """A kernel parameter: ``x_ptr: T.handle`` (an array) or ``n: T.int32`` (a scalar
+    passed by value)."""
+    if a.annotation is None:
+        raise p.error(f"parameter {a.arg!r} has no annotation",
+                      f"write {a.arg}: T.handle for an array or {a.arg}: T.int32 (or another "
+                      "scalar dtype) for a scalar", a)
+    try:
+        ann = p.expr(a.annotation)
+    except TilewiseError:
+        ann = None
+    t = getattr(ann, "dtype", None)
+    if not isinstance(t, dt.DataType):
+        raise p.error(f"parameter {a.arg!r} has an annotation tilewise does not know",
+                      f"write {a.arg}: T.handle for an array or {a.arg}: T.int32 (or another "
+                      "scalar dtype) for a scalar", a)
+    if t.name.startswith("float8"):
+        raise p.error(f"parameter {a.arg!r}: {t} scalars cannot be passed to a kernel",
+                      "pass it as T.float16 or T.float32 and convert inside", a)
+    return Var(a.arg, t, span=p.span(a))
 
 
 def parse_function(fdef: ast.FunctionDef, pyscope: dict, file: str, lines: list[str],
@@ -575,18 +539,21 @@ def parse_function(fdef: ast.FunctionDef, pyscope: dict, file: str, lines: list[
     p.node = fdef
     args = fdef.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
-        raise p.error("kernel parameters must be plain names annotated with T.handle")
+        raise p.error("kernel parameters must be plain names annotated with T.handle or a "
+                      "scalar dtype")
+    p.locals = assigned_names(fdef.body)
     for a in args.args:
-        var = Var(a.arg, dt.handle, span=p.span(a))
+        var = _param(p, a)
         p.params.append(var)
-        p.bind(a.arg, var)
-    for s in fdef.body:
-        p.stmt(s)
+        p.bind(a.arg, var, a)
+    p.stmts(fdef.body)
     if not p.entered:
         raise p.error("the kernel never calls T.device_entry()",
                       "call T.device_entry() after the T.match_buffer lines", fdef)
     body = seq(*p.blocks[0])
-    func = PrimFunc(fdef.name, tuple(p.params), tuple(p.buffer_map), tuple(p.launch), body,
-                    span=p.span(fdef))
+    sizes = tuple(p.size_vars.values())
+    attrs = (("size_vars", sizes),) if sizes else ()
+    func = PrimFunc(fdef.name, tuple(p.params) + sizes, tuple(p.buffer_map), tuple(p.launch),
+                    body, attrs=attrs, span=p.span(fdef))
     func.launch_config  # noqa: B018 - checks that the launch declarations agree
     return func

@@ -4,7 +4,6 @@ import ast
 
 GENERIC_HINT = "write the kernel with for/if, assignments and T.*/Tx.* calls"
 REJECTED = {  # construct -> (name, what to write instead)
-    ast.While: ("while loops", "use `for i in range(n)` with a bound known in advance"),
     ast.Try: ("try/except", "check conditions with `if`; errors cannot be caught on the GPU"),
     ast.With: ("with blocks", None), ast.Raise: ("raise", None),
     ast.Lambda: ("lambda", "compute the value inline or in a Python helper at compile time"),
@@ -14,7 +13,6 @@ REJECTED = {  # construct -> (name, what to write instead)
     ast.Global: ("global", None), ast.Nonlocal: ("nonlocal", None),
     ast.Import: ("import", "import at module level"),
     ast.ImportFrom: ("import", "import at module level"), ast.Delete: ("del", None),
-    ast.Break: ("break", "bound the loop instead"), ast.Continue: ("continue", "use `if`"),
     ast.AsyncFunctionDef: ("async functions", None), ast.AsyncFor: ("async for", None),
     ast.AsyncWith: ("async with", None), ast.Yield: ("yield", None),
     ast.YieldFrom: ("yield", None), ast.Await: ("await", None),

@@ -17,7 +17,8 @@ def typed_view(ctx, place, d: np.dtype) -> np.ndarray:
     cache = ctx.mem.views
     v = cache.get(key)
     if v is None:
-        n = place.nbytes // d.itemsize * d.itemsize
+        nbytes = place.nbytes if place.nbytes >= 0 else ctx.mem.space_bytes(place.space).size
+        n = nbytes // d.itemsize * d.itemsize
         if place.space == LOCAL:
             v = ctx.mem.local[:, place.base:place.base + n].view(d)
         else:
@@ -38,14 +39,19 @@ def _bounds(ctx, idx, size, span, buf, tids):
     return np.clip(idx, 0, size - 1)
 
 
+def _static_size(buf):
+    """The element count of ``buf`` when known before launch (None: the array's)."""
+    return buf.size if isinstance(buf.size, int) else None
+
+
 def make_load(plan, buf, span):
     """``fn(ctx, idx) -> values`` reading element ``idx`` of ``buf``."""
-    place, d, size = plan.of(buf), np_dtype(buf.dtype), buf.size
+    place, d, size = plan.of(buf), np_dtype(buf.dtype), _static_size(buf)
 
     def load(ctx, idx):
         tids = ctx.active()
-        idx = _bounds(ctx, np.asarray(idx, np.int64), size, span, buf, tids)
         view = typed_view(ctx, place, d)
+        idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids)
         if place.space == LOCAL:
             return view[tids, idx]
         if place.space == SHARED:
@@ -58,12 +64,12 @@ def make_load(plan, buf, span):
 
 def make_store(plan, buf, span):
     """``fn(ctx, idx, values)`` writing element ``idx`` of ``buf``."""
-    place, d, size = plan.of(buf), np_dtype(buf.dtype), buf.size
+    place, d, size = plan.of(buf), np_dtype(buf.dtype), _static_size(buf)
 
     def store(ctx, idx, vals):
         tids = ctx.active()
-        idx = _bounds(ctx, np.asarray(idx, np.int64), size, span, buf, tids)
         view = typed_view(ctx, place, d)
+        idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids)
         if place.space == LOCAL:
             view[tids, idx] = vals
             return

@@ -5,7 +5,12 @@ walk, dtype dispatch, buffer placement and operand binding all happen here, at c
 time, so executing a CTA is a sequence of numpy operations over its active threads.
 Control flow is SIMT: an ``if`` whose condition differs between threads runs both
 branches, each with its own active set; a ``for`` whose bounds are uniform runs once for
-all threads, otherwise each thread runs its own trip count (masked iterations).
+all threads, otherwise each thread runs its own trip count (masked iterations); a
+``while`` runs while any thread's condition holds, each thread leaving when its own
+condition fails. ``break`` and ``continue`` *park* the threads that execute them
+(``ctx.parked``): a sequence drops parked threads from its active set after any statement
+that may jump, the loop releases its continuing threads at the end of the iteration and
+its breaking threads when it ends.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import numpy as np
 from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
 from ..ir.launch import thread_value
+from ..ir.visitor import jumps_out
 from ..ptx.table import PTX_OPS
 from . import values as V
 from .access import make_address, make_load, make_store
@@ -42,8 +48,12 @@ class Program:
     def slot(self, var) -> int:
         return self.slots.setdefault(id(var), len(self.slots))
 
-    def bind_launch(self, ctx, cta: tuple) -> None:
-        """Set every launch variable for CTA ``cta`` (x, y, z)."""
+    def bind_launch(self, ctx, cta: tuple, values: dict) -> None:
+        """Set every launch variable for CTA ``cta`` (x, y, z), and the scalar parameters
+        and sizes (``values``: id(param) -> numpy scalar)."""
+        for key, v in values.items():
+            if key in self.slots:
+                ctx.vals[self.slots[key]] = v
         for slot, b in self._launch:
             d = V.np_dtype(b.var.dtype)
             if b.kind == "cta_id":
@@ -60,11 +70,41 @@ class Program:
         return _guard(method(s), s.span)
 
     def s_SeqStmt(self, s):
-        body = tuple(self.stmt(x) for x in s.stmts)
+        body = tuple((self.stmt(x), jumps_out(x)) for x in s.stmts)
+        if not any(j for _, j in body):
+            fns = tuple(f for f, _ in body)
+
+            def run(ctx):
+                for f in fns:
+                    f(ctx)
+            return run
+
+        def run_jumping(ctx):
+            for f, jumps in body:
+                f(ctx)
+                if jumps and not _drop_parked(ctx):
+                    return
+        return run_jumping
+
+    def s_Break(self, s):
+        return lambda ctx: _park(ctx, "broke")
+
+    def s_Continue(self, s):
+        return lambda ctx: _park(ctx, "continued")
+
+    def s_While(self, s):
+        cond, body = self.expr(s.cond), self.stmt(s.body)
 
         def run(ctx):
-            for f in body:
-                f(ctx)
+            with _LoopFrame(ctx) as loop:
+                while loop.next_iteration():
+                    c = cond(ctx)
+                    if np.ndim(c) != 0:
+                        loop.narrow(c)
+                    elif not c:
+                        break
+                    if ctx.n_active():
+                        body(ctx)
         return run
 
     def s_DeclBuffer(self, s):
@@ -118,12 +158,16 @@ class Program:
 
         def run(ctx):
             b, e = start(ctx), extent(ctx)
-            if np.ndim(b) == 0 and np.ndim(e) == 0:
-                for i in range(int(b), int(b) + int(e)):
-                    ctx.vals[slot] = d.type(i)
-                    body(ctx)
-            else:
-                _masked_loop(ctx, slot, d, ctx.per_thread(b), ctx.per_thread(e), body)
+            with _LoopFrame(ctx) as loop:
+                if np.ndim(b) == 0 and np.ndim(e) == 0:
+                    for i in range(int(b), int(b) + int(e)):
+                        if not loop.next_iteration():
+                            break
+                        ctx.vals[slot] = d.type(i)
+                        body(ctx)
+                else:
+                    _masked_loop(ctx, loop, slot, d, ctx.per_thread(b), ctx.per_thread(e),
+                                 body)
         return run
 
     # ------------------------------------------------------------------ expressions
@@ -287,15 +331,105 @@ def masked(ctx, act, fn, *args):
         ctx.act = old
 
 
-def _masked_loop(ctx, slot, d, starts, extents, body):
+def _masked_loop(ctx, loop, slot, d, starts, extents, body):
+    """A loop whose bounds differ between threads: iteration ``k`` runs the threads whose
+    trip count exceeds ``k``."""
     act = ctx.active()
+    full_extents = np.zeros(ctx.n, np.int64)
+    full_extents[act] = extents
     trips = int(extents.max()) if len(extents) else 0
     for k in range(trips):
-        keep = extents > k
+        if not loop.next_iteration():
+            break
+        run = ctx.active()
+        run = run[full_extents[run] > k]
         full = np.zeros(ctx.n, d)
         full[act] = starts + k
         ctx.vals[slot] = full
-        masked(ctx, act[keep], body)
+        masked(ctx, run, body)
+
+
+MAX_LOOP_ITERATIONS = 1 << 24  # a while loop past this is reported, not run forever
+
+
+class _LoopFrame:
+    """One executing loop: which threads broke out, which continued this iteration.
+
+    ``next_iteration()`` releases the threads that continued, drops those that broke and
+    says whether any thread is left; leaving the frame releases the breaking threads and
+    restores the active set the loop started with."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.count = 0
+
+    def __enter__(self):
+        ctx = self.ctx
+        self.act0 = ctx.act
+        self.outer = ctx.loop
+        self.broke = self.continued = None
+        ctx.loop = self
+        return self
+
+    def __exit__(self, *exc):
+        ctx = self.ctx
+        ctx.loop = self.outer
+        for left in (self.broke, self.continued):
+            if left is not None:
+                ctx.parked &= ~left
+        ctx.act = self.act0
+        return False
+
+    def next_iteration(self) -> bool:
+        ctx = self.ctx
+        self.count += 1
+        if self.count > MAX_LOOP_ITERATIONS:
+            raise SimulationError(f"a loop ran more than {MAX_LOOP_ITERATIONS} iterations "
+                                  "(does its condition ever become false?)")
+        if self.continued is not None:
+            ctx.parked &= ~self.continued
+            self.continued[:] = False
+        ctx.act = self.act0
+        if self.broke is not None:
+            act = ctx.active()
+            act = act[~self.broke[act]]
+            ctx.act = None if len(act) == ctx.n else act
+            return len(act) > 0
+        return True
+
+    def narrow(self, cond) -> None:
+        """Threads whose ``while`` condition failed leave the loop (like a break)."""
+        act = self.ctx.active()
+        self.mark("broke", act[~cond])
+        kept = act[cond]
+        self.ctx.act = None if len(kept) == self.ctx.n else kept
+
+    def mark(self, what: str, tids) -> None:
+        ctx = self.ctx
+        if getattr(self, what) is None:
+            setattr(self, what, np.zeros(ctx.n, bool))
+        getattr(self, what)[tids] = True
+        if ctx.parked is None:
+            ctx.parked = np.zeros(ctx.n, bool)
+        ctx.parked[tids] = True
+
+
+def _park(ctx, what: str) -> None:
+    if ctx.loop is None:
+        raise SimulationError(f"{'break' if what == 'broke' else 'continue'} outside a loop")
+    ctx.loop.mark(what, ctx.active())
+
+
+def _drop_parked(ctx) -> bool:
+    """Remove parked threads from the active set; False when none is left."""
+    if ctx.parked is None:
+        return True
+    act = ctx.active()
+    act = act[~ctx.parked[act]]
+    ctx.act = None if len(act) == ctx.n else act
+    return len(act) > 0
+
+
 
 
 def _select_masked(ctx, cv, t, f, d):

@@ -69,8 +69,9 @@ class StoragePlan:
         self.param_names = [b.name for b in func.param_buffers()]
         self.shared_bytes = 0
         self.local_bytes = 0
-        for k, b in enumerate(func.param_buffers()):
-            self.places[id(b)] = Placement(GLOBAL0 + k, 0, b.size * b.dtype.bytes)
+        for k, b in enumerate(func.param_buffers()):  # nbytes -1: the array's, at launch
+            nbytes = -1 if b.symbolic else b.size * b.dtype.bytes
+            self.places[id(b)] = Placement(GLOBAL0 + k, 0, nbytes)
 
     def declare(self, buf) -> Placement:
         """Place a DeclBuffer's buffer (a view shares its root's placement)."""

@@ -7,11 +7,13 @@ import time
 import numpy as np
 
 from ..errors import LaunchError, SimulationError
+from ..ir import signature as sig
 from ..ir.launch import LaunchConfig
 from ..ir.stmt import PrimFunc
 from .compiler import Program
 from .memory import CtaMemory
 from .registry import EXIT_CHECKS
+from . import values as V
 from .state import Ctx, SimReport
 
 
@@ -27,16 +29,46 @@ def lower_for_sim(func, target):
     return lower(func, target).func
 
 
-def bind_arguments(func, arrays) -> list[np.ndarray]:
-    """Check the arrays against the kernel's global buffers; return their byte views."""
-    bufs = func.param_buffers()
-    if len(arrays) != len(bufs):
-        raise LaunchError(f"{func.name} takes {len(bufs)} array(s) "
-                          f"({', '.join(b.name for b in bufs)}), got {len(arrays)}", func.span)
-    return [_bind_one(b, a, func) for b, a in zip(bufs, arrays)]
+def bind_arguments(func, args):
+    """Check the arguments against the kernel's parameters (arrays for its global buffers,
+    scalars for its scalar parameters, in order); returns ``(byte views of the arrays,
+    {id(param or size): value}, Binding)``."""
+    params = sig.declared_params(func)
+    if len(args) != len(params):
+        raise LaunchError(f"{func.name} takes {len(params)} argument(s) "
+                          f"({', '.join(p.name for p in params)}), got {len(args)}", func.span)
+    by_param = {id(p): b for p, b in func.buffer_map}
+    arrays, values = [], {}
+    for p, a in zip(params, args):
+        buf = by_param.get(id(p))
+        if buf is not None:
+            arrays.append((buf, _check_array(buf, a, func)))
+        elif p.dtype.kind == "handle":
+            raise LaunchError(f"parameter {p.name!r} is a handle no T.match_buffer uses",
+                              func.span, "match it to a buffer or drop the parameter")
+        else:
+            values[id(p)] = _at(func, sig.check_scalar, p, a)
+    binding = _at(func, sig.bind_sizes, func,
+                  [(b, a.shape, _elem_strides(a)) for b, a in arrays])
+    for v in func.attr("size_vars", ()):
+        values[id(v)] = V.np_dtype(v.dtype).type(binding.sizes[id(v)])
+    views = [_memory(b, a, binding, func) for b, a in arrays]
+    return views, values, binding
 
 
-def _bind_one(buf, arr, func):
+def _at(func, fn, *args):
+    """``fn(*args)``; a LaunchError without a place of its own gets the kernel's."""
+    try:
+        return fn(*args)
+    except LaunchError as e:
+        raise e.with_span(e.span or func.span) from None
+
+
+def _elem_strides(a: np.ndarray) -> tuple:
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+def _check_array(buf, arr, func):
     want = buf.dtype.numpy()
     if not isinstance(arr, np.ndarray):
         raise LaunchError(f"argument for {buf.name!r} must be a numpy array, got "
@@ -44,25 +76,51 @@ def _bind_one(buf, arr, func):
     if arr.dtype != want:
         raise LaunchError(f"argument for {buf.name!r} has dtype {arr.dtype}, the kernel "
                           f"expects {want}", func.span, f"convert it with .astype({want})")
-    if arr.size != buf.size or (arr.ndim != 1 and arr.size != np.prod(arr.shape)):
-        raise LaunchError(f"argument for {buf.name!r} has shape {arr.shape} "
-                          f"({arr.size} elements), the kernel expects {buf.size} elements",
+    if not arr.flags.writeable:
+        raise LaunchError(f"argument for {buf.name!r} must be writeable", func.span,
+                          "pass a copy: np.array(x)")
+    if buf.symbolic and arr.ndim != len(buf.shape):
+        raise LaunchError(f"argument for {buf.name!r} has {arr.ndim} dimension(s), the kernel "
+                          f"expects {len(buf.shape)} {sig.describe_shape(buf.shape)}",
                           func.span)
-    if not arr.flags.c_contiguous or not arr.flags.writeable:
-        raise LaunchError(f"argument for {buf.name!r} must be a writeable C-contiguous array",
-                          func.span, "pass np.ascontiguousarray(x)")
-    return arr.reshape(-1).view(np.uint8)
+    return arr
 
 
-def _grid(func, grid):
+def _memory(buf, arr, binding, func) -> np.ndarray:
+    """The bytes the kernel addresses for ``buf``: the array's own, from its first element."""
+    if not buf.symbolic:
+        if arr.size != buf.size:
+            raise LaunchError(f"argument for {buf.name!r} has shape {arr.shape} "
+                              f"({arr.size} elements), the kernel expects {buf.size} elements",
+                              func.span)
+        if not arr.flags.c_contiguous:
+            raise LaunchError(f"argument for {buf.name!r} must be a C-contiguous array",
+                              func.span, "pass np.ascontiguousarray(x)")
+        return arr.reshape(-1).view(np.uint8)
+    shape = sig.expected_shape(buf, binding)
+    if tuple(arr.shape) != shape:
+        raise LaunchError(f"argument for {buf.name!r} has shape {arr.shape}, the kernel expects "
+                          f"{sig.describe_shape(buf.shape)} = {shape}", func.span)
+    strides = sig.expected_strides(buf, binding)
+    if any(n > 1 and s != w for n, s, w in zip(shape, _elem_strides(arr), strides)):
+        raise LaunchError(f"argument for {buf.name!r} has strides {_elem_strides(arr)} "
+                          f"(elements), the kernel expects {strides}", func.span,
+                          "pass np.ascontiguousarray(x), or declare strides= in "
+                          "T.match_buffer")
+    n = sig.storage_elems(buf, binding)
+    flat = np.lib.stride_tricks.as_strided(arr, (n,), (arr.itemsize,), writeable=True)
+    return flat.view(np.uint8)
+
+
+def _grid(func, grid, binding):
     if grid is None:
-        return LaunchConfig.of(func).grid
+        return binding.grid(func)
     g = (grid,) if isinstance(grid, int) else tuple(grid)
     return tuple(g) + (1,) * (3 - len(g))
 
 
-def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = False
-                ) -> SimReport:
+def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = False,
+                values: dict | None = None) -> SimReport:
     """Execute every CTA of ``grid`` one after another."""
     block = LaunchConfig.of(prog.func).block
     report = SimReport(grid=grid, block=block)
@@ -75,7 +133,7 @@ def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = F
                 for x in range(grid[0]):
                     mem.reset()
                     ctx = Ctx(block, prog.n_slots, (x, y, z), mem, report, strict, names)
-                    prog.bind_launch(ctx, (x, y, z))
+                    prog.bind_launch(ctx, (x, y, z), values or {})
                     prog.body(ctx)
                     for check in EXIT_CHECKS:
                         check(ctx, prog.func.span)
@@ -86,12 +144,14 @@ def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = F
     return report
 
 
-def simulate(func, *arrays, target="sm_90a", grid=None, strict: bool | None = None,
+def simulate(func, *args, target="sm_90a", grid=None, strict: bool | None = None,
              keep_tmem: bool = False) -> SimReport:
-    """Run a kernel on the CPU, writing results into ``arrays`` in place.
+    """Run a kernel on the CPU, writing results into the argument arrays in place.
 
     ``func``: a ``@T.prim_func`` (lowered here for ``target``) or a ``Lowered`` program;
-    ``arrays``: one numpy array per global buffer (dtype and size checked); ``grid``:
+    ``args``: in parameter order, as at launch: a numpy array per global buffer (dtype and
+    shape checked; symbolic sizes bound from them) and a number per scalar parameter
+    (range-checked against its dtype); ``grid``:
     override the CTA grid; ``strict``: raise the first :class:`HazardError` (default, or
     ``knobs.sim_strict`` from TILEWISE_SIM_STRICT) or record every hazard in the report
     and carry on; ``keep_tmem``: keep each CTA's tensor memory at exit in
@@ -105,6 +165,6 @@ def simulate(func, *arrays, target="sm_90a", grid=None, strict: bool | None = No
         strict = knobs.sim_strict
     target = Target(target)
     flat = lower_for_sim(func, target)
-    globals_ = bind_arguments(flat, arrays)
+    globals_, values, binding = bind_arguments(flat, args)
     prog = Program(flat, target)
-    return run_program(prog, globals_, _grid(flat, grid), strict, keep_tmem)
+    return run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)

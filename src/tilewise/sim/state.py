@@ -73,6 +73,8 @@ class Ctx:
         self.strict = strict
         self.params = params
         self.ext: dict = {}  # per-op-module state (cp.async groups, mbarriers, tmem)
+        self.loop = None  # the innermost executing loop (break/continue)
+        self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
 
     # -- threads ---------------------------------------------------------------

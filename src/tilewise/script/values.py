@@ -1,0 +1,69 @@
+"""What the parser's values are: compile-time Python values or IR expressions, and the
+helpers both the parser and the builtins use to describe and type them."""
+
+from __future__ import annotations
+
+from ..errors import ScriptError
+from ..ir import dtype as dt
+from ..ir.expr import Expr, as_int
+from ..ir.stmt import Buffer
+
+
+def is_ir(v) -> bool:
+    return isinstance(v, Expr)
+
+
+def is_scalar(v) -> bool:
+    """A compile-time Python number (a candidate for a run-time local)."""
+    import numpy as np
+
+    return isinstance(v, (bool, int, float, np.number, np.bool_))
+
+
+def literal_type(v) -> dt.DataType:
+    """The IR type a compile-time number takes when it must become a run-time value:
+    bool, int32 (int64 when it does not fit), float32; numpy scalars keep their dtype."""
+    import numpy as np
+
+    if isinstance(v, (bool, np.bool_)):
+        return dt.bool_
+    if isinstance(v, np.number):
+        return dt.from_numpy(v.dtype)
+    if isinstance(v, int):
+        if -(2**31) <= v < 2**31:
+            return dt.int32
+        if -(2**63) <= v < 2**63:
+            return dt.int64
+        raise ScriptError(f"the integer {v} does not fit in 64 bits")
+    return dt.float32
+
+
+def unify_literal_types(a: dt.DataType, b: dt.DataType) -> dt.DataType:
+    """bool < int32 < int64 < float32: the type that holds both literals' values."""
+    order = [dt.bool_, dt.int32, dt.int64, dt.float32]
+    if a in order and b in order:
+        return max(a, b, key=order.index)
+    return a
+
+
+def describe(v) -> str:
+    if isinstance(v, Buffer):
+        return f"buffer {v.name!r}"
+    if isinstance(v, Expr):
+        return f"a run-time {v.dtype} value"
+    if isinstance(v, (int, float, str, bool)):
+        return repr(v)
+    return type(v).__name__
+
+
+class LoopRange:
+    """What ``range``/``T.serial``/``T.unroll`` evaluate to in a for statement."""
+
+    def __init__(self, start, extent, kind):
+        self.start, self.extent, self.kind = start, extent, kind
+
+    def __iter__(self):  # used in comprehensions over compile-time ranges
+        s, e = as_int(self.start), as_int(self.extent)
+        if s is None or e is None:
+            raise ScriptError("a comprehension must iterate over a compile-time range")
+        return iter(range(s, s + e))
