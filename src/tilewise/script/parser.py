@@ -533,6 +533,19 @@ def _param(p: Parser, a: ast.arg) -> Var:
     return Var(a.arg, t, span=p.span(a))
 
 
+def _check_sizes_bindable(p: Parser, sizes) -> None:
+    """Each symbolic size must be, on its own, a dimension or stride of some array: that is
+    where the launch reads its value."""
+    bare = {id(e) for _, b in p.buffer_map for e in b.shape + (b.strides or ())
+            if isinstance(e, SizeVar)}
+    for v in sizes:
+        if id(v) not in bare:
+            raise ScriptError(f"symbolic size {v.name!r} is not, on its own, a dimension or "
+                              "stride of any T.match_buffer, so a launch cannot know its value",
+                              v.span or p.span(), f"use {v.name} alone as a dimension (for "
+                              f"example ({v.name}, 64)) of some buffer")
+
+
 def parse_function(fdef: ast.FunctionDef, pyscope: dict, file: str, lines: list[str],
                    line0: int, col0: int) -> PrimFunc:
     p = Parser(pyscope, file, lines, line0, col0)
@@ -552,6 +565,7 @@ def parse_function(fdef: ast.FunctionDef, pyscope: dict, file: str, lines: list[
                       "call T.device_entry() after the T.match_buffer lines", fdef)
     body = seq(*p.blocks[0])
     sizes = tuple(p.size_vars.values())
+    _check_sizes_bindable(p, sizes)
     attrs = (("size_vars", sizes),) if sizes else ()
     func = PrimFunc(fdef.name, tuple(p.params) + sizes, tuple(p.buffer_map), tuple(p.launch),
                     body, attrs=attrs, span=p.span(fdef))

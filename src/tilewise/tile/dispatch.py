@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DispatchError, TilewiseError, did_you_mean
-from ..ir.expr import BinOp, Call, IntImm, UnaryOp, Var, as_int
+from ..ir.expr import BinOp, Call, IntImm, UnaryOp, Var
 from ..ir.printer import SCOPE_PREFIX
 from ..ir.stmt import Assign, IfThenElse, LetStmt, PrimFunc, ThreadBinding, TileCall
 from ..ir.visitor import Mutator, walk
 from .context import (ActiveThreads, DispatchContext, Unknown, eval_threads, launch_env,
                       scope_threads)
 from .registry import DispatchFail, candidates
+from .uniform import analyse
 
 
 @dataclass
@@ -83,7 +84,7 @@ class _Dispatch(Mutator):
         self.unknown: list[str] = []
         self.tid, self.new_binding = _thread_var(func)
         self.log: list[Decision] = []
-        self.uniform: set[int] = {id(b.var) for b in func.launch if b.kind == "cta_id"}
+        self.uniform, self.divergent = analyse(func)
         # Locals assigned once from immutable values are inlined into tile-call operands,
         # so that `r0 = by * 128; ... A[r0:r0 + 128]` keeps its alignment facts.
         self.immutable: set[int] = {id(b.var) for b in func.launch}
@@ -104,10 +105,24 @@ class _Dispatch(Mutator):
         return not bad and not isinstance(e, Call)
 
     def visit_For(self, s):
-        if as_int(s.start) is not None and as_int(s.extent) is not None:
-            self.uniform.add(id(s.var))
         self.immutable.add(id(s.var))
-        return self.generic_visit(s)
+        return self._loop(s, "loop")
+
+    def visit_While(self, s):
+        return self._loop(s, "while loop")
+
+    def _loop(self, s, what: str):
+        """A loop some threads may leave early (or run longer) runs its tile calls with an
+        unknown set of threads."""
+        if id(s) not in self.divergent:
+            return self.generic_visit(s)
+        line = f" at line {s.span.line}" if s.span else ""
+        self.unknown.append(f"the {what}{line} may run with only some threads (a bound, "
+                            "condition, break or continue differs between threads)")
+        try:
+            return self.generic_visit(s)
+        finally:
+            self.unknown.pop()
 
     def inline(self, e):
         """``e`` with single-assignment locals replaced by their (immutable) definitions."""
@@ -164,19 +179,14 @@ class _Dispatch(Mutator):
         return dataclasses.replace(s, then_body=then, else_body=other)
 
     def visit_LetStmt(self, s: LetStmt):
-        if id(s.var) not in self.reassigned and self._is_immutable(s.value):
+        if id(s.var) in self.reassigned:
+            return s  # its value depends on the path taken: neither inlined nor evaluated
+        if self._is_immutable(s.value):
             self.lets[id(s.var)] = self.inline(s.value)
-        if self.is_uniform(s.value):
-            self.uniform.add(id(s.var))
         try:
             self.env[id(s.var)] = eval_threads(s.value, self.env, self.tids)
         except Unknown:
             pass
-        return s
-
-    def visit_Assign(self, s: Assign):
-        self.env.pop(id(s.var), None)
-        self.uniform.discard(id(s.var))
         return s
 
     # -- the call -------------------------------------------------------------------
