@@ -483,6 +483,8 @@ class Emitter:
             raise self.error(f"variable {e.name!r} is used outside its scope", e)
         return v
 
+    e_SizeVar = e_Var
+
     def e_IntImm(self, e: E.IntImm):
         return arith.const_int(e.dtype, e.value)
 

@@ -141,6 +141,8 @@ class _Verifier(SpanVisitor):
         if not self._known_var(v):
             self.fail(f"variable {v.name!r} is used outside its scope", v)
 
+    visit_SizeVar = visit_Var
+
     def visit_BinOp(self, e: BinOp):
         self.visit(e.a)
         self.visit(e.b)

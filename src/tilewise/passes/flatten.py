@@ -33,11 +33,12 @@ class _Flatten(Mutator):
                                hint="tensor memory is reached through Tx.*.copy_async with "
                                "a tcgen05 variant only")
         view_of = self.buffer(b.view_of, span) if b.view_of is not None else None
-        if len(b.shape) == 1 and b.layout is None and view_of is b.view_of:
+        if len(b.shape) == 1 and b.layout is None and view_of is b.view_of and not b.strides:
             new = b
         else:
-            size = storage_size(b.shape, b.layout)
-            new = dataclasses.replace(b, shape=(size,), layout=None, view_of=view_of)
+            size = storage_size(b.shape, b.layout, b.strides)
+            new = dataclasses.replace(b, shape=(size,), layout=None, view_of=view_of,
+                                      strides=None)
         self.map[id(b)] = new
         return new
 
@@ -48,7 +49,7 @@ class _Flatten(Mutator):
             return flat, (const(0),)
         if flat is b and len(idx) == 1:
             return flat, idx
-        return flat, (memory_offset(b.layout, b.shape, idx),)
+        return flat, (memory_offset(b.layout, b.shape, idx, strides=b.strides),)
 
     def visit_BufferLoad(self, e: BufferLoad):
         b, idx = self.index(e.buffer, e.indices, e.span)

@@ -36,8 +36,14 @@ def row_major(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def storage_size(shape: Sequence[int], layout: TileLayout | None) -> int:
-    """Elements of storage one buffer (one thread's part, for a register view) needs."""
+def storage_size(shape: Sequence[int], layout: TileLayout | None, strides=None) -> int:
+    """Elements of storage one buffer (one thread's part, for a register view) needs; with
+    explicit ``strides`` (a global buffer), from its first to one past its last element."""
+    if strides is not None:
+        total: ExprLike = 1
+        for n, st in zip(shape, strides):
+            total = binop("+", total, binop("*", binop("-", n, 1), st))
+        return total
     if layout is None:
         return math.prod(shape)
     return layout.storage().span("m")
@@ -71,11 +77,12 @@ def swizzle_expr(offset: Expr, swz) -> Expr:
 
 
 def memory_offset(layout: TileLayout | None, shape: Sequence[int],
-                  coords: Sequence[ExprLike], axis: str = "m") -> Expr:
-    """The element offset (on ``axis``) of logical element ``coords`` of a buffer."""
+                  coords: Sequence[ExprLike], axis: str = "m", strides=None) -> Expr:
+    """The element offset (on ``axis``) of logical element ``coords`` of a buffer
+    (``strides``: explicit element strides of a global buffer, else row-major)."""
     if layout is None:
         total: Expr = const(0)
-        for c, s in zip(coords, row_major(shape)):
+        for c, s in zip(coords, strides if strides is not None else row_major(shape)):
             total = total + binop("*", c, s)
         return total
     total = const(0)

@@ -402,7 +402,7 @@ class Parser(Expressions):
 
     def device_loop(self, node, it: LoopRange | None):
         """A ``for`` over ``range``/``T.serial``/``T.unroll`` (``it``) or a ``while``."""
-        candidates = {n for n in assigned_names(node.body) if is_scalar(self.find(n))}
+        candidates = {n for n in assigned_names(node.body) if self.promotable(self.find(n))}
         if candidates:
             self.promote(node, it, candidates)
         header, body, scope = self.loop_pass(node, it)
@@ -452,17 +452,26 @@ class Parser(Expressions):
             if scope is None or not todo:
                 return
 
+    def promotable(self, v) -> bool:
+        """A compile-time number, or a name for a launch, size or parameter variable
+        (``c = tid``): what a loop that re-assigns it turns into a run-time local."""
+        return is_scalar(v) or (isinstance(v, Var) and id(v) not in self.mutable)
+
     def changed(self, name: str, scope: Scope) -> bool:
         if name not in scope.vals:
             return False
         old, new = self.find(name), scope.vals[name]
+        if new is old:
+            return False
         if is_ir(new) or isinstance(new, Unassigned):
             return True
         return is_scalar(new) and (type(new) is not type(old) or new != old)
 
     def promote_name(self, node, name: str, new) -> None:
         old = self.find(name)
-        if is_ir(new):
+        if is_ir(old):
+            t = old.dtype
+        elif is_ir(new):
             t = new.dtype
         elif is_scalar(new):
             t = unify_literal_types(literal_type(old), literal_type(new))

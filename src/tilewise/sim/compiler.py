@@ -189,6 +189,8 @@ class Program:
             return v[ctx.act]
         return read
 
+    e_SizeVar = e_Var
+
     def e_IntImm(self, e):
         c = V.constant(e.value, e.type)
         return lambda ctx: c

@@ -18,15 +18,16 @@ from .state import Ctx, SimReport
 
 
 def lower_for_sim(func, target):
-    """The flat PrimFunc to execute: a ``Lowered``'s, or ``func`` lowered for ``target``."""
+    """``(kernel, flat PrimFunc)`` to execute: a ``Lowered``'s, or ``func`` lowered for
+    ``target`` (the kernel's unflattened buffers are what the arguments are bound to)."""
     from ..passes.pipeline import Lowered, lower
 
     if isinstance(func, Lowered):
-        return func.func
+        return func.kernel or func.func, func.func
     if not isinstance(func, PrimFunc):
         raise SimulationError(f"simulate() takes a @T.prim_func kernel or a Lowered program, "
                               f"not {type(func).__name__}")
-    return lower(func, target).func
+    return func, lower(func, target).func
 
 
 def bind_arguments(func, args):
@@ -164,7 +165,7 @@ def simulate(func, *args, target="sm_90a", grid=None, strict: bool | None = None
     if strict is None:
         strict = knobs.sim_strict
     target = Target(target)
-    flat = lower_for_sim(func, target)
-    globals_, values, binding = bind_arguments(flat, args)
+    kernel, flat = lower_for_sim(func, target)
+    globals_, values, binding = bind_arguments(kernel, args)
     prog = Program(flat, target)
     return run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)

@@ -132,6 +132,8 @@ class _Dispatch(Mutator):
             def visit_Var(self, v):
                 return lets.get(id(v), v)
 
+            visit_SizeVar = visit_Var
+
         return _Inline().visit(e)
 
     def _is_immutable(self, e) -> bool:
