@@ -230,8 +230,8 @@ def _launch(kind):
         if ok:
             ext = [_symbolic_extent(p, e, f"T.{kind}") if is_ir(e) and kind == "cta_id" else e
                    for e in ext]
-            ok = all(is_ir(e) or (isinstance(e, int) and not isinstance(e, bool) and e > 0)
-                     for e in ext)
+            ok = all((is_ir(e) and kind == "cta_id") or (
+                isinstance(e, int) and not isinstance(e, bool) and e > 0) for e in ext)
         if not ok:
             most = "up to 3" if kind == "cta_id" else "one"
             what = "positive int(s) or symbolic size expression(s)" if kind == "cta_id" else \
