@@ -201,9 +201,11 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     """Compile ``func`` (a ``@T.prim_func``) for ``target`` (``"sm_90a"`` or a Target).
 
     Options: ``maxntid``, ``minctasm``, ``maxnreg``, ``cluster_dim`` (the ``nvvm.*`` kernel
-    attributes) and ``ftz`` (flush denormals in libdevice math). Raises ScriptError,
+    attributes), ``nonportable_cluster`` (clusters of up to 16 CTAs) and ``ftz`` (flush
+    denormals in libdevice math). Raises ScriptError,
     DispatchError or CompileError at the user's line."""
     from .codegen import check_options
+    from .codegen.check import check_launch
     from .ir.stmt import PrimFunc
     from .target import Target
 
@@ -216,4 +218,5 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
         raise CompileError(e.message, e.span, e.hint) from e
     options = check_options(options, target)
     lowered, log = _lower(func, target)
+    check_launch(options, lowered)
     return Kernel(func, target, options, lowered, log)

@@ -52,6 +52,7 @@ __all__ = [
     "MAX_PTX_VERSION",
     "MIN_PTX_VERSION",
     "ptx_feature",
+    "STATIC_SHARED_BYTES",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -124,6 +125,13 @@ FEATURES: dict[str, Feature] = dict([
              ("sm_100a", (8, 6)), ("sm_101a", (8, 6)),
              ("sm_100f", (8, 8)), ("sm_110f", (8, 8))),
 ])
+
+#: Shared memory one CTA may use, static and dynamic together, with the opt-in, in KB, by
+#: architecture (CUDA C++ Programming Guide, "Technical Specifications per Compute
+#: Capability"); a CTA declares at most 48 KB statically on every architecture.
+_MAX_SHARED_KB = {70: 96, 72: 96, 75: 64, 80: 163, 86: 99, 87: 163, 88: 99, 89: 99, 90: 227,
+                  100: 227, 101: 227, 103: 227, 110: 227, 120: 99, 121: 99}
+STATIC_SHARED_BYTES = 48 * 1024
 
 # Targets shown as examples in hints, when every matching target would be too many.
 _HINT_EXAMPLES = ("sm_80", "sm_89", "sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_110a",
@@ -291,6 +299,11 @@ class Target:
         return NotImplemented
 
     # -- features ---------------------------------------------------------------------------
+
+    @property
+    def max_shared_bytes(self) -> int:
+        """Shared memory a CTA may use (static + dynamic, with the opt-in)."""
+        return _MAX_SHARED_KB.get(self._arch, 48) * 1024
 
     def has(self, feature: str) -> bool:
         """Whether the target has ``feature`` (a key of :data:`FEATURES`)."""

@@ -12,6 +12,8 @@ from tilewise.ir import alu
 from tilewise.ir import dtype as dt
 from tilewise.ir.expr import BinOp, IntImm, binop
 
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # edge values on purpose
+
 INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 OPS = ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "min", "max",
        "<", "<=", ">", ">=", "==", "!="]

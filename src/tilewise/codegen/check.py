@@ -16,6 +16,7 @@ OPTIONS = {
     "minctasm": "minimum CTAs per SM, an int",
     "maxnreg": "maximum registers per thread, an int",
     "cluster_dim": "CTAs per cluster, an int or a tuple of up to 3 ints (sm_90+)",
+    "nonportable_cluster": "allow clusters of up to 16 CTAs instead of 8 (bool, sm_90+)",
     "ftz": "flush float32 denormals to zero in libdevice math (bool, default False)",
 }
 
@@ -47,7 +48,7 @@ def check_options(options: dict, target) -> dict:
     for k, v in options.items():
         if k not in OPTIONS:
             raise CompileError(f"tw.compile has no option {k!r}", hint=did_you_mean(k, OPTIONS))
-        if k == "ftz":
+        if k in ("ftz", "nonportable_cluster"):
             out[k] = bool(v)
         else:
             out[k] = _dims(k, v, 3 if k in ("maxntid", "cluster_dim") else 1)
@@ -55,3 +56,35 @@ def check_options(options: dict, target) -> dict:
         raise CompileError(f"cluster_dim needs thread-block clusters (sm_90 or newer); target is "
                            f"{target}", hint="drop cluster_dim or compile for sm_90a or newer")
     return out
+
+
+MAX_CLUSTER = 8  # CTAs per cluster, portable; 16 with the non-portable opt-in
+
+
+def check_launch(options: dict, func) -> None:
+    """Options against the kernel's launch: ``maxntid`` must admit the declared threads;
+    a cluster has at most 8 CTAs (16 with ``nonportable_cluster=True``) and its dimensions
+    divide the grid (a grid of symbolic sizes is checked at launch)."""
+    import math
+
+    cfg = func.launch_config
+    if "maxntid" in options and math.prod(options["maxntid"]) < cfg.block:
+        raise CompileError(f"maxntid={options['maxntid']} admits {math.prod(options['maxntid'])} "
+                           f"threads but the kernel declares {cfg.block} per CTA", func.span,
+                           hint="raise maxntid or declare fewer threads")
+    dims = options.get("cluster_dim")
+    if dims is None:
+        return
+    most = 16 if options.get("nonportable_cluster") else MAX_CLUSTER
+    if math.prod(dims) > most:
+        raise CompileError(f"cluster_dim={dims} has {math.prod(dims)} CTAs; a cluster has at "
+                           f"most {most}", func.span,
+                           hint="use a smaller cluster" + ("" if most == 16 else
+                                                           ", or nonportable_cluster=True for "
+                                                           "up to 16 on sm_90"))
+    for axis, (g, c) in enumerate(zip(cfg.grid, dims)):
+        if isinstance(g, int) and g % c:
+            raise CompileError(f"cluster_dim={dims} does not divide the grid {cfg.grid} "
+                               f"(dimension {'xyz'[axis]}: {g} CTAs in clusters of {c})",
+                               func.span, hint="make every grid dimension a multiple of the "
+                               "cluster's")

@@ -389,21 +389,23 @@ class Emitter:
             g = ir.GlobalVariable(self.module, ir.ArrayType(ty.I8, nbytes),
                                   self.module.get_unique_name(ty.ptx_identifier(buf.name)),
                                   addrspace=ty.SHARED)
-            g.linkage, g.align = "internal", 16
+            g.linkage, g.align = "internal", max(16, buf.align)
             g.initializer = ir.Constant(g.value_type, ir.Undefined)
             self.static_smem += nbytes
             g.type = ty.ptr(ty.SHARED)  # opaque: llvmlite would type-check element accesses
             self.bufs[id(buf)] = _Buf(g, space)
         elif buf.scope == "shared.dyn":
             base = self._dynamic_smem()
-            off = (self.dyn_offset + 15) // 16 * 16
+            align = max(16, buf.align)
+            base.align = max(base.align, align)
+            off = (self.dyn_offset + align - 1) // align * align
             self.dyn_offset = off + nbytes
             self.bufs[id(buf)] = _Buf(self.b.gep(base, [ir.Constant(ty.I32, off)],
                                                  source_etype=ty.I8), space)
         else:
             a = self.alloca(ir.ArrayType(ty.storage_type(buf.dtype), buf.size),
                             ty.ptx_identifier(buf.name))
-            a.align = 16
+            a.align = max(16, buf.align)
             # allocas live in the generic space of the NVPTX data layout (lowered to .local)
             a.type = ty.ptr(ty.GENERIC)
             self.bufs[id(buf)] = _Buf(a, ty.GENERIC)

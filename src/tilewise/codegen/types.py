@@ -89,13 +89,19 @@ def space_of(scope: str, span=None) -> int:
 
 
 _IDENT_BAD = re.compile(r"[^A-Za-z0-9_$]")
+#: Names PTX predefines (PTX ISA §4.5 "Predefined identifiers" without a ``%``), which a
+#: symbol may not take; the user's name stays in the IR and in messages.
+PTX_PREDEFINED = frozenset({"WARP_SZ"})
 
 
 def ptx_identifier(name: str) -> str:
-    """A valid PTX identifier for ``name`` (LLVM only rewrites internal symbols itself)."""
+    """A valid PTX identifier for ``name`` (LLVM only rewrites internal symbols itself): PTX
+    wants a letter first, or ``_``/``$`` followed by more characters, and no predefined
+    name."""
     s = _IDENT_BAD.sub("_", name) or "_"
     if s[0].isdigit() or s[0] == "$":
         s = "_" + s
-    if s.startswith("__nv") or s.startswith("llvm"):
+    if (s.startswith("__nv") or s.startswith("llvm") or s in PTX_PREDEFINED
+            or s.strip("_$") == ""):
         s = "tw_" + s
     return s

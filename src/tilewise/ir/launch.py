@@ -14,6 +14,7 @@ from .expr import Expr, binop
 
 WARP = 32
 WARPGROUP = 128
+MAX_THREADS = 1024  # threads per CTA on every target
 
 # kind -> (divisor, modulus) of the linear thread id; None means "not a thread kind"
 _THREAD_MAP = {
@@ -64,6 +65,11 @@ class LaunchConfig:
             block = WARP if any(b.kind == "lane_id" for b in func.launch) else 1
             return cls(tuple(grid), block)
         block = block_claims[0][0]
+        if block > MAX_THREADS:
+            first = block_claims[0][1]
+            raise ScriptError(f"T.{first.kind}([{first.extent}]) asks for {block} threads per "
+                              f"CTA; a CTA has at most {MAX_THREADS}", first.span,
+                              hint="use more CTAs (T.cta_id) and fewer threads each")
         for n, b in block_claims[1:]:
             if n != block:
                 first = block_claims[0][1]

@@ -214,7 +214,9 @@ class Printer:
             text = (f'T.decl_buffer({shape}, {_dtype(b.dtype)}, scope="tmem", '
                     f"allocated_addr={addr}{layout})")
         else:
-            text = f'T.alloc_buffer({shape}, {_dtype(b.dtype)}, scope="{b.scope}"{layout})'
+            align = f", align={b.align}" if b.align else ""
+            text = (f'T.alloc_buffer({shape}, {_dtype(b.dtype)}, scope="{b.scope}"{layout}'
+                    f"{align})")
         self.emit(depth, f"{self.name(b)} = {text}")
 
     def s_TileCall(self, s: TileCall, depth):

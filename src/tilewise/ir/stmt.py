@@ -39,6 +39,7 @@ class Buffer(Node):
     view_of: Buffer | None = None
     allocated_addr: Expr | None = None
     strides: tuple | None = None
+    align: int = 0  # bytes (an allocation's align=; 0: the default, 16)
 
     @property
     def size(self) -> int:

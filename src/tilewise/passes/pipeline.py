@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ..ir.stmt import PrimFunc
 from ..ir.verify import verify
+from .check_limits import check_limits
 from .check_targets import check_targets
 from .dead_code import dead_code
 from .flatten import flatten
@@ -44,6 +45,7 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
     ("flatten", lambda f, out: flatten(f)),
     ("simplify", lambda f, out: simplify(f)),
     ("dead-code", lambda f, out: dead_code(f)),
+    ("check-limits", lambda f, out: check_limits(f, out.target)),
     ("verify-flat", lambda f, out: verify(f, flat=True)),
 ]
 

@@ -62,6 +62,11 @@ class Launcher:
             driver.cuModuleGetFunction(self.module, k.name.encode()), "cuModuleGetFunction")
         if k.dynamic_smem:
             self._allow_dynamic_smem(driver, k)
+        if k.options.get("nonportable_cluster"):
+            fattr = driver.CUfunction_attribute
+            device.check(driver.cuFuncSetAttribute(
+                self.function, fattr.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
 
     def _allow_dynamic_smem(self, driver, k):
         """A launch gets 48 KB of shared memory, static and dynamic together, unless the
@@ -96,6 +101,7 @@ class Launcher:
         slots = [_slot(v) for v in call.values]  # kept alive until the launch returns
         pointers = np.array([a.ctypes.data for a in slots], dtype=np.uint64)
         grid = call.binding.grid(k.lowered)
+        _check_cluster(k, grid)
         handle = driver.CUstream(stream_handle(stream, arrays))
         device.check(driver.cuLaunchKernel(self.function, *grid, k.launch_config.block, 1, 1,
                                            k.dynamic_smem, handle, pointers.ctypes.data, 0),
@@ -114,3 +120,15 @@ def _slot(value):
     if value.dtype == np.bool_:
         return np.array([int(value)], dtype=np.uint8)
     return np.array([value])
+
+
+def _check_cluster(kernel, grid) -> None:
+    """A grid of symbolic sizes must still be a whole number of clusters."""
+    dims = kernel.options.get("cluster_dim")
+    if dims is None:
+        return
+    for axis, (g, c) in enumerate(zip(grid, dims)):
+        if g % c:
+            raise LaunchError(f"the grid {grid} computed from the sizes is not a whole number "
+                              f"of clusters {dims} (dimension {'xyz'[axis]})",
+                              hint="pass sizes that make the grid a multiple of the cluster")

@@ -266,9 +266,26 @@ def _alloc(p, scope, args, kwargs, fname):
                       "with T.decl_buffer(..., scope='tmem')")
     shape = _shape(p, args[0], f"T.{fname}")
     layout = _layout(p, kwargs.get("layout"), shape, f"T.{fname}")
-    buf = Buffer(_name(p, "buf"), shape, _dtype(p, args[1]), scope, layout, span=p.span())
+    t = _dtype(p, args[1])
+    align = _align(p, kwargs.get("align"), t, scope)
+    buf = Buffer(_name(p, "buf"), shape, t, scope, layout, align=align, span=p.span())
     p.emit(DeclBuffer(buf, span=p.span()))
     return buf
+
+
+MAX_ALIGN = {"shared": 1024, "shared.dyn": 1024, "local": 16}
+
+
+def _align(p, align, t, scope) -> int:
+    """``align=``: the byte alignment of the allocation's start (0: the default, 16)."""
+    if align is None:
+        return 0
+    most = MAX_ALIGN[scope]
+    if (not isinstance(align, int) or isinstance(align, bool) or align <= 0
+            or align & (align - 1) or align > most or align < t.bytes):
+        raise p.error(f"align={align!r} cannot be honoured for a {t} buffer in {scope} memory",
+                      f"use a power of two from {t.bytes} to {most} bytes")
+    return align
 
 
 _HANDLERS["alloc_buffer"] = lambda p, a, k: _alloc(p, "shared", a, k, "alloc_buffer")

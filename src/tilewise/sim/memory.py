@@ -87,11 +87,12 @@ class StoragePlan:
 
     def _allocate(self, buf) -> Placement:
         n = buf.size * buf.dtype.bytes
+        align = max(_ALIGN, buf.align)
         if buf.scope in ("shared", "shared.dyn"):
-            base = -(-self.shared_bytes // _ALIGN) * _ALIGN
+            base = -(-self.shared_bytes // align) * align
             self.shared_bytes = base + n
             return Placement(SHARED, base, n)
-        base = -(-self.local_bytes // _ALIGN) * _ALIGN
+        base = -(-self.local_bytes // align) * align
         self.local_bytes = base + n
         return Placement(LOCAL, base, n)
 
