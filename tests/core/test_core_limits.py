@@ -99,7 +99,7 @@ def test_alignment_requests_are_honoured_or_refused():
 @pytest.mark.parametrize("name", ["_", "WARP_SZ"])
 def test_ptx_reserved_names_are_renamed_in_the_ptx_only(name):
     src = kernel(name=name, lines=(f'{name}_b = T.alloc_shared((64,), "int32")',
-                                   f'WARP_SZ = T.alloc_shared((64,), "int32")',
+                                   'WARP_SZ = T.alloc_shared((64,), "int32")',
                                    "WARP_SZ[tid % 64] = A[tid % 64]", "T.cuda.cta_sync()",
                                    "A[tid % 64] = WARP_SZ[63 - tid % 64]"))
     func = from_source(src, filename=FILE)
