@@ -5,7 +5,7 @@ parameters, symbolic sizes and PTX-exact arithmetic. Shared by the simulator and
 
 import numpy as np
 
-from tilewise import T
+from tilewise import T, Tx
 
 N = 128
 M = T.int32()  # a symbolic size: one kernel for every array length
@@ -382,3 +382,38 @@ def float_edges_reference(x, i, u, f):
     ff = np.stack([q, r, np.fmin(x, np.float32(np.nan)), np.fmax(x, np.float32(-np.inf))],
                   axis=1).astype(np.float32)
     return [x, ii, uu, ff]
+
+
+# ---------------------------------------------------------------- tile primitives, symbolic
+def make_tile_copy(dtype="float16", cols=64, tm=32):
+    """A (M, cols) array copied through shared memory by 32-row tiles: the last tile hangs
+    over the end when M is not a multiple of 32 (loads zero-fill, stores are skipped)."""
+
+    @T.prim_func
+    def tile_copy(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (M, cols), dtype)
+        B = T.match_buffer(B_ptr, (M, cols), dtype)
+        T.device_entry()
+        bx = T.cta_id([T.ceildiv(M, tm)])
+        tid = T.thread_id([128])
+        S = T.alloc_shared((tm, cols), dtype)
+        r0 = bx * tm
+        Tx.cta.copy_async(S[0:tm, 0:cols], A[r0:r0 + tm, 0:cols], dispatch="ldgsts")
+        T.ptx.cp_async.commit_group()
+        T.ptx.cp_async.wait_group(0)
+        T.cuda.cta_sync()
+        Tx.cta.copy(B[r0:r0 + tm, 0:cols], S[0:tm, 0:cols])
+
+    return tile_copy
+
+
+def tile_copy_args(rng, m, dtype="float16", cols=64):
+    from tilewise.ir.dtype import dtype as tw_dtype
+
+    d = tw_dtype(dtype).numpy()
+    a = rng.standard_normal((m, cols)).astype(d)
+    return [a, np.full((m, cols), 7, d)]
+
+
+def tile_copy_reference(a, b):
+    return [a, a.copy()]

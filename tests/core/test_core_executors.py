@@ -41,6 +41,9 @@ for m in (1, 127, 128, 1000, 4099):
 for rows, cols, ld in ((3, 5, 8), (17, 40, 64), (64, 100, 100)):
     CASES.append((f"strided-{rows}x{cols}-ld{ld}", lambda: K.strided_transpose,
                   lambda r, a=(rows, cols, ld): K.strided_args(r, *a), K.strided_reference))
+for m, dtype in ((32, "float16"), (45, "float16"), (100, "bfloat16"), (7, "float32")):
+    CASES.append((f"tile-copy-symbolic-{dtype}-{m}", lambda d=dtype: K.make_tile_copy(d),
+                  lambda r, m=m, d=dtype: K.tile_copy_args(r, m, d), K.tile_copy_reference))
 
 
 def _arrays(args):

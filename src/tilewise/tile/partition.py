@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.expr import BufferRegion, Expr, IntImm, Var, as_int, binop
-from ..ir.stmt import For, Stmt
+from ..ir.expr import BufferRegion, Expr, FloatImm, IntImm, Var, as_int, binop, cmp
+from ..ir.stmt import For, IfThenElse, Stmt
 from ..passes.indexing import memory_offset
 from ..passes.simplify import simplify_expr
 from ..script.analysis import affine, known_multiple
@@ -69,13 +69,39 @@ class Side:
         return out
 
     def offsets(self, rel: np.ndarray) -> np.ndarray:
-        """Element offsets of region-relative coordinates ``rel`` (n, ndim)."""
+        """Element offsets of region-relative coordinates ``rel`` (n, ndim), relative to the
+        offset of the region's symbolic start."""
         coords = rel + np.asarray(self.const_starts(), np.int64)
         layout = self.buffer.layout
         if layout is None:
-            strides = np.asarray(_row_major(self.buffer.shape), np.int64)
-            return (coords * strides).sum(axis=1)
+            return (coords * np.asarray(self.strides(), np.int64)).sum(axis=1)
         return layout.apply_np(coords, shape=self.buffer.shape)["m"]
+
+    def strides(self) -> list[int]:
+        """Element strides of the region's dimensions, known at compile time (DispatchFail
+        naming the size when a dimension the region spans has a symbolic stride)."""
+        out = []
+        for d, (st, r) in enumerate(zip(self.buffer.elem_strides(), self.region.region)):
+            if not isinstance(st, int) and as_int(st) is None:
+                if r.extent > 1:
+                    raise DispatchFail(f"{self.text}: dimension {d} of {self.buffer.name!r} "
+                                       f"has the symbolic stride {_text(st)}, and this variant "
+                                       "needs the strides of the tile at compile time")
+                st = 0
+            out.append(as_int(st))
+        return out
+
+    def symbolic_dims(self) -> list[int]:
+        """The region's dimensions whose buffer extent is a symbolic size."""
+        return [d for d, n in enumerate(self.buffer.shape) if as_int(n) is None]
+
+    def in_bounds(self, coords) -> Expr | None:
+        """``coords < extent`` on every symbolic dimension (None when all are static)."""
+        out = None
+        for d in self.symbolic_dims():
+            c = cmp("<", coords[d], self.buffer.shape[d])
+            out = c if out is None else binop("and", out, c)
+        return out
 
     def alignment(self, starts: np.ndarray) -> int:
         """Bytes every one of the element offsets ``starts`` is known to be aligned to
@@ -87,9 +113,16 @@ class Side:
         starts = [r.start for r in self.region.region]
         if all(as_int(s) is not None for s in starts):
             return BASE_ALIGN
-        off = simplify_expr(memory_offset(self.buffer.layout, self.buffer.shape, starts))
+        off = simplify_expr(memory_offset(self.buffer.layout, self.buffer.shape, starts,
+                                          strides=self.buffer.strides))
         k = known_multiple(off)
         return BASE_ALIGN if k == 0 else math.gcd(k * self.elem_bytes, BASE_ALIGN)
+
+
+def _text(e) -> str:
+    from ..ir.printer import script
+
+    return script(e)
 
 
 def _row_major(shape: Sequence[int]) -> list[int]:
@@ -197,10 +230,33 @@ def plan_partition(dst: Side, src: Side, drive: Side, threads: int,
             reason = (f"the tile has {n} elements, not a multiple of {threads} threads x "
                       f"{vec} elements ({nbytes} bytes)")
             continue
-        reason = _side_reason(dst, offs["dst"], vec) or _side_reason(src, offs["src"], vec)
+        reason = (_symbolic_reason(dst, order, shape, vec) or
+                  _symbolic_reason(src, order, shape, vec) or
+                  _side_reason(dst, offs["dst"], vec) or _side_reason(src, offs["src"], vec))
         if reason is None:
             return Plan(vec, threads, n // (threads * vec), order, shape, eb)
     raise DispatchFail(reason or "no vector width fits")
+
+
+def _symbolic_reason(side: Side, order, shape, vec: int) -> str | None:
+    """Vectors are guarded per vector: one must not straddle the end of a symbolic
+    dimension (so it stays within the innermost dimension of the copy order, and is one
+    element when that dimension itself is symbolic)."""
+    dims = side.symbolic_dims()
+    if not dims or vec == 1:
+        return None
+    if side.region.shape != tuple(shape):
+        return (f"{side.text} has symbolic sizes and a shape other than the other operand's; "
+                "only element-wise copies are guarded then")
+    inner = order[-1]
+    if inner in dims:
+        return (f"{side.text}: dimension {inner} has the symbolic extent "
+                f"{_text(side.buffer.shape[inner])}; a vector of {vec} elements could straddle "
+                "its end")
+    if shape[inner] % vec:
+        return (f"{side.text}: a vector of {vec} elements would span rows of the symbolic "
+                f"dimension(s) {dims}")
+    return None
 
 
 def _src_rel(src: Side, rel: np.ndarray, dst_shape) -> np.ndarray:
@@ -222,13 +278,47 @@ def abs_coords(side: Side, plan: Plan, p: Expr) -> tuple[Expr, ...]:
 
 
 def emit(plan: Plan, scope_tid: Expr, dst: Side, src: Side,
-         make: Callable[[tuple[Expr, ...], tuple[Expr, ...]], Stmt]) -> Stmt:
+         make: Callable[..., Stmt], source_guard_operand: bool = False) -> Stmt:
     """``make(dst_coords, src_coords)`` for this thread's vector of every outer step,
-    inside ``for f in range(outer)`` when ``outer > 1``."""
+    inside ``for f in range(outer)`` when ``outer > 1``.
+
+    Buffers with symbolic sizes are guarded per vector: a vector past the end of the
+    destination is not written; one past the end of the source writes zeros instead, as
+    a TMA load fills out-of-bounds elements (element stores of 0; or, with
+    ``source_guard_operand``, ``make(dc, sc, src_ok)`` builds an instruction that
+    zero-fills by itself where ``src_ok`` is false, such as cp.async without source
+    bytes)."""
     f = Var("f")
     step = f if plan.outer > 1 else IntImm(0)
     p = step * (plan.threads * plan.vec) + scope_tid * plan.vec
-    body = make(abs_coords(dst, plan, p), abs_coords(src, plan, p))
+    dc, sc = abs_coords(dst, plan, p), abs_coords(src, plan, p)
+    if source_guard_operand:
+        body = guarded(dst, None, dc, sc, make(dc, sc, src.in_bounds(sc)), None)
+    else:
+        body = guarded(dst, src, dc, sc, make(dc, sc), lambda: _zeros(dst, plan, p))
     if plan.outer == 1:
         return body
     return For(f, IntImm(0), IntImm(plan.outer), "serial", body)
+
+
+def guarded(dst: Side, src: Side | None, dc, sc, body: Stmt, zero) -> Stmt:
+    """``body`` under the bounds of buffers with symbolic sizes: skipped where the
+    destination is out of bounds, ``zero()`` where only the source is (no source check
+    when ``src`` is None)."""
+    src_ok = src.in_bounds(sc) if src is not None else None
+    dst_ok = dst.in_bounds(dc)
+    if src_ok is not None:
+        body = IfThenElse(src_ok, body, zero())
+    if dst_ok is not None:
+        body = IfThenElse(dst_ok, body)
+    return body
+
+
+def _zeros(dst: Side, plan: Plan, p: Expr) -> Stmt:
+    """Element stores of zero over the destination vector at position ``p``."""
+    from ..ir.stmt import BufferStore, seq
+
+    t = dst.buffer.dtype
+    zero = FloatImm(0.0, t) if t.is_float else IntImm(0, t)
+    return seq(*(BufferStore(dst.buffer, abs_coords(dst, plan, p + i), zero)
+                 for i in range(plan.vec)))

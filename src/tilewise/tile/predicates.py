@@ -84,3 +84,16 @@ def first_thread_active(ctx):
         return False, (f"thread {int(bad[0]) * ctx.thread_count}, the first of its "
                        f"{ctx.scope_kind}, is not active")
     return True
+
+
+def static_sizes(ctx):
+    """Every operand buffer has compile-time sizes (variants that cannot guard a tail)."""
+    for a in ctx.call.args:
+        b = getattr(a, "buffer", None)
+        if b is not None and b.symbolic:
+            from ..ir.printer import script
+
+            sym = next(s for s in b.shape + (b.strides or ()) if not isinstance(s, int))
+            return False, (f"{b.name!r} has the symbolic size {script(sym)}; this variant "
+                           "needs sizes known at compile time")
+    return True

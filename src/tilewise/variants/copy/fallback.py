@@ -9,16 +9,18 @@ Algorithm:
    warpgroup / cta, when the first thread of every scope instance that reaches the call
    is active (or the active set is unknown: then the warning says so).
 2. Emit ``if <thread index in scope> == 0: for i in range(N): dst[i] = src[i]``, the
-   index ``i`` walked in row-major order of both regions.
+   index ``i`` walked in row-major order of both regions; on buffers with symbolic sizes
+   each element is guarded (not written past the destination's end, zero past the
+   source's).
 """
 
 from __future__ import annotations
 
 
-from tilewise.ir.expr import BufferLoad, IntImm, Var, cast, cmp
+from tilewise.ir.expr import BufferLoad, FloatImm, IntImm, Var, cast, cmp
 from tilewise.ir.stmt import BufferStore, For, IfThenElse
 from tilewise.tile import predicates as P
-from tilewise.tile.partition import Plan, Side, abs_coords
+from tilewise.tile.partition import Plan, Side, abs_coords, guarded
 from tilewise.tile.registry import predicate, register_dispatch
 
 MEMORIES = ("global", "shared*")
@@ -31,8 +33,12 @@ def _loop(ctx):
     n = ctx.dst.size
     plan = Plan(1, 1, n, tuple(range(len(dst.region.shape))), dst.region.shape, 1)
     i = Var("i")
-    value = cast(dst.buffer.dtype, BufferLoad(src.buffer, abs_coords(src, plan, i)))
-    body = BufferStore(dst.buffer, abs_coords(dst, plan, i), value, span=ctx.span)
+    dc, sc = abs_coords(dst, plan, i), abs_coords(src, plan, i)
+    value = cast(dst.buffer.dtype, BufferLoad(src.buffer, sc))
+    t = dst.buffer.dtype
+    zero = FloatImm(0.0, t) if t.is_float else IntImm(0, t)
+    body = guarded(dst, src, dc, sc, BufferStore(dst.buffer, dc, value, span=ctx.span),
+                   lambda: BufferStore(dst.buffer, dc, zero, span=ctx.span))
     loop = For(i, IntImm(0), IntImm(n), "serial", body, span=ctx.span)
     if ctx.scope_kind == "thread":
         return loop

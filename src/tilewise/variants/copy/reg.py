@@ -97,6 +97,7 @@ def _coords(layout, shape, r: Expr, tid: Expr) -> list[Expr]:
 
 @register_dispatch("copy", "cuda", variant="reg", priority=30, when=[
     predicate("operands are regions", P.operands_are_regions),
+    predicate("compile-time sizes", P.static_sizes),
     predicate("registers <-> memory", P.direction, pairs=PAIRS),
     predicate("scope", P.scope_in, scopes=SCOPES),
     predicate("all threads active", P.all_active),

@@ -118,6 +118,7 @@ def _emit(ctx):
     predicate("target has TMA", P.has_feature, feature="tma",
               what="cp.async.bulk (needs sm_90 or newer)"),
     predicate("operands are regions", P.operands_are_regions),
+    predicate("compile-time sizes", P.static_sizes),
     predicate("global <-> shared", P.direction, pairs=PAIRS),
     predicate("completion", _direction),
     predicate("no cache policy", P.no_option, option="cache_hint",

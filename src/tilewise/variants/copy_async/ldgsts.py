@@ -18,13 +18,15 @@ Algorithm:
    a multiple of ``threads * vec``.
 3. Emit, per outer step (``for f in range(outer)`` when ``outer > 1``), one
    ``T.ptx.cp_async(dst, src, cp_size)`` per thread, addresses at the thread's vector;
-   ``prefetch_size=`` becomes the ``.L2::<N>B`` prefetch hint of each cp.async.
+   ``prefetch_size=`` becomes the ``.L2::<N>B`` prefetch hint of each cp.async. A global
+   source of symbolic size is guarded per vector: past its end the cp.async reads no
+   source bytes (``ignore_src``) and zero-fills the destination.
 4. Emit no commit, wait or barrier: completion is the caller's.
 """
 
 from __future__ import annotations
 
-from tilewise.ir.expr import AddressOf
+from tilewise.ir.expr import AddressOf, UnaryOp
 from tilewise.ir.stmt import Evaluate
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
@@ -45,12 +47,16 @@ def _emit(ctx):
     if prefetch is not None:
         ctx.info.append(f"L2 prefetch {prefetch} B")
 
-    def make(dc, sc):
+    def make(dc, sc, src_ok):
+        # past the end of a source of symbolic size, cp.async reads no source bytes and
+        # zero-fills its destination (ignore-src)
+        ignore = None if src_ok is None else UnaryOp("not", src_ok)
         call = op.call([AddressOf(dst.buffer, dc), AddressOf(src.buffer, sc),
-                        plan.vec_bytes], {"prefetch": prefetch}, span=ctx.span)
+                        plan.vec_bytes], {"prefetch": prefetch, "ignore_src": ignore},
+                       span=ctx.span)
         return Evaluate(call, span=ctx.span)
 
-    return emit(plan, ctx.scope_tid, dst, src, make)
+    return emit(plan, ctx.scope_tid, dst, src, make, source_guard_operand=True)
 
 
 @register_dispatch("copy_async", "cuda", variant="ldgsts", priority=20, when=[
