@@ -100,20 +100,40 @@ def random_bits(rng, shape, dtype, fill: int | None = None) -> np.ndarray:
     return raw.view(np_dt).reshape(shape)
 
 
-def random_inputs(func, rng) -> list[np.ndarray]:
-    """One random array per kernel buffer: normal floats, uniform ints/bools."""
+SYMBOLIC_EXTENT = 100  # what ``tilewise run`` gives a symbolic size without inputs()
+
+
+def random_inputs(func, rng) -> list:
+    """One argument per kernel parameter: a random array per buffer (normal floats,
+    uniform ints/bools; a symbolic size becomes SYMBOLIC_EXTENT, the array contiguous),
+    a small random number per scalar parameter."""
+    from .ir.signature import declared_params
+
+    by_param = {id(p): b for p, b in func.buffer_map}
     out = []
-    for b in func.param_buffers():
-        dt = b.dtype.numpy()
-        if b.dtype.is_float:
-            a = rng.standard_normal(b.shape).astype(dt)
-        elif b.dtype.kind == "bool":
-            a = rng.integers(0, 2, b.shape).astype(bool)
-        else:
-            info = np.iinfo(dt)
-            a = rng.integers(info.min, info.max, b.shape, dtype=dt, endpoint=True)
-        out.append(a)
+    for p in declared_params(func):
+        b = by_param.get(id(p))
+        out.append(_random_array(b, rng) if b is not None else _random_scalar(p.dtype, rng))
     return out
+
+
+def _random_array(b, rng):
+    dt = b.dtype.numpy()
+    shape = tuple(s if isinstance(s, int) else SYMBOLIC_EXTENT for s in b.shape)
+    if b.dtype.is_float:
+        return rng.standard_normal(shape).astype(dt)
+    if b.dtype.kind == "bool":
+        return rng.integers(0, 2, shape).astype(bool)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, shape, dtype=dt, endpoint=True)
+
+
+def _random_scalar(t, rng):
+    if t.is_float:
+        return float(rng.standard_normal())
+    if t.kind == "bool":
+        return bool(rng.integers(0, 2))
+    return int(rng.integers(1, 17))
 
 
 def run_example(mod, func, target, force_sim=False, seed=0) -> bool:
@@ -121,15 +141,19 @@ def run_example(mod, func, target, force_sim=False, seed=0) -> bool:
     when it has none) and compare with ``reference`` when the module defines one."""
     rng = np.random.default_rng(seed)
     arrays = mod.inputs(rng) if hasattr(mod, "inputs") else random_inputs(func, rng)
-    want = mod.reference(*[a.copy() for a in arrays]) if hasattr(mod, "reference") else None
+    want = None
+    if hasattr(mod, "reference"):
+        want = mod.reference(*[a.copy() if isinstance(a, np.ndarray) else a for a in arrays])
     where = execute(func, arrays, target, force_sim)
     head = f"{func.name} on {where}, target {target}: "
     if want is None:
         sums = ", ".join(f"{b.name}: {a.astype(np.float64).sum():.6g}"
-                         for b, a in zip(func.param_buffers(), arrays))
+                         for b, a in zip(func.param_buffers(),
+                                         [x for x in arrays if isinstance(x, np.ndarray)]))
         print(head + f"ran; no reference() in the file to compare with (sums {sums})")
         return True
-    problems = compare(arrays, want, getattr(mod, "RTOL", None))
+    problems = compare([a for a in arrays if isinstance(a, np.ndarray)],
+                       [w for w in want if isinstance(w, np.ndarray)], getattr(mod, "RTOL", None))
     print(head + ("OK, matches the reference" if not problems else
                   "MISMATCH: " + "; ".join(problems)))
     return not problems
