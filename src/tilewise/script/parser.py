@@ -235,11 +235,12 @@ class Parser(Expressions):
                 and not fixed:
             old = UNBOUND  # re-binding in the block that bound it: a new value, any type
         if isinstance(old, Unassigned) and old.var is not None:
-            old = old.var
-        if isinstance(old, Var) and id(old) in self.mutable:
+            self.emit(Assign(old.var, tr.coerce(self, value, old.var.type, f"local {name!r}"),
+                             span=self.span(node)))
+            self.bind(name, old.var, node)  # assigned on this path now
+        elif isinstance(old, Var) and id(old) in self.mutable:
             value = tr.coerce(self, value, old.type, f"local {name!r}")
             self.emit(Assign(old, value, span=self.span(node)))
-            self.bind(name, old, node)
         elif isinstance(old, Unassigned) and self.is_alias(value):
             self.bind(name, value if not isinstance(value, AddressOf)
                       else self.address_alias(value, name), node)
@@ -318,7 +319,8 @@ class Parser(Expressions):
                     if v is not None:
                         tails[i].append(Assign(var, v, span=self.span(node)))
                 result = var
-            self.bind(name, result, paths[live[0]][1].where.get(name))
+            if result is not self.find(name):
+                self.bind(name, result, paths[live[0]][1].where.get(name))
         return tails
 
     def merged_value(self, node, name, sides, scopes):
