@@ -162,3 +162,31 @@ def test_strides_of_a_view_are_read_and_checked():
     assert (b == a.T).all()
     with pytest.raises(tw.LaunchError, match="size C is 7 from A's dimension 1 but 5"):
         tw.simulate(K.strided_transpose, a, np.zeros((5, 7), np.int32))
+
+
+def test_values_that_leave_a_loop_body_by_continue_or_break_are_carried():
+    """`d` changes only on the path that continues (or breaks) past its re-assignment:
+    that path's value must reach the next iteration and the loop's exit."""
+    for jump in ("continue", "break"):
+        src = f'''
+@T.prim_func
+def k(A_ptr: T.handle, X_ptr: T.handle, O_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4,), "int32")
+    X = T.match_buffer(X_ptr, (4,), "float32")
+    O = T.match_buffer(O_ptr, (4,), "int32")
+    T.device_entry()
+    tid = T.thread_id([4])
+    d = 1
+    for i1 in range(1):
+        for i2 in range(A[tid]):
+            d = 5
+        if X[tid] < 3.5:
+            {jump}
+        d = 1
+    O[tid] = d
+'''
+        a = np.array([2, 0, 1, 2], np.int32)
+        x = np.array([1, 1, 5, 5], np.float32)
+        o = np.zeros(4, np.int32)
+        tw.simulate(from_source(src), a, x, o)
+        assert o.tolist() == [5, 1, 1, 1], jump

@@ -407,16 +407,17 @@ class Parser(Expressions):
         candidates = {n for n in assigned_names(node.body) if self.promotable(self.find(n))}
         if candidates:
             self.promote(node, it, candidates)
-        header, body, scope = self.loop_pass(node, it)
+        header, body, scope, _ = self.loop_pass(node, it, candidates)
         self.settle_loop(node, scope)
         if it is not None:
             self.emit(For(header, it.start, it.extent, it.kind, body, span=self.span(node)))
         elif header is not False:
             self.emit(While(header, body, span=self.span(node)))
 
-    def loop_pass(self, node, it):
-        """Parse the loop once: (loop variable or condition, body, body scope). A
-        condition known at compile time is True, or False for a loop that never runs."""
+    def loop_pass(self, node, it, names=frozenset()):
+        """Parse the loop once: (loop variable or condition, body, body scope, the values
+        of ``names`` at every break/continue). A condition known at compile time is True, or
+        False for a loop that never runs."""
         scope = Scope("loop")
         if it is not None:
             header = Var(node.target.id, it.start.dtype, span=self.span(node))
@@ -426,12 +427,13 @@ class Parser(Expressions):
             header = self.truthy(cond) if is_ir(cond) else self._compile_time_truth(cond)
             if header is True:
                 header = const(True)
-        self.loops.append(("device", self.rt_depth))
+        jumps: list[dict] = []
+        self.loops.append(("device", self.rt_depth, names, jumps))
         try:
             body, scope, _ = self.block(node.body, scope)
         finally:
             self.loops.pop()
-        return header, seq(*body), scope
+        return header, seq(*body), scope, jumps
 
     def promote(self, node, it, candidates: set[str]) -> None:
         """Make run-time locals of the compile-time numbers the loop body changes: probe the
@@ -441,17 +443,18 @@ class Parser(Expressions):
         for _ in range(len(candidates) + 1):
             self.blocks.append([])
             try:
-                _, _, scope = self.loop_pass(node, it)
+                _, _, scope, jumps = self.loop_pass(node, it, candidates)
+                exits = [{n: scope.vals[n] for n in candidates if n in scope.vals}] + jumps
             except TilewiseError:
-                scope = None
+                exits = None
             finally:
                 self.blocks.pop()
-            todo = sorted(candidates - promoted) if scope is None else sorted(
-                n for n in candidates - promoted if self.changed(n, scope))
+            todo = sorted(candidates - promoted) if exits is None else sorted(
+                n for n in candidates - promoted if self.changed(n, exits))
             for name in todo:
-                self.promote_name(node, name, scope.vals.get(name) if scope else None)
+                self.promote_name(node, name, _carried_value(name, exits))
             promoted.update(todo)
-            if scope is None or not todo:
+            if exits is None or not todo:
                 return
 
     def promotable(self, v) -> bool:
@@ -459,15 +462,19 @@ class Parser(Expressions):
         (``c = tid``): what a loop that re-assigns it turns into a run-time local."""
         return is_scalar(v) or (isinstance(v, Var) and id(v) not in self.mutable)
 
-    def changed(self, name: str, scope: Scope) -> bool:
-        if name not in scope.vals:
-            return False
-        old, new = self.find(name), scope.vals[name]
-        if new is old:
-            return False
-        if is_ir(new) or isinstance(new, Unassigned):
-            return True
-        return is_scalar(new) and (type(new) is not type(old) or new != old)
+    def changed(self, name: str, exits: list[dict]) -> bool:
+        """Whether ``name`` leaves some path through the body (its end, a break, a
+        continue) with another value than it entered with."""
+        old = self.find(name)
+        for values in exits:
+            new = values.get(name, old)
+            if new is old:
+                continue
+            if is_ir(new) or isinstance(new, Unassigned):
+                return True
+            if is_scalar(new) and (type(new) is not type(old) or new != old):
+                return True
+        return False
 
     def promote_name(self, node, name: str, new) -> None:
         old = self.find(name)
@@ -510,7 +517,10 @@ class Parser(Expressions):
     def jump(self, node, kind: str, cls):
         if not self.loops:
             raise self.error(f"{kind} outside a loop")
-        loop, depth = self.loops[-1]
+        loop, depth = self.loops[-1][:2]
+        if loop == "device":  # what the candidates hold when this path leaves the body
+            names, jumps = self.loops[-1][2:]
+            jumps.append({n: self.find(n) for n in names})
         if loop == "static":
             if self.rt_depth > depth:
                 raise self.error(f"{kind} in a loop unrolled at compile time "
@@ -520,6 +530,13 @@ class Parser(Expressions):
         else:
             self.emit(cls(span=self.span(node)))
         self.exit = kind
+
+
+def _carried_value(name: str, exits):
+    """The value a promoted name takes around the loop: a run-time one if any exit has one
+    (its type wins), else the first changed compile-time number."""
+    values = [e[name] for e in exits or () if name in e]
+    return next((v for v in values if is_ir(v)), values[0] if values else None)
 
 
 def _param(p: Parser, a: ast.arg) -> Var:
