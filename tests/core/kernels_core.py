@@ -339,10 +339,11 @@ def float_edges(X_ptr: T.handle, I_ptr: T.handle, U_ptr: T.handle, F_ptr: T.hand
     X = T.match_buffer(X_ptr, (N,), "float32")
     I = T.match_buffer(I_ptr, (N, 2), "int32")  # noqa: E741
     U = T.match_buffer(U_ptr, (N, 2), "uint8")
-    F = T.match_buffer(F_ptr, (N, 4), "float32")
+    F = T.match_buffer(F_ptr, (N, 5), "float32")
     T.device_entry()
     tid = T.thread_id([N])
     x = X[tid]
+    F[tid, 4] = T.cast(T.cast(x, "float16"), "float32")
     I[tid, 0] = T.cast(x, "int32")
     I[tid, 1] = T.cast(T.cast(x, "int8"), "int32")
     U[tid, 0] = T.cast(x, "uint8")
@@ -356,8 +357,9 @@ def float_edges(X_ptr: T.handle, I_ptr: T.handle, U_ptr: T.handle, F_ptr: T.hand
 def float_edges_inputs(rng):
     x = (rng.standard_normal(N) * 400).astype(np.float32)
     x[:8] = [np.nan, np.inf, -np.inf, 3e9, -3e9, 255.9, -0.7, 1e-30]
+    x[8] = np.uint32(0x7FC01234).view(np.float32)  # a NaN with a payload
     return [x, poison(N * 2, np.int32).reshape(N, 2), poison(N * 2, np.uint8).reshape(N, 2),
-            poison(N * 4, np.float32).reshape(N, 4)]
+            poison(N * 5, np.float32).reshape(N, 5)]
 
 
 def _sat(v, lo, hi):
@@ -379,9 +381,11 @@ def float_edges_reference(x, i, u, f):
     with np.errstate(all="ignore"):
         q = np.floor((x / np.float32(3.0)).astype(np.float32))
         r = (x - (q * np.float32(3.0)).astype(np.float32)).astype(np.float32)
-    ff = np.stack([q, r, np.fmin(x, np.float32(np.nan)), np.fmax(x, np.float32(-np.inf))],
+        h = x.astype(np.float16).astype(np.float32)
+    ff = np.stack([q, r, np.fmin(x, np.float32(np.nan)), np.fmax(x, np.float32(-np.inf)), h],
                   axis=1).astype(np.float32)
-    return [x, ii, uu, ff]
+    canonical = np.uint32(0x7FFFFFFF).view(np.float32)  # PTX returns the canonical NaN
+    return [x, ii, uu, np.where(np.isnan(ff), canonical, ff)]
 
 
 # ---------------------------------------------------------------- tile primitives, symbolic

@@ -99,13 +99,15 @@ def _np_mod(a, b, d):
 
 
 def _np_float_floordiv(a, b, d):
-    return _scalar_if(np.floor(np.true_divide(_arr(a, d), _arr(b, d))).astype(d), a, b)
+    q = np.floor(np.true_divide(_arr(a, d), _arr(b, d))).astype(d)
+    return _scalar_if(canonical_nan(q, d), a, b)
 
 
 def _np_float_mod(a, b, d):
     a, b = _arr(a, d), _arr(b, d)
     q = np.floor(np.true_divide(a, b)).astype(d)
-    return _scalar_if(np.subtract(a, np.multiply(q, b).astype(d)).astype(d), a, b)
+    r = np.subtract(a, np.multiply(q, b).astype(d)).astype(d)
+    return _scalar_if(canonical_nan(r, d), a, b)
 
 
 def _count(b) -> np.ndarray:
@@ -133,10 +135,26 @@ def _np_shr(a, b, d):
 
 
 def _np(fn):
-    """A numpy ufunc as ``(a, b, d)``."""
+    """A numpy ufunc as ``(a, b, d)``; a float result that is NaN is the GPU's canonical
+    NaN (all mantissa bits set, sign clear), as PTX arithmetic returns it."""
     def f(a, b, d):
-        return fn(a, b)
+        r = fn(a, b)
+        return canonical_nan(r, d) if _is_float(d) else r
     return f
+
+
+_CANONICAL_NAN_BITS = {2: 0x7FFF, 4: 0x7FFFFFFF, 8: 0x7FFFFFFFFFFFFFFF}
+
+
+def canonical_nan(v, d: np.dtype):
+    """``v`` with every NaN replaced by the canonical NaN of float dtype ``d``."""
+    bits = _CANONICAL_NAN_BITS.get(d.itemsize)
+    isnan = np.isnan(v)
+    if bits is None or not np.any(isnan):
+        return v
+    nan = np.array(bits, dtype=f"u{d.itemsize}").view(d)[()]
+    out = np.where(isnan, nan, v).astype(d, copy=False)
+    return out if np.ndim(v) else out[()]
 
 
 # ----------------------------------------------------------------------------- LLVM helpers
@@ -331,9 +349,9 @@ _BINARY = [
     BinaryOp("^", _INTB, _np(np.bitwise_xor), _ll_bitwise("xor")),
     BinaryOp("<<", _INTS, _np_shl, _ll_shl),
     BinaryOp(">>", _INTS, _np_shr, _ll_shr),
-    BinaryOp("min", _NUM, lambda a, b, d: (np.fmin if _is_float(d) else np.minimum)(a, b),
+    BinaryOp("min", _NUM, lambda a, b, d: _np(np.fmin if _is_float(d) else np.minimum)(a, b, d),
              _ll_minmax("min")),
-    BinaryOp("max", _NUM, lambda a, b, d: (np.fmax if _is_float(d) else np.maximum)(a, b),
+    BinaryOp("max", _NUM, lambda a, b, d: _np(np.fmax if _is_float(d) else np.maximum)(a, b, d),
              _ll_minmax("max")),
     *(BinaryOp(op, _ALL, _np(fn), _ll_compare(op), predicate=True) for op, fn in (
         ("<", np.less), ("<=", np.less_equal), (">", np.greater), (">=", np.greater_equal),
@@ -405,6 +423,8 @@ def numpy_cast(v, src: DataType, dst: DataType):
     if src.is_float and dst.is_float and _np_dtype(src).itemsize < 4 and d.itemsize < 4:
         v = np.asarray(v).astype(np.float32)  # fp8 <-> fp16/bf16 through float32 (exact)
     out = np.asarray(v).astype(d)
+    if src.is_float and dst.is_float and d.itemsize > 1:
+        out = canonical_nan(out, d)  # cvt between float types returns the canonical NaN
     return out if isinstance(v, np.ndarray) else out[()]
 
 
