@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtype import DataType, bool_, float32
+from .dtype import DTYPES, DataType, bool_, float32
 
 KINDS = ("int", "uint", "float", "bool")
 
@@ -300,10 +300,21 @@ def _ll_shr(em, e, x, y):
     return r if big is None else b.select(big, _c(x, 0), r)
 
 
+def _nan_constant(e) -> bool:
+    return type(e).__name__ == "FloatImm" and e.value != e.value
+
+
 def _ll_minmax(op: str):
     def f(em, e, x, y):
         b, t = em.b, e.a.dtype
         if t.is_float:
+            if _nan_constant(e.a) or _nan_constant(e.b):
+                # LLVM folds minnum(v, NaN) to v, keeping a NaN v's payload where min.f32
+                # of two NaNs gives the canonical NaN: emit what the hardware does
+                v = y if _nan_constant(e.a) else x
+                bits = DTYPES[f"uint{t.bits}"]
+                nan = b.bitcast(em.value_type(bits)(_CANONICAL_NAN_BITS[t.bits // 8]), v.type)
+                return b.select(b.fcmp_unordered("uno", v, v), nan, v)
             name = "llvm.minnum" if op == "min" else "llvm.maxnum"
             return em.llvm_intrinsic(name, x.type, [x, y])
         pred = "<" if op == "min" else ">"
