@@ -12,25 +12,9 @@ import importlib.util
 import os
 import statistics
 
+from timing import timed
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _timed(torch, fn, reps: int, samples: int) -> float:
-    """Median seconds per call: each sample times ``reps`` back-to-back launches between two
-    events, so the GPU never idles on Python launch overhead (METHOD.md)."""
-    for _ in range(10):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(samples):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(reps):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / reps)
-    return statistics.median(times)
 
 
 def _load(name):
@@ -103,8 +87,8 @@ def main():
         ok = torch.equal(src.view(torch.uint8), dst.view(torch.uint8))
         t_tw, t_torch = [], []
         for _ in range(2):  # A B A B, against drift
-            t_tw.append(_timed(torch, lambda k=k: k(src, dst), a.reps, a.samples))
-            t_torch.append(_timed(torch, lambda: dst.copy_(src), a.reps, a.samples))
+            t_tw.append(timed(torch, lambda k=k: k(src, dst), a.reps, a.samples))
+            t_torch.append(timed(torch, lambda: dst.copy_(src), a.reps, a.samples))
         tw_t, torch_t = statistics.median(t_tw), statistics.median(t_torch)
         print(f"| {datetime.date.today()} | {torch.cuda.get_device_name()} | "
               f"`python benchmarks/bench_copy.py --rows {a.rows} --cols {a.cols} --dtype "

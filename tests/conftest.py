@@ -1,6 +1,11 @@
 """Tests marked `gpu` need a CUDA GPU and driver; without one they skip cleanly."""
 
+import pathlib
+import sys
+
 import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))  # tests/errcheck.py for every folder
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,0 +1,138 @@
+"""GPU: the Hopper GEMM (examples/gemm_hopper.py) against cuBLAS (torch.matmul) and a Triton
+``tl.dot`` matmul, in one run, on the same inputs.
+
+C = A @ B with A (M, K) and B (K, N) row-major, bf16 or fp16 in, float32 accumulation, the
+input dtype out. Every kernel is checked against torch.matmul first (relative Frobenius
+error), then timed with CUDA events (median of samples of back-to-back launches, A/B/C
+interleaved against drift; METHOD.md). TFLOP/s count 2·M·N·K.
+
+    PYTHONPATH=src python benchmarks/bench_gemm.py [--shapes 4096x4096x4096 ...] [--dtypes bfloat16]
+"""
+
+import argparse
+import datetime
+import importlib.util
+import os
+import statistics
+
+from timing import timed
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHAPES = ["4096x4096x4096", "8192x8192x8192", "16384x2048x8192", "512x512x8192"]
+
+
+def triton_matmul():
+    """A plain Triton tl.dot matmul with Triton's usual autotuning configurations for
+    Hopper (the peer of the same kind as ours: a tile-level kernel, not a library)."""
+    import triton
+    import triton.language as tl
+
+    configs = [triton.Config({"BM": bm, "BN": bn, "BK": bk, "G": 8}, num_stages=s, num_warps=w)
+               for bm, bn, bk, s, w in ((128, 256, 64, 3, 8), (128, 128, 64, 4, 4),
+                                        (128, 256, 64, 4, 8), (256, 128, 64, 3, 8),
+                                        (128, 128, 128, 3, 8), (64, 256, 64, 4, 4))]
+
+    @triton.autotune(configs=configs, key=["M", "N", "K"])
+    @triton.jit
+    def kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, G: tl.constexpr):
+        pid = tl.program_id(0)
+        npm, npn = tl.cdiv(M, BM), tl.cdiv(N, BN)
+        group = pid // (G * npn)
+        first = group * G
+        size = min(npm - first, G)
+        pm = first + (pid % (G * npn)) % size
+        pn = (pid % (G * npn)) // size
+        rm = pm * BM + tl.arange(0, BM)
+        rn = pn * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        pa = a + rm[:, None] * sam + rk[None, :] * sak
+        pb = b + rk[:, None] * sbk + rn[None, :] * sbn
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            ka = tl.load(pa, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+            kb = tl.load(pb, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+            acc = tl.dot(ka, kb, acc)
+            pa += BK * sak
+            pb += BK * sbk
+        pc = c + rm[:, None] * scm + rn[None, :] * scn
+        tl.store(pc, acc.to(c.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+    def run(a, b, c):
+        M, K = a.shape
+        N = b.shape[1]
+        grid = lambda meta: (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)  # noqa
+        kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                     c.stride(0), c.stride(1))
+    return run
+
+
+def _tilewise(shape, dtype):
+    spec = importlib.util.spec_from_file_location(
+        "gemm_hopper", os.path.join(ROOT, "examples", "gemm_hopper.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.make_gemm(*shape, dtype=dtype)
+
+
+def _error(torch, c, ref) -> float:
+    return float(torch.linalg.norm(c.double() - ref.double()) / torch.linalg.norm(ref.double()))
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--shapes", nargs="+", default=SHAPES, help="MxNxK")
+    p.add_argument("--dtypes", nargs="+", default=["bfloat16", "float16"])
+    p.add_argument("--samples", type=int, default=11)
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--peers-only", action="store_true", help="time cuBLAS and Triton only")
+    a = p.parse_args()
+
+    import torch
+
+    tri = triton_matmul()
+    x = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    for _ in range(20):  # working clocks before anything is timed
+        x @ x
+    torch.cuda.synchronize()
+    failed = False
+    for dtype in a.dtypes:
+        td = getattr(torch, dtype)
+        for s in a.shapes:
+            M, N, K = (int(v) for v in s.split("x"))
+            A = torch.randn(M, K, device="cuda", dtype=td)
+            B = torch.randn(K, N, device="cuda", dtype=td)
+            ref = A.float() @ B.float()
+            runs = {"cublas": lambda A=A, B=B: torch.matmul(A, B)}
+            C_tri = torch.empty(M, N, device="cuda", dtype=td)
+            runs["triton"] = lambda A=A, B=B, C=C_tri: tri(A, B, C)
+            errs = {"cublas": _error(torch, torch.matmul(A, B), ref)}
+            tri(A, B, C_tri)
+            errs["triton"] = _error(torch, C_tri, ref)
+            if not a.peers_only:
+                k = _tilewise((M, N, K), dtype)
+                C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
+                k(A, B, C)
+                torch.cuda.synchronize()
+                errs["tilewise"] = _error(torch, C, ref)
+                runs["tilewise"] = lambda A=A, B=B, C=C, k=k: k(A, B, C)
+            times = {n: [] for n in runs}
+            for _ in range(2):  # interleaved against drift
+                for n, fn in runs.items():
+                    times[n].append(timed(torch, fn, a.reps, a.samples))
+            tf = {n: 2 * M * N * K / statistics.median(t) / 1e12 for n, t in times.items()}
+            ok = all(e < 2e-2 for e in errs.values())
+            failed |= not ok
+            cols = " | ".join(f"{n} {tf[n]:.0f} TFLOP/s (err {errs[n]:.1e})" for n in runs)
+            ratio = ""
+            if "tilewise" in tf:
+                ratio = (f" | vs cuBLAS {tf['tilewise'] / tf['cublas']:.3f} | vs Triton "
+                         f"{tf['tilewise'] / tf['triton']:.3f}")
+            print(f"| {datetime.date.today()} | {torch.cuda.get_device_name()} | {dtype} "
+                  f"{M}x{N}x{K} | {cols}{ratio} |", flush=True)
+    if failed:
+        raise SystemExit("a product differs from torch.matmul beyond 2e-2")
+
+
+if __name__ == "__main__":
+    main()
