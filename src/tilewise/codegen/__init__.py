@@ -1,9 +1,10 @@
 """Flat IR -> LLVM IR (NVPTX) -> PTX -> cubin.
 
-``generate(func, target, options)`` builds the llvmlite module (:mod:`.emitter`, lowerings
-in :mod:`.intrinsics` and :mod:`.mathlib`); :func:`.backend.emit_ptx` turns its text into
-PTX; :func:`.cubin.link_cubin` assembles PTX with nvJitLink. ``tw.compile``
-(:mod:`tilewise.compiler`) drives the three and caches the results.
+``generate(func, target, options)`` builds the llvmlite module (:mod:`.emitter`; the
+lowering of each PTX-table entry in :mod:`.lowerings`, generated from the table where the
+row names an intrinsic); :func:`.backend.emit_ptx` turns its text into PTX (linking
+libdevice, :mod:`.libdevice`); :func:`.cubin.link_cubin` assembles PTX with nvJitLink.
+``tw.compile`` (:mod:`tilewise.compiler`) drives the three and caches the results.
 """
 
 from .check import OPTIONS, check_options, scan_calls

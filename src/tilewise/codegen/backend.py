@@ -69,7 +69,7 @@ def emit_ptx(llvm_ir: str, kernel: str, cpu: str, features: str,
             raise CompileError(f"internal error: the generated LLVM IR is invalid: {exc}",
                                hint="please report this with the kernel") from exc
         if libdevice:
-            from .mathlib import link_libdevice
+            from .libdevice import link_libdevice
 
             link_libdevice(mod, libdevice)
         _optimize(mod, tm, kernel)

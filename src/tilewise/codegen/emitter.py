@@ -12,7 +12,7 @@ One :class:`Emitter` per kernel. The mapping (docs/codegen.md):
 * a scalar declared by ``LetStmt`` and never re-assigned is an SSA value, otherwise a stack
   slot that mem2reg promotes;
 * every ``Call`` goes through the lowering registered for its PTX-table entry
-  (:mod:`tilewise.codegen.intrinsics`, :mod:`tilewise.codegen.mathlib`).
+  (:mod:`tilewise.codegen.lowerings`).
 """
 
 from __future__ import annotations

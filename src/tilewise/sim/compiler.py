@@ -15,11 +15,12 @@ import numpy as np
 from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
 from ..ir.launch import thread_value
+from ..ptx.operands import regs_read, regs_written
 from ..ptx.table import PTX_OPS
 from . import values as V
 from .access import make_address, make_load, make_store
 from .memory import StoragePlan
-from .registry import LVALUE_OPS, Site, load_all
+from .registry import Site, load_all
 
 
 class Program:
@@ -210,18 +211,15 @@ class Program:
         fixed = len(op.params)
         out = []
         for p, a in zip(op.params, e.args[:fixed]):
-            out.append(_const_fn(_immediate(a)) if p.kind in ("imm", "flag", "str")
-                       or a is None else self.expr(a))
+            out.append(_const_fn(_immediate(a)) if p.static or a is None else self.expr(a))
         regs = e.args[fixed:]
-        if e.op in LVALUE_OPS:
+        if regs_written(op.regs):
             site.regs = tuple(self._lvalue(r) for r in regs)
-        else:
+        if regs_read(op.regs):
             out.extend(self.expr(r) for r in regs)
         return out
 
     def _lvalue(self, r):
-        if not isinstance(r, E.BufferLoad):
-            raise SimulationError("a destination register must be a buffer element", r.span)
         store, idx = make_store(self.plan, r.buffer, r.span), self.expr(r.indices[0])
         d = V.np_dtype(r.buffer.dtype)
 

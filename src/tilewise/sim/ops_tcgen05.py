@@ -19,10 +19,8 @@ from ..errors import SimulationError
 from ..ir.launch import WARP
 from .access import check_pointer, mark_shared_write, write_bytes
 from .memory import SHARED
+from ..ptx.tcgen05 import COLS, LANES
 from .registry import at_cta_exit, semantics
-
-LANES, COLS = 128, 512
-_REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x32bx2": 1, "16x128b": 2, "16x256b": 4}
 
 
 class _Tmem:
@@ -157,9 +155,11 @@ def _leak_check(ctx, span):
         return
 
 
-for _name in ("ptx.tcgen05.fence.before_thread_sync", "ptx.tcgen05.fence.after_thread_sync",
-              "ptx.tcgen05.wait.ld"):
-    semantics(_name)(lambda ctx, site, args: None)
+@semantics("ptx.tcgen05.fence.before_thread_sync", "ptx.tcgen05.fence.after_thread_sync",
+           "ptx.tcgen05.wait.ld")
+def no_effect(ctx, site, args):
+    """The fences order nothing the sequential model could reorder; ``wait::ld`` has
+    nothing to wait for, loads are performed at issue (a legal schedule, §3)."""
 
 
 @semantics("ptx.tcgen05.wait.st")

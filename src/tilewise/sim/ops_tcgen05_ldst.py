@@ -11,42 +11,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SimulationError
 from ..ir.launch import WARP
-from .ops_tcgen05 import COLS, LANES, _REGS_PER_NUM, _tmem, _uniform, _warps
+from ..ptx import tcgen05
+from ..ptx.tcgen05 import COLS, LANES
+from .ops_tcgen05 import _tmem, _uniform, _warps
 from .registry import semantics
-
-_MAX_NUM = {"16x128b": 64, "16x256b": 32}
 
 
 def geometry(shape: str, num: int, t: np.ndarray):
     """``(dl, c)`` arrays of shape ``(len(t), regs)`` for lanes-in-warp ``t``."""
+    s = tcgen05.SHAPES[shape]
     t = np.asarray(t, np.int64)[:, None]
-    r = np.arange(_REGS_PER_NUM[shape] * num, dtype=np.int64)[None, :]
-    if shape == "32x32b":
-        return t + 0 * r, r + 0 * t
-    if shape == "16x64b":
-        return (t >> 2) + 8 * (t & 1) + 0 * r, 2 * r + ((t >> 1) & 1)
-    if shape == "16x128b":
-        return (t >> 2) + 8 * (r & 1), 4 * (r >> 1) + (t & 3)
-    if shape == "16x256b":
-        return (t >> 2) + 8 * ((r >> 1) & 1), 8 * (r >> 2) + 2 * (t & 3) + (r & 1)
-    return (t & 15) + 0 * r, r + 0 * t  # 16x32bx2
+    r = np.arange(s.nregs(num), dtype=np.int64)[None, :]
+    return s.dl(t, r), s.c(t, r)
 
 
 def _split(shape, num, packed, t):
-    if shape != "16x32bx2":
-        return 0
-    return np.where(np.asarray(t)[:, None] >= 16, 2 * num if packed else num, 0)
+    """The upper half-warp's column offset (``.16x32bx2`` only)."""
+    return np.where(np.asarray(t)[:, None] >= 16, tcgen05.half_split(shape, num, packed), 0)
 
 
 def _cells(ctx, site, args, what):
     """``(lanes, cols)`` of every register of every active thread, or None (hazard).
     ``cols`` has a trailing axis of 2 (low, high half) when packed."""
     taddr, row, col, shape, num, packed = args[:6]
-    if num > _MAX_NUM.get(shape, 128):
-        raise SimulationError(f"{what}.{shape} allows .num up to x{_MAX_NUM[shape]}, got "
-                              f"x{num}", site.span)
     _warps(ctx, site, what)
     act = ctx.active()
     base = np.broadcast_to(np.asarray(taddr, np.int64), act.shape) + (row << 16) + col
@@ -64,7 +52,7 @@ def _cells(ctx, site, args, what):
 
 
 def _slice_ok(ctx, site, shape, l0, lanes, q, act, what) -> bool:
-    legal = (l0 == 32 * q) if shape == "32x32b" else ((l0 == 32 * q) | (l0 == 32 * q + 16))
+    legal = np.isin(l0 - 32 * q, tcgen05.SHAPES[shape].lane_bases(0))
     inside = ((lanes >= (32 * q)[:, None]) & (lanes < (32 * q + 32)[:, None])).all(1)
     bad = ~(legal & inside)
     if not bad.any():
@@ -96,12 +84,8 @@ def _allocated(ctx, site, lanes, cols, act, what) -> bool:
     return False
 
 
-@semantics("ptx.tcgen05.ld", lvalue_varargs=True)
+@semantics("ptx.tcgen05.ld")
 def ld(ctx, site, args):
-    if len(site.regs) != _REGS_PER_NUM[args[3]] * args[4]:
-        raise SimulationError(f"tcgen05.ld.{args[3]}.x{args[4]} needs "
-                              f"{_REGS_PER_NUM[args[3]] * args[4]} registers, got "
-                              f"{len(site.regs)}", site.span)
     where = _cells(ctx, site, args, "tcgen05.ld")
     if where is None:
         return
@@ -131,10 +115,6 @@ def _check_unwaited_st(ctx, site, tm, lanes, cols):
 @semantics("ptx.tcgen05.st")
 def st(ctx, site, args):
     regs = args[6:]
-    if len(regs) != _REGS_PER_NUM[args[3]] * args[4]:
-        raise SimulationError(f"tcgen05.st.{args[3]}.x{args[4]} needs "
-                              f"{_REGS_PER_NUM[args[3]] * args[4]} registers, got {len(regs)}",
-                              site.span)
     where = _cells(ctx, site, args, "tcgen05.st")
     if where is None:
         return

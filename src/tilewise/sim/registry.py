@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 SEMANTICS: dict[str, Callable] = {}
-LVALUE_OPS: set[str] = set()
 EXIT_CHECKS: list[Callable] = []  # fn(ctx, func_span) run when a CTA finishes
 _MODULES = ("ops_cp_async", "ops_bulk", "ops_mbarrier", "ops_tcgen05", "ops_tcgen05_ldst",
             "ops_misc")
@@ -37,19 +36,18 @@ class Site:
         return self.call.op
 
 
-def semantics(name: str, lvalue_varargs: bool = False):
-    """Register the simulator semantics of the PTX-table entry ``name``.
-
-    ``lvalue_varargs``: the trailing register operands are destinations (BufferLoads that
-    receive values) rather than values; they reach ``fn`` as ``site.regs``.
-    """
+def semantics(*names: str):
+    """Register the simulator semantics of the PTX-table entries ``names`` (and of their
+    aliases). Register operands that are destinations (``regs_out``/``regs_inout`` in the
+    table) reach ``fn`` as ``site.regs``, writers ``(ctx, values)``."""
+    from ..ptx.table import PTX_OPS
 
     def deco(fn):
-        if name in SEMANTICS:
-            raise ValueError(f"simulator semantics for {name!r} registered twice")
-        SEMANTICS[name] = fn
-        if lvalue_varargs:
-            LVALUE_OPS.add(name)
+        for name in names:
+            for spelling in PTX_OPS[name].names:
+                if spelling in SEMANTICS:
+                    raise ValueError(f"simulator semantics for {spelling!r} registered twice")
+                SEMANTICS[spelling] = fn
         return fn
 
     return deco
