@@ -70,7 +70,7 @@ def cmd_compile(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from .tile import explain
+    from .pipeline import explain
 
     mod, func = load(args.file)
     print(explain(func, _target(args, mod)))

@@ -23,7 +23,7 @@ def _lower(func, target):
     """Flat IR through the dispatch/lowering pipeline; a kernel that is flat already (no
     tile calls, 1-D buffers, no layouts) is accepted as is while the pipeline is absent."""
     try:
-        from .passes.pipeline import lower
+        from .pipeline import lower
     except ImportError:
         from .ir.verify import verify
 

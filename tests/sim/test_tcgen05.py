@@ -94,7 +94,7 @@ def test_ld_st_roundtrip_and_cells(shape, num, packed):
 def test_seed_tcgen05_roundtrip():
     import runpy
 
-    from tilewise.passes.pipeline import lower
+    from tilewise.pipeline import lower
 
     seed = runpy.run_path("examples/tcgen05_roundtrip.py")
     a, b = seed["inputs"](np.random.default_rng(1))

@@ -17,7 +17,7 @@ from .state import Ctx, SimReport
 
 def lower_for_sim(func, target):
     """The flat PrimFunc to execute: a ``Lowered``'s, or ``func`` lowered for ``target``."""
-    from ..passes.pipeline import Lowered, lower
+    from ..pipeline import Lowered, lower
 
     if isinstance(func, Lowered):
         return func.func

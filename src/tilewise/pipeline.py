@@ -1,8 +1,11 @@
-"""The lowering pipeline: kernel IR with tile calls -> flat IR (docs/ir.md).
+"""The pipeline driver: kernel IR with tile calls -> flat IR (docs/ir.md), and
+:func:`explain`.
 
 The whole pipeline is the list :data:`PASSES`; each pass is a named function
-``(func, state) -> func``. :func:`lower` runs them in order and returns a
-:class:`Lowered` with the flat function, the dispatch log and the input kernel.
+``(func, state) -> func`` from :mod:`tilewise.passes` or the dispatch pass of
+:mod:`tilewise.tile`. :func:`lower` runs them in order and returns a :class:`Lowered` with
+the flat function, the dispatch log and the input kernel. This module sits above both
+packages: neither imports it.
 """
 
 from __future__ import annotations
@@ -10,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..ir.stmt import PrimFunc
-from ..ir.verify import verify
-from .check_targets import check_targets
-from .dead_code import dead_code
-from .flatten import flatten
-from .simplify import simplify
+from .errors import DispatchError
+from .ir.stmt import PrimFunc
+from .ir.verify import verify
+from .passes.check_targets import check_targets
+from .passes.dead_code import dead_code
+from .passes.flatten import flatten
+from .passes.simplify import simplify
+from .tile.dispatch import dispatch
 
 
 @dataclass
@@ -29,8 +34,6 @@ class Lowered:
 
 
 def _dispatch(func: PrimFunc, out: Lowered) -> PrimFunc:
-    from ..tile.dispatch import dispatch
-
     new, log = dispatch(func, out.target)
     out.dispatch_log.extend(log)
     return new
@@ -49,7 +52,7 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
 
 
 def _as_target(target):
-    from ..target import Target
+    from .target import Target
 
     return target if isinstance(target, Target) else Target(target)
 
@@ -65,3 +68,16 @@ def lower(func: PrimFunc, target, until: str | None = None) -> Lowered:
             break
     out.func = f
     return out
+
+
+def explain(func: PrimFunc, target) -> str:
+    """Every tile call of ``func``, every candidate, chosen or the reason it declined."""
+    try:
+        log = lower(func, target, until="dispatch").dispatch_log
+        tail = ""
+    except DispatchError as e:
+        log = getattr(e, "dispatch_log", [])
+        tail = f"\n{e}"
+    head = f"dispatch of {func.name} for {target}:"
+    body = "\n".join(d.render() for d in log) or "    (no tile-primitive calls)"
+    return f"{head}\n{body}{tail}"
