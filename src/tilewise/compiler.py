@@ -14,26 +14,19 @@ import hashlib
 import json
 import os
 
-from .errors import CompileError, TargetError, TilewiseError
+from .errors import CompileError, TargetError
 
 STAGES = ("ir", "lowered", "llvm", "ptx")
 
 
 def _lower(func, target):
-    """Flat IR through the dispatch/lowering pipeline; a kernel that is flat already (no
-    tile calls, 1-D buffers, no layouts) is accepted as is while the pipeline is absent."""
-    try:
-        from .pipeline import lower
-    except ImportError:
-        from .ir.verify import verify
+    """The pipeline's result for ``target``; its target errors are compile errors."""
+    from .pipeline import lower
 
-        verify(func, flat=True)
-        return func, []
     try:
-        out = lower(func, target)
+        return lower(func, target)
     except TargetError as e:
         raise CompileError(e.message, e.span, e.hint) from e
-    return out.func, list(out.dispatch_log)
 
 
 @functools.lru_cache(maxsize=1)
@@ -63,23 +56,29 @@ def cache_key(kernel_ir: str, target, options: dict) -> str:
 
 class Kernel:
     """A compiled kernel: ``k.source(stage)``, ``k.cubin``, ``k.dispatch_log``, ``k.target``,
-    ``k.launch_config``; ``k(*arrays, stream=None)`` launches it on the GPU."""
+    ``k.launch_config``; ``k(*arrays, stream=None)`` launches it on the GPU. ``k.lowered`` is
+    the pipeline's :class:`~tilewise.pipeline.Lowered` (flat IR, target, features)."""
 
-    def __init__(self, func, target, options: dict, lowered, dispatch_log):
-        from .codegen import scan_calls
-
-        self.func, self.target, self.options = func, target, options
-        self.lowered, self.dispatch_log = lowered, dispatch_log
-        self.features, self.uses_math = scan_calls(lowered, target)
-        self.ptx_version = target.ptx_version_for(self.features)
+    def __init__(self, func, options: dict, lowered):
+        self.func, self.options, self.lowered = func, options, lowered
+        self.ptx_version = lowered.target.ptx_version_for(sorted(lowered.features))
         self._llvm = self._ptx = self._cubin = self._meta = None
-        self._key = cache_key(func.script(), target, options)
+        self._key = cache_key(func.script(), lowered.target, options)
         self._launcher = None
+
+    @property
+    def target(self):
+        """The :class:`~tilewise.target.Target` the kernel was lowered for."""
+        return self.lowered.target
+
+    @property
+    def dispatch_log(self) -> list:
+        return self.lowered.dispatch_log
 
     @property
     def launch_config(self):
         """Grid (CTAs in x, y, z) and threads per CTA."""
-        return self.lowered.launch_config
+        return self.lowered.func.launch_config
 
     @property
     def params(self):
@@ -103,7 +102,7 @@ class Kernel:
         if stage == "ir":
             return self.func.script()
         if stage == "lowered":
-            return self.lowered.script()
+            return self.lowered.func.script()
         if stage == "llvm":
             return self._llvm_ir()
         if stage == "ptx":
@@ -115,7 +114,7 @@ class Kernel:
         if self._llvm is None:
             from .codegen import generate
 
-            em = generate(self.lowered, self.target, self.options)
+            em = generate(self.lowered.func, self.options)
             self._llvm = str(em.module)
             self._meta = {"name": em.name, "dynamic_smem": em.dynamic_smem,
                           "static_smem": em.static_smem, "libdevice": sorted(em.libdevice)}
@@ -205,15 +204,9 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     DispatchError or CompileError at the user's line."""
     from .codegen import check_options
     from .ir.stmt import PrimFunc
-    from .target import Target
 
     if not isinstance(func, PrimFunc):
         raise CompileError(f"tw.compile needs a @T.prim_func kernel, got {type(func).__name__}",
                            hint="decorate the kernel function with @T.prim_func")
-    try:
-        target = target if isinstance(target, Target) else Target(target)
-    except TilewiseError as e:
-        raise CompileError(e.message, e.span, e.hint) from e
-    options = check_options(options, target)
-    lowered, log = _lower(func, target)
-    return Kernel(func, target, options, lowered, log)
+    lowered = _lower(func, target)
+    return Kernel(func, check_options(options, lowered.target), lowered)

@@ -20,30 +20,48 @@ from .passes.check_targets import check_targets
 from .passes.dead_code import dead_code
 from .passes.flatten import flatten
 from .passes.simplify import simplify
+from .target import Target
 from .tile.dispatch import dispatch
 
 
 @dataclass
 class Lowered:
-    """The result of :func:`lower`: ``func`` is flat IR, ``kernel`` the input."""
+    """The result of :func:`lower`, what the code generator and the simulator consume:
+    ``func`` is flat IR, ``kernel`` the input, ``target`` the :class:`~tilewise.target.Target`
+    it was lowered for (built once, here), ``features`` the target features its
+    instructions need and ``uses_math`` whether it calls libdevice."""
 
     func: PrimFunc
+    target: Target
     dispatch_log: list = field(default_factory=list)
     kernel: PrimFunc | None = None
-    target: object = None
+    features: frozenset[str] = frozenset()
+    uses_math: bool = False
 
 
 def _dispatch(func: PrimFunc, out: Lowered) -> PrimFunc:
-    new, log = dispatch(func, out.target)
+    """Dispatch every tile call. When nothing accepts a call, the user's own instructions
+    are checked against the target first: a missing target feature (a tcgen05 kernel
+    compiled for sm_90a) is the root cause to report, not the copy that could not be
+    dispatched on that target."""
+    try:
+        new, log = dispatch(func, out.target)
+    except DispatchError:
+        check_targets(func, out.target)
+        raise
     out.dispatch_log.extend(log)
     return new
 
 
+def _check_targets(func: PrimFunc, out: Lowered) -> PrimFunc:
+    out.features, out.uses_math = check_targets(func, out.target)
+    return func
+
+
 PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
     ("verify-input", lambda f, out: verify(f)),
-    ("check-targets", lambda f, out: check_targets(f, out.target)),
     ("dispatch", _dispatch),
-    ("check-dispatched-targets", lambda f, out: check_targets(f, out.target)),
+    ("check-targets", _check_targets),
     ("flatten", lambda f, out: flatten(f)),
     ("simplify", lambda f, out: simplify(f)),
     ("dead-code", lambda f, out: dead_code(f)),
@@ -51,16 +69,10 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
 ]
 
 
-def _as_target(target):
-    from .target import Target
-
-    return target if isinstance(target, Target) else Target(target)
-
-
-def lower(func: PrimFunc, target, until: str | None = None) -> Lowered:
-    """Run :data:`PASSES` on ``func`` for ``target`` (a Target or its name); stop after
-    the pass named ``until`` when given (for debugging and tests)."""
-    out = Lowered(func=func, kernel=func, target=_as_target(target))
+def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Lowered:
+    """Run :data:`PASSES` on ``func`` for ``target`` (a Target or its name, a TargetError
+    if unknown); stop after the pass named ``until`` when given (for debugging and tests)."""
+    out = Lowered(func=func, target=Target(target), kernel=func)
     f = func
     for name, run in PASSES:
         f = run(f, out)

@@ -89,15 +89,13 @@ def test_wrong_target_is_a_compile_error(kernel, target, what):
     assert "kernels.py:" in text and "src/tilewise" not in text
 
 
-def test_wrong_target_caught_by_codegen_itself():
-    from tilewise.codegen import scan_calls
-    from tilewise.target import Target
-
-    from .helpers import entry_kernel
-    from tilewise.ptx.table import PTX_OPS
-
-    with pytest.raises(CompileError, match="needs"):
-        scan_calls(entry_kernel(PTX_OPS["ptx.tcgen05.ld"]), Target("sm_90a"))
+def test_target_and_features_come_from_the_pipeline():
+    """The target is built once, by the pipeline; the kernel reads it and the features
+    the pipeline's one target check found (no second scan)."""
+    k = tw.compile(kernels.cp_async_kernel, "sm_90a")
+    assert k.target is k.lowered.target and str(k.target) == "sm_90a"
+    assert k.lowered.features == {"cp_async"} and not k.lowered.uses_math
+    assert k.ptx_version == k.target.ptx_version_for(["cp_async"])
 
 
 def test_extern_func_in_ptx_is_an_error():

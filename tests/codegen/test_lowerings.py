@@ -2,10 +2,11 @@
 
 import pytest
 
-from tilewise.codegen import all_lowerings, generate, scan_calls
+from tilewise.codegen import all_lowerings, generate
 from tilewise.codegen.backend import emit_ptx
 from tilewise.codegen.cubin import link_cubin
 from tilewise.ir.verify import verify
+from tilewise.passes.check_targets import check_targets
 from tilewise.ptx.table import PTX_OPS
 from tilewise.target import Target, ptx_feature
 
@@ -17,8 +18,8 @@ def _target_for(op) -> Target:
 
 
 def _ptx(func, target):
-    feats, _ = scan_calls(func, target)
-    em = generate(func, target, {})
+    feats, _ = check_targets(func, target)
+    em = generate(func, {})
     text = str(em.module)
     return text, emit_ptx(text, em.name, target.llvm_cpu,
                           ptx_feature(target.ptx_version_for(feats)), em.libdevice)

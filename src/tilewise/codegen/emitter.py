@@ -62,8 +62,8 @@ class Emitted:
 class Emitter:
     """Builds the LLVM module of one flat kernel; lowerings call back into it."""
 
-    def __init__(self, func: S.PrimFunc, target, options: dict):
-        self.func, self.target, self.options = func, target, options
+    def __init__(self, func: S.PrimFunc, options: dict):
+        self.func, self.options = func, options
         self.module = ir.Module(name=func.name)
         self.module.triple = TRIPLE
         self.module.data_layout = DATA_LAYOUT
@@ -454,6 +454,7 @@ def _has_effects(e) -> bool:
     return bool(found)
 
 
-def generate(func: S.PrimFunc, target, options: dict | None = None) -> Emitted:
-    """The LLVM module for flat kernel ``func`` (options already validated)."""
-    return Emitter(func, target, options or {}).emit()
+def generate(func: S.PrimFunc, options: dict | None = None) -> Emitted:
+    """The LLVM module for flat kernel ``func`` (options already validated; the target is
+    the caller's: it picks the LLVM CPU and PTX version, see :mod:`tilewise.compiler`)."""
+    return Emitter(func, options or {}).emit()

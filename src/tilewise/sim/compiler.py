@@ -27,9 +27,8 @@ class Program:
     """A compiled kernel: ``body(ctx)`` runs one CTA; ``bind_launch(ctx, cta)`` sets the
     launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots."""
 
-    def __init__(self, func, target):
+    def __init__(self, func):
         self.func = func
-        self.target = target
         self.plan = StoragePlan(func)
         self.slots: dict[int, int] = {}
         self.semantics = load_all()
@@ -195,9 +194,6 @@ class Program:
         fn = self.semantics.get(e.op)
         if op is None or fn is None:
             raise SimulationError(f"{e.op!r} has no simulator semantics", e.span)
-        if op.feature and not self.target.has(op.feature):
-            raise SimulationError(f"T.{e.op} needs a target with {op.feature}; simulating "
-                                  f"for {self.target}", e.span, "pick another target")
         site = Site(e, e.span, op)
         operands = self._operands(op, e, site)
         report_key = e.op

@@ -16,15 +16,21 @@ from .state import Ctx, SimReport
 
 
 def lower_for_sim(func, target):
-    """The flat PrimFunc to execute: a ``Lowered``'s, or ``func`` lowered for ``target``."""
+    """The pipeline's result to execute: a ``Lowered`` as given (it carries its target), or
+    ``func`` lowered for ``target`` (sm_90a when None)."""
     from ..pipeline import Lowered, lower
 
     if isinstance(func, Lowered):
-        return func.func
+        if target is not None and str(target) != func.target.name:
+            raise SimulationError(f"simulate() got a program lowered for {func.target} and "
+                                  f"target={target!r}", func.func.span,
+                                  f"drop target= (the program runs for {func.target}), or "
+                                  f"lower the kernel for {target}")
+        return func
     if not isinstance(func, PrimFunc):
         raise SimulationError(f"simulate() takes a @T.prim_func kernel or a Lowered program, "
                               f"not {type(func).__name__}")
-    return lower(func, target).func
+    return lower(func, "sm_90a" if target is None else target)
 
 
 def bind_arguments(func, arrays) -> list[np.ndarray]:
@@ -86,11 +92,12 @@ def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = F
     return report
 
 
-def simulate(func, *arrays, target="sm_90a", grid=None, strict: bool | None = None,
+def simulate(func, *arrays, target=None, grid=None, strict: bool | None = None,
              keep_tmem: bool = False) -> SimReport:
     """Run a kernel on the CPU, writing results into ``arrays`` in place.
 
-    ``func``: a ``@T.prim_func`` (lowered here for ``target``) or a ``Lowered`` program;
+    ``func``: a ``@T.prim_func`` (lowered here for ``target``, default sm_90a) or a
+    ``Lowered`` program (which runs for the target it was lowered for);
     ``arrays``: one numpy array per global buffer (dtype and size checked); ``grid``:
     override the CTA grid; ``strict``: raise the first :class:`HazardError` (default, or
     ``knobs.sim_strict`` from TILEWISE_SIM_STRICT) or record every hazard in the report
@@ -99,12 +106,10 @@ def simulate(func, *arrays, target="sm_90a", grid=None, strict: bool | None = No
     :class:`SimReport`.
     """
     from ..knobs import knobs
-    from ..target import Target
 
     if strict is None:
         strict = knobs.sim_strict
-    target = Target(target)
-    flat = lower_for_sim(func, target)
+    flat = lower_for_sim(func, target).func
     globals_ = bind_arguments(flat, arrays)
-    prog = Program(flat, target)
+    prog = Program(flat)
     return run_program(prog, globals_, _grid(flat, grid), strict, keep_tmem)
