@@ -21,6 +21,7 @@ from . import values as V
 from .access import make_address, make_load, make_store
 from .memory import StoragePlan
 from .registry import Site, load_all
+from .state import masked
 
 
 class Program:
@@ -266,16 +267,6 @@ def write_slot(ctx, slot, v, d) -> None:
     full = np.zeros(ctx.n, d) if cur is None else np.array(np.broadcast_to(cur, (ctx.n,)), d)
     full[ctx.act] = v
     ctx.vals[slot] = full
-
-
-def masked(ctx, act, fn, *args):
-    """Run ``fn(ctx, *args)`` with only the threads ``act`` active."""
-    old = ctx.act
-    ctx.act = None if len(act) == ctx.n else act
-    try:
-        return fn(ctx, *args)
-    finally:
-        ctx.act = old
 
 
 def _masked_loop(ctx, slot, d, starts, extents, body):

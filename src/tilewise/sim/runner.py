@@ -85,8 +85,8 @@ def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = F
                     prog.body(ctx)
                     for check in EXIT_CHECKS:
                         check(ctx, prog.func.span)
-                    if keep_tmem and "tmem" in ctx.ext:
-                        ctx.stats.tmem = ctx.ext["tmem"].cells.copy()
+                    if keep_tmem and ctx.tmem_if_used is not None:
+                        ctx.stats.tmem = ctx.tmem_if_used.cells.copy()
                     report.ctas.append(ctx.stats)
     report.seconds = time.perf_counter() - t0
     return report

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.launch import WARP
-from ..ptx import tcgen05
-from ..ptx.tcgen05 import COLS, LANES
-from .ops_tcgen05 import _tmem, _uniform, _warps
-from .registry import semantics
+from ...ir.launch import WARP
+from ...ptx import tcgen05
+from ...ptx.tcgen05 import COLS, LANES
+from ..collective import warp_uniform, whole_groups
+from ..registry import semantics
 
 
 def geometry(shape: str, num: int, t: np.ndarray):
@@ -35,10 +35,10 @@ def _cells(ctx, site, args, what):
     """``(lanes, cols)`` of every register of every active thread, or None (hazard).
     ``cols`` has a trailing axis of 2 (low, high half) when packed."""
     taddr, row, col, shape, num, packed = args[:6]
-    _warps(ctx, site, what)
+    whole_groups(ctx, site.span, what)
     act = ctx.active()
     base = np.broadcast_to(np.asarray(taddr, np.int64), act.shape) + (row << 16) + col
-    _uniform(ctx, site, base, f"{what} taddr")
+    warp_uniform(ctx, site.span, base, f"{what} taddr")
     lane, q = act % WARP, (act // WARP) % 4
     dl, c = geometry(shape, num, lane)
     lanes = (base >> 16)[:, None] + dl
@@ -70,7 +70,7 @@ def _slice_ok(ctx, site, shape, l0, lanes, q, act, what) -> bool:
 
 
 def _allocated(ctx, site, lanes, cols, act, what) -> bool:
-    tm = _tmem(ctx)
+    tm = ctx.tmem
     c = cols.reshape(len(act), -1)
     inside = (c >= 0) & (c < COLS) & (lanes.reshape(len(act), -1).min() >= 0)
     ok = inside & tm.owned[np.clip(c, 0, COLS - 1)] & (lanes.max() < LANES)
@@ -89,7 +89,7 @@ def ld(ctx, site, args):
     where = _cells(ctx, site, args, "tcgen05.ld")
     if where is None:
         return
-    tm, (lanes, cols) = _tmem(ctx), where
+    tm, (lanes, cols) = ctx.tmem, where
     _check_unwaited_st(ctx, site, tm, lanes, cols)
     if cols.ndim == 3:
         lo = tm.cells[lanes, cols[..., 0]] & 0xFFFF
@@ -118,7 +118,7 @@ def st(ctx, site, args):
     where = _cells(ctx, site, args, "tcgen05.st")
     if where is None:
         return
-    tm, (lanes, cols), act = _tmem(ctx), where, ctx.active()
+    tm, (lanes, cols), act = ctx.tmem, where, ctx.active()
     vals = np.stack([_bits32(v, len(act)) for v in regs], 1)
     if cols.ndim == 3:
         tm.cells[lanes, cols[..., 0]] = vals & 0xFFFF

@@ -16,12 +16,12 @@ import math
 
 import numpy as np
 
-from ..ir.launch import WARP
-from ..ptx.table import MATH_OPS
-from .access import check_pointer, check_shared_read, mark_shared_write, read_bytes, write_bytes
-from .memory import SHARED
-from .registry import semantics
-from .values import np_dtype
+from ...ir.launch import WARP
+from ...ptx.table import MATH_OPS
+from ..access import check_pointer, check_shared_read, mark_shared_write, read_bytes, write_bytes
+from ..memory import SHARED
+from ..registry import semantics
+from ..values import np_dtype
 
 
 @semantics("cuda.cta_sync")
