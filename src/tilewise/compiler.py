@@ -46,8 +46,8 @@ def _source_fingerprint() -> str:
 def cache_key(kernel_ir: str, target, options: dict) -> str:
     """The PTX cache key: printed kernel IR, target, options, tilewise version and sources,
     llvmlite/LLVM version. (The cubin key adds the nvJitLink version.)"""
-    from . import __version__
-    from .codegen.backend import llvm_version
+    from ._version import __version__
+    from .codegen.machine import llvm_version
 
     parts = [kernel_ir, str(target), repr(sorted(options.items())), __version__,
              _source_fingerprint(), llvm_version()]

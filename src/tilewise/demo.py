@@ -42,9 +42,8 @@ def _ms(t0: float) -> str:
 
 
 def run_seed(title: str, file: str, pattern: str) -> bool:
-    from .cli import load
     from .compiler import compile as tw_compile
-    from .runner import compare, execute
+    from .runner import compare, execute, load
     from .pipeline import explain
 
     print("=" * 78)

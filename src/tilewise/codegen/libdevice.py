@@ -71,9 +71,11 @@ def _read(path: str) -> bytes | None:
 
 
 def _make_slice(name: str) -> bytes:
-    import llvmlite.binding as llvm
+    from .emitter import DATA_LAYOUT, TRIPLE
+    from .machine import llvm as _llvm
+    from .machine import target_machine
 
-    from .backend import DATA_LAYOUT, TRIPLE, target_machine
+    llvm = _llvm()
 
     lib = llvm.parse_bitcode(_libdevice_bytes())
     lib.triple, lib.data_layout = TRIPLE, DATA_LAYOUT
@@ -91,7 +93,9 @@ def _make_slice(name: str) -> bytes:
 
 def link_libdevice(mod, names: set[str]) -> None:
     """Link the libdevice functions ``names`` into llvmlite module ``mod``."""
-    import llvmlite.binding as llvm
+    from .machine import llvm as _llvm
+
+    llvm = _llvm()
 
     for name in sorted(names):
         mod.link_in(llvm.parse_bitcode(_slice(name)))

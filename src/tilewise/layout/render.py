@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape
 
 import numpy as np
 
 from tilewise.layout.axes import check_shape
-from tilewise.layout.layout import TileLayout
+
+if TYPE_CHECKING:  # annotations only: layout.py imports this module to draw itself
+    from tilewise.layout.layout import TileLayout
 
 # Short label prefix per axis; ``m`` is "r" (register) in a view that has threads.
 PREFIX = {

@@ -9,7 +9,9 @@ from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, IntImm, Range, Var,
 from ..ir.stmt import SCOPES, Buffer, DeclBuffer, ThreadBinding, TileCall
 from ..ptx import table as ptx_table
 from .namespace import Builtin, PtxPath, TilePrimitiveRef, TypeCtor
-from .parser import _describe, _LoopRange, is_ir
+from .values import LoopRange as _LoopRange
+from .values import describe as _describe
+from .values import is_ir
 
 _HANDLERS: dict = {}
 

@@ -25,6 +25,9 @@ from ..ir.stmt import (Assign, Buffer, BufferStore, Evaluate, For, IfThenElse, L
 from ..ir.visitor import walk
 from .analysis import const_difference
 from .rejected import GENERIC_HINT, REJECTED
+from .values import LoopRange as _LoopRange
+from .values import describe as _describe
+from .values import is_ir
 
 _PY_BINOP = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
              ast.Mod: "%", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<",
@@ -36,10 +39,6 @@ _PY_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operato
            "@": operator.matmul, "**": operator.pow, "<": operator.lt, "<=": operator.le,
            ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 
-
-
-def is_ir(v) -> bool:
-    return isinstance(v, Expr)
 
 
 class Parser:
@@ -542,31 +541,8 @@ class Parser:
         raise self.error("* is only allowed inside a call's arguments or a list")
 
 
-class _LoopRange:
-    """What ``range``/``T.serial``/``T.unroll`` evaluate to in a for statement."""
-
-    def __init__(self, start, extent, kind):
-        self.start, self.extent, self.kind = start, extent, kind
-
-    def __iter__(self):  # used in comprehensions over compile-time ranges
-        s, e = as_int(self.start), as_int(self.extent)
-        if s is None or e is None:
-            raise ScriptError("a comprehension must iterate over a compile-time range")
-        return iter(range(s, s + e))
-
-
 def _index_names(n: int) -> str:
     return ", ".join(f"i{k}" for k in range(n))
-
-
-def _describe(v) -> str:
-    if isinstance(v, Buffer):
-        return f"buffer {v.name!r}"
-    if isinstance(v, Expr):
-        return f"a run-time {v.dtype} value"
-    if isinstance(v, (int, float, str, bool)):
-        return repr(v)
-    return type(v).__name__
 
 
 def parse_function(fdef: ast.FunctionDef, pyscope: dict, file: str, lines: list[str],
