@@ -25,3 +25,21 @@ def test_elect_sync_elects_the_lowest_active_lane_of_each_warp():
     lane = np.arange(128) % 32
     assert (e == (lane == 0) + 2 * (lane == 5)).all()
     assert report.instructions["ptx.elect_sync"] == 128 + 4 * 27
+
+
+@T.prim_func
+def fences(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128,), "int32")
+    T.device_entry()
+    tid = T.thread_id([128])
+    T.ptx.fence.proxy_async()
+    T.ptx.fence.proxy_async("shared::cta")
+    T.ptx.fence.proxy_async("shared::cluster")
+    T.ptx.fence.proxy_async(space="global")
+    A[tid] = tid
+
+
+def test_fence_proxy_async_takes_the_tirx_space_and_has_no_effect():
+    a = poison(128, np.int32)
+    report = tw.simulate(fences, a)
+    assert (a == np.arange(128)).all() and report.instructions["ptx.fence.proxy_async"] == 512

@@ -157,6 +157,9 @@ def _ldst_check(values) -> str | None:
     return tcgen05.shape_num_problem(values["shape"], values["num"])
 
 
+_PROXY_SPACES = (("shared::cta", ".shared_cta"), ("shared::cluster", ".shared_cluster"),
+                 ("global", ".global"))
+
 _OPS = [
     # ---- cp.async (LDGSTS), PTX ISA §9.7.9.25
     PtxOp("ptx.cp_async", (_shared("dst"), _p("src", "ptr", space="global"),
@@ -196,9 +199,12 @@ _OPS = [
           "cp.async.bulk.wait_group.read n", "tma",
           llvm="llvm.nvvm.cp.async.bulk.wait.group.read",
           doc="wait until at most n bulk groups still read their shared-memory source"),
-    PtxOp("ptx.fence.proxy_async", (), "fence.proxy.async.shared::cta", "tma",
-          llvm="llvm.nvvm.fence.proxy.async.shared_cta",
-          doc="order this thread's generic-proxy shared-memory accesses with the async proxy"),
+    PtxOp("ptx.fence.proxy_async",
+          (_p("space", "str", "shared::cta", [s for s, _ in _PROXY_SPACES],
+              spell=_PROXY_SPACES),),
+          "fence.proxy.async{.space}", "tma", llvm="llvm.nvvm.fence.proxy.async{space}",
+          doc="order this thread's generic-proxy accesses of `space` (shared::cta, the "
+              "default; shared::cluster; global) with the async proxy"),
     # ---- a synchronous vector move: ld.<space>.v{1,2,4}.b{8..32} then st.<space>...
     PtxOp("ptx.ld_st", (_p("dst", "ptr"), _p("src", "ptr"),
                         _p("nbytes", "imm", choices=(1, 2, 4, 8, 16))),

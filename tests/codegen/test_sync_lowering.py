@@ -1,0 +1,38 @@
+"""LLVM lowerings of the synchronisation instructions the next issues build on, in their
+TIRx spellings: what they become in PTX, and that nvJitLink assembles it."""
+
+import pytest
+
+import tilewise as tw
+from tilewise import from_source
+from tilewise.codegen.cubin import link_cubin
+
+HEAD = '''
+@T.prim_func
+def k(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128,), "int32")
+    T.device_entry()
+    tid = T.thread_id([128])
+    bar = T.alloc_shared((1,), "uint64")
+'''
+
+
+def ptx_of(*lines: str, target="sm_90a") -> str:
+    src = HEAD + "".join("    " + ln + "\n" for ln in lines)
+    kernel = tw.compile(from_source(src), target)
+    ptx = kernel.source("ptx")
+    assert link_cubin(ptx, target)[:4] == b"\x7fELF"
+    return ptx
+
+
+@pytest.mark.parametrize("space,spelt", [(None, "shared::cta"), ("shared::cta", "shared::cta"),
+                                         ("shared::cluster", "shared::cluster"),
+                                         ("global", "global")])
+def test_fence_proxy_async_space(space, spelt):
+    arg = "" if space is None else repr(space)
+    assert f"fence.proxy.async.{spelt};" in ptx_of(f"T.ptx.fence.proxy_async({arg})")
+
+
+def test_fence_proxy_async_unknown_space_is_refused_when_bound():
+    with pytest.raises(tw.ScriptError, match="is 'shared'; expected one of 'shared::cta'"):
+        ptx_of('T.ptx.fence.proxy_async("shared")')
