@@ -15,7 +15,7 @@ from tilewise.ir.stmt import Buffer, BufferStore, DeclBuffer, Evaluate, PrimFunc
 from tilewise.ptx.operands import Param
 from tilewise.ptx.table import PTX_OPS, Asm, PtxOp
 
-ROWS = sorted({op.name: op for op in PTX_OPS.values()}.values(), key=lambda o: o.name)
+ROWS = sorted(PTX_OPS.values(), key=lambda o: o.name)
 
 
 @pytest.mark.parametrize("op", ROWS, ids=[o.name for o in ROWS])

@@ -21,7 +21,7 @@ Tests assert that every entry (every spelling, aliases included) has both.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ScriptError, did_you_mean
 from ..ir import dtype as dt
@@ -30,7 +30,8 @@ from ..ir.expr import Call
 from . import tcgen05
 from .operands import KINDS, REQUIRED, Param
 
-__all__ = ["Asm", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "lookup", "prefixes"]
+__all__ = ["Asm", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "ROWS", "lookup",
+           "prefixes"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,8 @@ class PtxOp:
     regs: Param | None = None  # a trailing register vector (kind regs_in/out/inout)
     llvm: str | Asm | None = None  # see the module docstring
     check: Callable | None = None  # values of the static operands -> problem or None
-    aliases: tuple[str, ...] = ()  # other spellings (kept working; calls use ``name``)
+    aliases: tuple[str, ...] = ()  # other spellings of the same instruction
+    alias_of: str | None = None  # set on the entry of an alias spelling: the row's name
     doc: str = ""
     math: bool = False  # result type follows the first operand (float math)
 
@@ -269,8 +271,18 @@ _OPS += [PtxOp(n, (_p("x"), _p("y")), f"__nv_{n}", math=True, doc=f"libdevice {n
          for n in ("pow", "atan2", "fmod")]
 _OPS += [PtxOp("fma", (_p("a"), _p("b"), _p("c")), "__nv_fma", math=True)]
 
+
+
+def _spellings(op: PtxOp):
+    yield op.name, op
+    for alias in op.aliases:  # a call keeps the spelling it was written with
+        yield alias, replace(op, name=alias, aliases=(), alias_of=op.name)
+
+
+#: The rows of the table, one per instruction.
+ROWS: tuple[PtxOp, ...] = tuple(_OPS)
 #: Every spelling (aliases included) -> its entry.
-PTX_OPS: dict[str, PtxOp] = {name: op for op in _OPS for name in op.names}
+PTX_OPS: dict[str, PtxOp] = {name: entry for op in _OPS for name, entry in _spellings(op)}
 MATH_OPS = frozenset(op.name for op in _OPS if op.math)
 
 

@@ -19,7 +19,7 @@ import string
 from llvmlite import ir
 
 from ...ptx.operands import regs_read, regs_written
-from ...ptx.table import PTX_OPS, Asm, PtxOp
+from ...ptx.table import ROWS, Asm, PtxOp
 from .. import types as ty
 from ..registry import lowering
 from .args import arg
@@ -94,7 +94,7 @@ def _asm_regs(em, c, op: PtxOp, text: str, args: list, regs) -> None:
 
 def register_generated() -> None:
     """Register a generated lowering for every row with ``llvm=`` (once per row)."""
-    for op in {id(o): o for o in PTX_OPS.values()}.values():
+    for op in ROWS:
         if isinstance(op.llvm, Asm):
             lowering(op.name)(asm_lowering(op))
         elif op.llvm is not None:
