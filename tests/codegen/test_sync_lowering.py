@@ -36,3 +36,22 @@ def test_fence_proxy_async_space(space, spelt):
 def test_fence_proxy_async_unknown_space_is_refused_when_bound():
     with pytest.raises(tw.ScriptError, match="is 'shared'; expected one of 'shared::cta'"):
         ptx_of('T.ptx.fence.proxy_async("shared")')
+
+
+def test_mbarrier_try_wait_is_a_parity_loop_in_both_spellings():
+    """TIRx's blocking ``T.ptx.mbarrier.try_wait(bar, phase)`` and the older
+    ``wait_parity`` are one instruction: a try_wait.parity that branches back until the
+    phase of that parity completed."""
+    lines = ('if tid == 0:', '    T.ptx.mbarrier.init(T.address_of(bar[0]), 1)',
+             'T.cuda.cta_sync()', 'T.ptx.mbarrier.arrive(T.address_of(bar[0]))')
+    for spelling in ("try_wait", "wait_parity"):
+        ptx = ptx_of(*lines, f"T.ptx.mbarrier.{spelling}(T.address_of(bar[0]), 0)")
+        body = ptx.split("mbarrier.try_wait.parity.shared.b64", 1)[1]
+        assert "mbarrier.try_wait.parity.shared.b64" in ptx and "@%p" in body and "bra" in body
+
+
+def test_an_alias_keeps_its_spelling_in_the_ir():
+    src = HEAD + "    T.ptx.mbarrier.wait_parity(T.address_of(bar[0]), 1)\n" \
+                 "    T.ptx.mbarrier.try_wait(T.address_of(bar[0]), 1)\n"
+    text = from_source(src).script()
+    assert "T.ptx.mbarrier.wait_parity(" in text and "T.ptx.mbarrier.try_wait(" in text

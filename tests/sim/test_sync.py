@@ -3,10 +3,11 @@ elect.sync, the blocking mbarrier.try_wait, the (remote) mbarrier.arrive.expect_
 setmaxnreg and fence.proxy.async."""
 
 import numpy as np
+import pytest
 
 import tilewise as tw
 from tilewise import T
-from simhelpers import poison
+from simhelpers import line_of, poison
 
 
 @T.prim_func
@@ -43,3 +44,48 @@ def test_fence_proxy_async_takes_the_tirx_space_and_has_no_effect():
     a = poison(128, np.int32)
     report = tw.simulate(fences, a)
     assert (a == np.arange(128)).all() and report.instructions["ptx.fence.proxy_async"] == 512
+
+
+@T.prim_func
+def phase_loop(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128,), "int32")
+    T.device_entry()
+    tid = T.thread_id([128])
+    bar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init(T.address_of(bar[0]), 128)
+    T.cuda.cta_sync()
+    phase: T.int32 = 0
+    for k in range(5):
+        T.ptx.mbarrier.arrive(T.address_of(bar[0]))
+        T.ptx.mbarrier.try_wait(T.address_of(bar[0]), phase)
+        phase = phase ^ 1
+        A[tid] = A[tid] + 1
+
+
+def test_mbarrier_try_wait_blocks_on_the_parity_of_each_phase():
+    a = np.zeros(128, np.int32)
+    report = tw.simulate(phase_loop, a)
+    assert (a == 5).all() and report.instructions["ptx.mbarrier.try_wait"] == 5 * 128
+
+
+@T.prim_func
+def wrong_phase(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128,), "int32")
+    T.device_entry()
+    tid = T.thread_id([128])
+    bar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init(T.address_of(bar[0]), 128)
+    T.cuda.cta_sync()
+    T.ptx.mbarrier.arrive(T.address_of(bar[0]))
+    T.ptx.mbarrier.try_wait(T.address_of(bar[0]), 1)  # BUG: phase 0 completed, 1 is open
+    A[tid] = tid
+
+
+def test_mbarrier_try_wait_on_an_open_phase_is_a_deadlock():
+    with pytest.raises(tw.HazardError) as info:
+        tw.simulate(wrong_phase, np.zeros(128, np.int32))
+    err = info.value
+    assert "mbarrier wait can never complete (deadlock): waiting for parity 1" in str(err)
+    assert err.span.line == line_of(__file__, "# BUG: phase 0 completed")

@@ -232,10 +232,11 @@ _OPS = [
           "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity", "mbarrier_tx",
           returns=dt.bool_, llvm="llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta",
           doc="one try: true when the phase of parity `parity` has completed"),
-    PtxOp("ptx.mbarrier.wait_parity", (_shared(), _p("parity")),
+    PtxOp("ptx.mbarrier.try_wait", (_shared(), _p("parity")),
           "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity (looped until p)",
-          "mbarrier_tx",
-          doc="block until the phase of parity `parity` has completed (a try_wait loop)"),
+          "mbarrier_tx", aliases=("ptx.mbarrier.wait_parity",),
+          doc="block until the phase of parity `parity` has completed: a try_wait.parity "
+              "loop (TIRx's spelling; also T.ptx.mbarrier.wait_parity)"),
     # ---- tcgen05 tensor memory, PTX ISA §9.7.16
     PtxOp("ptx.tcgen05.alloc", (_shared("dst"), _N_COLS, _CTA_GROUP),
           "tcgen05.alloc.cta_group::N.sync.aligned.shared::cta.b32 [dst], nCols", "tcgen05",

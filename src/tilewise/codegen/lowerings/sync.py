@@ -28,7 +28,7 @@ def _elect_sync(em, c):
     return em.b.extract_value(pair, 1)
 
 
-@lowering("ptx.mbarrier.wait_parity")
+@lowering("ptx.mbarrier.try_wait")
 def _mbar_wait_parity(em, c):
     """``wait: p = try_wait.parity(mbar, parity); br p, done, wait``. The operands are
     computed once, before the loop; try_wait may return false spuriously, hence the loop."""

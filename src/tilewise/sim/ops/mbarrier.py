@@ -4,8 +4,9 @@ state (phases, arrivals, transaction counts) and the waits' drains are the async
 
 An mbarrier's 8 bytes count as written by the initialising thread, so other threads need
 a barrier after ``init`` before they use it. ``try_wait.parity`` is one try (true iff the
-phase of that parity has completed); ``wait_parity`` is the same test, blocking: in the
-sequential model it is satisfied at once or never (the async core reports the deadlock).
+phase of that parity has completed); ``try_wait`` (TIRx's spelling, also ``wait_parity``)
+is the same test, blocking: in the sequential model it is satisfied at once or never (the
+async core reports the deadlock).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def try_wait_parity(ctx, site, args):
     return ctx.asyncs.wait_parity(ctx.active(), addrs, parity, site.span)
 
 
-@semantics("ptx.mbarrier.wait_parity")
+@semantics("ptx.mbarrier.try_wait")
 def wait_parity(ctx, site, args):
     """try_wait.parity in a loop: satisfied at once, or never (a deadlock, reported by the
     async core) in the sequential execution model."""
