@@ -55,3 +55,21 @@ def test_an_alias_keeps_its_spelling_in_the_ir():
                  "    T.ptx.mbarrier.try_wait(T.address_of(bar[0]), 1)\n"
     text = from_source(src).script()
     assert "T.ptx.mbarrier.wait_parity(" in text and "T.ptx.mbarrier.try_wait(" in text
+
+
+def test_remote_arrive_expect_tx_maps_the_address_into_the_cluster():
+    ptx = ptx_of("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 16, remote=1, "
+                 "pred=tid == 0)")
+    assert "mapa.shared::cluster" in ptx
+    assert "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [" in ptx
+
+
+def test_local_arrive_expect_tx_is_the_cta_form():
+    ptx = ptx_of("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 16)")
+    assert "mbarrier.arrive.expect_tx.shared.b64" in ptx and "mapa" not in ptx
+
+
+def test_remote_rank_must_be_an_integer():
+    with pytest.raises(tw.ScriptError, match="is a CTA rank in the cluster and must be an "
+                                             "integer"):
+        ptx_of("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 16, remote=0.5)")

@@ -89,3 +89,76 @@ def test_mbarrier_try_wait_on_an_open_phase_is_a_deadlock():
     err = info.value
     assert "mbarrier wait can never complete (deadlock): waiting for parity 1" in str(err)
     assert err.span.line == line_of(__file__, "# BUG: phase 0 completed")
+
+
+@T.prim_func
+def tirx_bulk_load(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (1024,), "float16")
+    B = T.match_buffer(B_ptr, (1024,), "float16")
+    T.device_entry()
+    tid = T.thread_id([128])
+    S = T.alloc_shared((1024,), "float16")
+    bar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init(T.address_of(bar[0]), 1)
+    T.cuda.cta_sync()
+    if tid == 0:
+        T.ptx.cp_async.bulk.g2s(T.address_of(S[0]), T.address_of(A[0]), 2048,
+                                T.address_of(bar[0]))
+    T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 2048, remote=0, pred=tid == 0)
+    T.ptx.mbarrier.try_wait(T.address_of(bar[0]), 0)
+    for i in range(8):
+        B[i * 128 + tid] = S[i * 128 + tid]
+
+
+def test_tirx_arrive_expect_tx_on_this_ctas_rank_completes_a_bulk_load():
+    a, b = np.arange(1024).astype(np.float16), poison(1024, np.float16)
+    report = tw.simulate(tirx_bulk_load, a, b)
+    assert (a.view(np.uint16) == b.view(np.uint16)).all()
+    assert report.instructions["ptx.mbarrier.arrive.expect_tx"] == 128  # 1 arrives (pred)
+
+
+@T.prim_func
+def arrive_in_halves(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128,), "int32")
+    T.device_entry()
+    tid = T.thread_id([128])
+    bar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init(T.address_of(bar[0]), 128)
+    T.cuda.cta_sync()
+    T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, pred=tid < 64)
+    A[tid] = T.cast(T.ptx.mbarrier.try_wait_parity(T.address_of(bar[0]), 0), "int32")
+    T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, pred=tid >= 64)
+    A[tid] = A[tid] + 2 * T.cast(T.ptx.mbarrier.try_wait_parity(T.address_of(bar[0]), 0),
+                                 "int32")
+
+
+def test_pred_selects_the_threads_that_arrive():
+    a = poison(128, np.int32)
+    with pytest.raises(tw.HazardError, match="deadlock"):  # after 64 of 128 arrivals
+        tw.simulate(arrive_in_halves, a)
+    report = tw.simulate(arrive_in_halves, a, strict=False)
+    assert (a == 2).all() and len(report.hazards) == 1
+
+
+@T.prim_func
+def remote_peer(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128,), "int32")
+    T.device_entry()
+    tid = T.thread_id([128])
+    bar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init(T.address_of(bar[0]), 1)
+    T.cuda.cta_sync()
+    T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=1, pred=tid == 0)  # peer
+    A[tid] = tid
+
+
+def test_remote_arrive_on_another_cta_is_a_clear_simulation_error():
+    with pytest.raises(tw.SimulationError) as info:
+        tw.simulate(remote_peer, np.zeros(128, np.int32))
+    err = info.value
+    assert not isinstance(err, tw.HazardError)
+    assert "CTA rank 1 of the cluster" in str(err) and "multi-CTA clusters" in str(err)
+    assert err.span.line == line_of(__file__, "remote=1, pred=tid == 0)  # peer")

@@ -12,6 +12,7 @@ from ...ir import dtype as dt
 from .. import types as ty
 from ..registry import lowering
 from .args import i32
+from .memory import SHARED_CLUSTER
 
 _TRY_WAIT_PARITY = "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta"
 
@@ -41,3 +42,30 @@ def _mbar_wait_parity(em, c):
     ok = em.call(_TRY_WAIT_PARITY, ty.I1, [bar, parity])
     em.b.cbranch(ok, done, loop)
     em.b.position_at_end(done)
+
+
+@lowering("ptx.mbarrier.arrive.expect_tx")
+def _mbar_arrive_tx(em, c):
+    """Local: ``mbarrier.arrive.expect_tx.shared.b64`` (the state it returns is dropped).
+    Remote: ``mapa.shared::cluster`` turns the CTA-local address into CTA ``remote``'s
+    ``shared::cluster`` address, then ``mbarrier.arrive.expect_tx.release.cluster
+    .shared::cluster.b64 _, [addr], tx`` (a remote arrive has no state). ``pred``
+    guards either with a branch (PTX's ``@p``)."""
+    mbar, tx, remote, pred = c.args
+    if pred is None:
+        _arrive_tx(em, mbar, tx, remote)
+        return
+    with em.b.if_then(em.truth(pred)):
+        _arrive_tx(em, mbar, tx, remote)
+
+
+def _arrive_tx(em, mbar, tx, remote):
+    bar, _ = em.address(mbar, ty.SHARED)
+    tx = em.typed(tx, dt.int32)
+    if remote is None:
+        em.call("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", ty.I64, [bar, tx])
+        return
+    peer = em.call("llvm.nvvm.mapa.shared.cluster", ty.ptr(SHARED_CLUSTER),
+                   [bar, em.typed(remote, dt.int32)])
+    em.call("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cluster.space.cluster", ty.VOID,
+            [peer, tx])

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import SimulationError
 from ..access import mark_shared_write, mbarrier_addrs
 from ..memory import SPACE_SHIFT
 from ..registry import semantics
+from ..state import masked
 
 
 @semantics("ptx.mbarrier.init")
@@ -47,6 +49,35 @@ def arrive(ctx, site, args):
 @semantics("ptx.mbarrier.arrive_expect_tx")
 def arrive_expect_tx(ctx, site, args):
     return _arrive_all(ctx, site, args[0], args[1])
+
+
+@semantics("ptx.mbarrier.arrive.expect_tx")
+def arrive_expect_tx_anywhere(ctx, site, args):
+    """TIRx's form: no state; ``remote`` names a CTA of the cluster, ``pred`` the threads
+    that arrive. The simulator runs one CTA at a time, a cluster of one: rank 0 is this
+    CTA, and its own barrier is the one arrived on; another rank is refused."""
+    mbar, tx, remote, pred = args
+    if remote is not None:
+        _own_rank(ctx, site, remote)
+    if pred is None:
+        _arrive_all(ctx, site, mbar, tx)
+        return
+    keep = np.broadcast_to(np.asarray(pred, bool), ctx.active().shape)
+    if keep.any():
+        pick = [v if np.ndim(v) == 0 else np.asarray(v)[keep] for v in (mbar, tx)]
+        masked(ctx, ctx.active()[keep], _arrive_all, site, *pick)
+
+
+def _own_rank(ctx, site, remote) -> None:
+    ranks = np.broadcast_to(np.asarray(remote, np.int64), ctx.active().shape)
+    if (ranks != 0).any():
+        r = int(ranks[np.argmax(ranks != 0)])
+        raise SimulationError(
+            f"mbarrier.arrive.expect_tx on the mbarrier of CTA rank {r} of the cluster: the "
+            "simulator runs one CTA at a time, as a cluster of one (rank 0), and does not "
+            "simulate multi-CTA clusters yet", site.span,
+            "simulate the kernel with remote=0 (this CTA), or check the cluster version on "
+            "the GPU")
 
 
 @semantics("ptx.mbarrier.expect_tx")
