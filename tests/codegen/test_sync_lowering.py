@@ -73,3 +73,23 @@ def test_remote_rank_must_be_an_integer():
     with pytest.raises(tw.ScriptError, match="is a CTA rank in the cluster and must be an "
                                              "integer"):
         ptx_of("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 16, remote=0.5)")
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a", "sm_103a", "sm_120a"])
+def test_setmaxnreg_lowers_and_assembles(target):
+    ptx = ptx_of("T.ptx.setmaxnreg(False, 56)", "T.ptx.setmaxnreg(True, 232)", target=target)
+    assert "setmaxnreg.dec.sync.aligned.u32 \t56;" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 \t232;" in ptx
+
+
+@pytest.mark.parametrize("n", [16, 100, 264])
+def test_setmaxnreg_count_is_checked_when_bound(n):
+    with pytest.raises(tw.ScriptError, match=f"is {n}; PTX allows 24..256 in steps of 8"):
+        ptx_of(f"T.ptx.setmaxnreg(True, {n})")
+
+
+@pytest.mark.parametrize("target", ["sm_90", "sm_100", "sm_89"])
+def test_setmaxnreg_needs_an_arch_specific_target(target):
+    with pytest.raises(tw.CompileError, match=f"T.ptx.setmaxnreg .* needs sm_90a, sm_100a, "
+                                              f".*; target is {target}"):
+        ptx_of("T.ptx.setmaxnreg(False, 56)", target=target)

@@ -162,3 +162,32 @@ def test_remote_arrive_on_another_cta_is_a_clear_simulation_error():
     assert not isinstance(err, tw.HazardError)
     assert "CTA rank 1 of the cluster" in str(err) and "multi-CTA clusters" in str(err)
     assert err.span.line == line_of(__file__, "remote=1, pred=tid == 0)  # peer")
+
+
+def _setmaxnreg_kernel(threads: int, cond: str):
+    return tw.from_source(f'''
+@T.prim_func
+def k(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, ({threads},), "int32")
+    T.device_entry()
+    tid = T.thread_id([{threads}])
+    if {cond}:
+        T.ptx.setmaxnreg(False, 56)  # <-
+    A[tid] = tid
+''', filename="regs.py")
+
+
+def test_setmaxnreg_is_a_no_op_for_whole_warpgroups():
+    a = poison(256, np.int32)
+    report = tw.simulate(_setmaxnreg_kernel(256, "tid >= 128"), a)
+    assert (a == np.arange(256)).all() and report.instructions["ptx.setmaxnreg"] == 128
+
+
+@pytest.mark.parametrize("threads,cond,partial", [(256, "tid >= 96", "warpgroup 0"),
+                                                  (64, "tid >= 0", "warpgroup 0")])
+def test_setmaxnreg_from_part_of_a_warpgroup_is_a_hazard(threads, cond, partial):
+    with pytest.raises(tw.HazardError) as info:
+        tw.simulate(_setmaxnreg_kernel(threads, cond), np.zeros(threads, np.int32))
+    err = info.value
+    assert f"setmaxnreg is .sync.aligned: all 128 threads of {partial} must execute it" in str(err)
+    assert err.span.file == "regs.py" and err.span.line == 8  # the line marked <-

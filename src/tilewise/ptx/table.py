@@ -216,6 +216,12 @@ _OPS = [
     PtxOp("cuda.cta_sync", (), "bar.sync 0", None, doc="__syncthreads()"),
     PtxOp("ptx.elect_sync", (), "elect.sync %r|%p, 0xffffffff", "elect_sync", returns=dt.bool_,
           doc="true in one active lane of each warp (the lowest)"),
+    PtxOp("ptx.setmaxnreg", (_p("inc", "flag", spell=((1, "inc"), (0, "dec"))),
+                             _p("n", "imm", lo=24, hi=256, step=8)),
+          "setmaxnreg.{inc|dec}.sync.aligned.u32 n", "setmaxnreg",
+          llvm="llvm.nvvm.setmaxnreg.{inc}.sync.aligned.u32",
+          doc="raise (inc=True) or lower the per-thread register limit of the warps of the "
+              "warpgroup to n (24..256, a multiple of 8); the whole warpgroup executes it"),
     # ---- mbarrier, PTX ISA §9.7.13.15
     PtxOp("ptx.mbarrier.init", (_shared(), _p("count")),
           "mbarrier.init.shared.b64 [mbar], count", "cp_async",
