@@ -62,9 +62,16 @@ class Kernel:
     def __init__(self, func, options: dict, lowered):
         self.func, self.options, self.lowered = func, options, lowered
         self.ptx_version = lowered.target.ptx_version_for(sorted(lowered.features))
-        self._llvm = self._ptx = self._cubin = self._meta = None
-        self._key = cache_key(func.script(), lowered.target, options)
+        self._llvm = self._ptx = self._cubin = self._meta = self._key = None
         self._launcher = None
+
+    @property
+    def key(self) -> str:
+        """The PTX cache key (:func:`cache_key`), made when PTX is first asked for: it
+        names the LLVM version, and loading LLVM waits until LLVM is needed."""
+        if self._key is None:
+            self._key = cache_key(self.func.script(), self.target, self.options)
+        return self._key
 
     @property
     def target(self):
@@ -131,11 +138,11 @@ class Kernel:
         if self._ptx is None:
             from .codegen import cache
 
-            hit = cache.load(self._key, "ptx")
+            hit = cache.load(self.key, "ptx")
             entry = _decode(hit) if hit is not None else None
             if entry is None:
                 entry = self._build_ptx()
-                cache.store(self._key, "ptx", json.dumps(entry).encode())
+                cache.store(self.key, "ptx", json.dumps(entry).encode())
             self._ptx, self._meta = entry["ptx"], entry["meta"]
         return self._ptx
 
@@ -156,7 +163,7 @@ class Kernel:
             from .codegen import cache
             from .codegen.cubin import link_cubin, nvjitlink_version
 
-            key = hashlib.sha256((self._key + nvjitlink_version()).encode()).hexdigest()
+            key = hashlib.sha256((self.key + nvjitlink_version()).encode()).hexdigest()
             data = cache.load(key, "cubin")
             if data is None:
                 data = link_cubin(self.ptx, self.target.llvm_cpu, self.name)
