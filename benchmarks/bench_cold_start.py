@@ -1,14 +1,18 @@
 """Cold start: a fresh process that imports tilewise and compiles the seed program
-(examples/ldgsts_copy.py) to a cubin, against a fresh ``python -c "import numpy"``.
+(examples/ldgsts_copy.py) to a cubin (benchmarks/cold_compile.py), against a fresh
+``python -c "import numpy"`` run by the same interpreter.
 
 Both are timed from outside, whole process (start-up included), in pairs A B A B ...;
 the figure is the median of the per-pair ratios A/B (pairing keeps the ratio meaningful
 when the machine's speed drifts). A compiles with an empty on-disk cache of its own
-(``TILEWISE_CACHE_DIR`` a fresh temporary folder per run), so LLVM, libdevice lookup and
-nvJitLink all run; its stdout is the cubin's size. One unmeasured warm-up run of each
+(``TILEWISE_CACHE_DIR`` a fresh temporary folder per run), so the front end, LLVM and
+nvJitLink all run. One unmeasured warm-up run of each
 writes the byte-code caches first, as any install does. Target: A/B <= 2.
 
-    python benchmarks/bench_cold_start.py [PAIRS]
+    python benchmarks/bench_cold_start.py [PAIRS [BASELINE_PYTHON]]
+
+BASELINE_PYTHON (default: this interpreter) runs B, e.g. ``python3`` to compare with
+whatever ``python3`` starts (a version-manager shim adds its own start-up to B).
 """
 
 import os
@@ -18,15 +22,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SEED = os.path.join(ROOT, "examples", "ldgsts_copy.py")
-COMPILE = """
-import importlib.util, sys
-spec = importlib.util.spec_from_file_location("seed", sys.argv[1])
-seed = importlib.util.module_from_spec(spec); spec.loader.exec_module(seed)
-import tilewise as tw
-print(len(tw.compile(seed.copy_async, target=seed.TARGET).cubin))
-"""
+COLD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cold_compile.py")
 
 
 def _run(argv, env) -> float:
@@ -37,13 +33,14 @@ def _run(argv, env) -> float:
 
 def _compile(env) -> float:
     with tempfile.TemporaryDirectory() as cache:
-        return _run([sys.executable, "-c", COMPILE, SEED], dict(env, TILEWISE_CACHE_DIR=cache))
+        return _run([sys.executable, COLD], dict(env, TILEWISE_CACHE_DIR=cache))
 
 
 def main():
     pairs = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    baseline = sys.argv[2] if len(sys.argv) > 2 else sys.executable
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    numpy = [sys.executable, "-c", "import numpy"]
+    numpy = [baseline, "-c", "import numpy"]
     _compile(env), _run(numpy, env)  # warm-up: byte-code caches, page cache
     a, b = [], []
     for _ in range(pairs):
@@ -52,7 +49,7 @@ def main():
     ratios = [x / y for x, y in zip(a, b)]
     print(f"A (import tilewise + compile seed to cubin): median {statistics.median(a):.3f} s "
           f"(min {min(a):.3f}, max {max(a):.3f})")
-    print(f"B (python -c 'import numpy'):                median {statistics.median(b):.3f} s "
+    print(f"B ({baseline} -c 'import numpy'): median {statistics.median(b):.3f} s "
           f"(min {min(b):.3f}, max {max(b):.3f})")
     print(f"A/B per pair: median {statistics.median(ratios):.2f} "
           f"(min {min(ratios):.2f}, max {max(ratios):.2f}), {pairs} pairs")
