@@ -19,14 +19,10 @@ _LOADED = False
 def lowering(*names: str):
     """Register the decorated function as the LLVM lowering of the table entries ``names``
     (and of their aliases)."""
-    from ..ptx.table import PTX_OPS
+    from ..ptx.table import register
 
     def deco(fn):
-        for name in names:
-            for spelling in PTX_OPS[name].names:
-                if spelling in LOWERINGS:
-                    raise RuntimeError(f"two LLVM lowerings registered for {spelling!r}")
-                LOWERINGS[spelling] = fn
+        register(LOWERINGS, names, fn, "LLVM lowerings")
         return fn
 
     return deco

@@ -31,7 +31,7 @@ from . import tcgen05
 from .operands import KINDS, REQUIRED, Param
 
 __all__ = ["Asm", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "ROWS", "lookup",
-           "prefixes"]
+           "prefixes", "register"]
 
 
 @dataclass(frozen=True)
@@ -300,6 +300,17 @@ ROWS: tuple[PtxOp, ...] = tuple(_OPS)
 #: Every spelling (aliases included) -> its entry.
 PTX_OPS: dict[str, PtxOp] = {name: entry for op in _OPS for name, entry in _spellings(op)}
 MATH_OPS = frozenset(op.name for op in _OPS if op.math)
+
+
+def register(registry: dict, names, fn, what: str) -> None:
+    """Enter ``fn`` in ``registry`` (the LLVM lowerings, the simulator semantics) for the
+    entries ``names`` and every spelling of each; an entry registered twice is an error
+    naming ``what``."""
+    for name in names:
+        for spelling in PTX_OPS[name].names:
+            if spelling in registry:
+                raise RuntimeError(f"two {what} registered for {spelling!r}")
+            registry[spelling] = fn
 
 
 def lookup(name: str, span=None) -> PtxOp:

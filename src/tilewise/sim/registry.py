@@ -39,14 +39,10 @@ def semantics(*names: str):
     """Register the simulator semantics of the PTX-table entries ``names`` (and of their
     aliases). Register operands that are destinations (``regs_out``/``regs_inout`` in the
     table) reach ``fn`` as ``site.regs``, writers ``(ctx, values)``."""
-    from ..ptx.table import PTX_OPS
+    from ..ptx.table import register
 
     def deco(fn):
-        for name in names:
-            for spelling in PTX_OPS[name].names:
-                if spelling in SEMANTICS:
-                    raise ValueError(f"simulator semantics for {spelling!r} registered twice")
-                SEMANTICS[spelling] = fn
+        register(SEMANTICS, names, fn, "simulator semantics")
         return fn
 
     return deco
