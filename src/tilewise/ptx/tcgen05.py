@@ -5,8 +5,9 @@ operand checks (:mod:`tilewise.ptx.table`), the layout atoms (:mod:`tilewise.lay
 the ``tcgen05_ldst`` variant, the LLVM lowering and the simulator all import them, so a
 shape, a register count or a lane formula is written exactly once.
 
-Formulas take the lane in the warp ``t`` and the register index ``r`` as Python ints or
-numpy arrays (they broadcast), and return the lane offset ``dl(t, r)`` from the address's
+Formulas and helpers take Python ints, numpy arrays (they broadcast) or IR expressions.
+The shapes' formulas take the lane in the warp ``t`` and the register index ``r`` and
+return the lane offset ``dl(t, r)`` from the address's
 lane field and the logical 32-bit column ``c(t, r)`` from its column field.
 
 Pure Python, no imports beyond the standard library: ``tilewise.layout`` imports it.
@@ -26,6 +27,28 @@ CTA_GROUPS = (1, 2)
 NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
 MAX_REGS = 128  # PTX Table 49: no shape/num combination moves more registers per thread
 WARP_LANES = 32  # warp w of a warpgroup may touch lanes [32 (w % 4), 32 (w % 4) + 32) only
+
+
+# ---- addresses: bits 31..16 the lane, bits 15..0 the column (§1) ----------------------
+LANE_SHIFT, COL_MASK = 16, 0xFFFF
+
+
+def address(lane, col):
+    """The tensor-memory address of (``lane``, ``col``); also an offset to add to one."""
+    return (lane << LANE_SHIFT) + col
+
+
+def lane_of(addr):
+    return addr >> LANE_SHIFT
+
+
+def col_of(addr):
+    return addr & COL_MASK
+
+
+def lane_slice(warp):
+    """The first lane warp ``warp`` of the CTA may access: ``32 * (warp % 4)`` (§2)."""
+    return warp % 4 * WARP_LANES
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from llvmlite import ir
 
 from ...ir import dtype as dt
 from ...ir.expr import as_int
+from ...ptx import tcgen05
 from .. import types as ty
 
 #: ``ptr`` operand space -> the NVPTX address space it is passed in (None: its own).
@@ -29,7 +30,7 @@ def i32(v: int) -> ir.Constant:
 def tmem_ptr(em, taddr, row: int = 0, col: int = 0) -> ir.Value:
     """A ``ptr addrspace(6)`` from the 32-bit tensor-memory address (lane << 16 | column)."""
     v = em.typed(taddr, dt.int32)
-    off = (row << 16) + col
+    off = tcgen05.address(row, col)
     if off:
         v = em.b.add(v, i32(off))
     return em.b.inttoptr(v, ty.ptr(ty.TMEM))

@@ -14,6 +14,7 @@ import numpy as np
 
 from ...errors import SimulationError
 from ...ir.launch import WARP
+from ...ptx import tcgen05
 from ..access import check_pointer, mark_shared_write, write_bytes
 from ..collective import warp_uniform, whole_groups
 from ..memory import SHARED
@@ -73,10 +74,10 @@ def dealloc(ctx, site, args):
     tm = ctx.tmem
     whole_groups(ctx, site.span, "tcgen05.dealloc")
     for w, a in warp_uniform(ctx, site.span, taddr, "tcgen05.dealloc taddr").items():
-        col = a & 0xFFFF
-        if a >> 16 == 0 and tm.free(col, n_cols, site.span):
+        col, lane = tcgen05.col_of(a), tcgen05.lane_of(a)
+        if lane == 0 and tm.free(col, n_cols, site.span):
             continue
-        if (col, n_cols) in tm.freed and a >> 16 == 0:
+        if (col, n_cols) in tm.freed and lane == 0:
             msg = f"tensor memory freed twice (first freed at {tm.freed[(col, n_cols)]})"
         else:
             msg = f"tcgen05.dealloc({a:#x}, {n_cols}) matches no live allocation"

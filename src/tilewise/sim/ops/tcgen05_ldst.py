@@ -37,35 +37,37 @@ def _cells(ctx, site, args, what):
     taddr, row, col, shape, num, packed = args[:6]
     whole_groups(ctx, site.span, what)
     act = ctx.active()
-    base = np.broadcast_to(np.asarray(taddr, np.int64), act.shape) + (row << 16) + col
+    base = (np.broadcast_to(np.asarray(taddr, np.int64), act.shape)
+            + tcgen05.address(row, col))
     warp_uniform(ctx, site.span, base, f"{what} taddr")
-    lane, q = act % WARP, (act // WARP) % 4
+    lane, first = act % WARP, tcgen05.lane_slice(act // WARP)
     dl, c = geometry(shape, num, lane)
-    lanes = (base >> 16)[:, None] + dl
-    c = (base & 0xFFFF)[:, None] + _split(shape, num, packed, lane) + (2 * c if packed else c)
+    lanes = tcgen05.lane_of(base)[:, None] + dl
+    c = (tcgen05.col_of(base)[:, None] + _split(shape, num, packed, lane)
+         + (2 * c if packed else c))
     cols = np.stack([c, c + 1], -1) if packed else c
-    if not _slice_ok(ctx, site, shape, base >> 16, lanes, q, act, what):
+    if not _slice_ok(ctx, site, shape, tcgen05.lane_of(base), lanes, first, act, what):
         return None
     if not _allocated(ctx, site, lanes, cols, act, what):
         return None
     return lanes, cols
 
 
-def _slice_ok(ctx, site, shape, l0, lanes, q, act, what) -> bool:
-    legal = np.isin(l0 - 32 * q, tcgen05.SHAPES[shape].lane_bases(0))
-    inside = ((lanes >= (32 * q)[:, None]) & (lanes < (32 * q + 32)[:, None])).all(1)
-    bad = ~(legal & inside)
+def _slice_ok(ctx, site, shape, l0, lanes, start, act, what) -> bool:
+    """Every lane inside the warp's slice ``[start, start + 32)``, from a legal lane base."""
+    legal = np.isin(l0 - start, tcgen05.SHAPES[shape].lane_bases(0))
+    out = (lanes < start[:, None]) | (lanes >= (start + tcgen05.WARP_LANES)[:, None])
+    bad = ~legal | out.any(1)
     if not bad.any():
         return True
     k = int(np.argmax(bad))
-    w, qk = int(act[k]) // WARP, int(q[k])
-    first = int(lanes[k][~((lanes[k] >= 32 * qk) & (lanes[k] < 32 * qk + 32))][0]) \
-        if not inside[k] else int(l0[k])
-    ctx.hazard(f"{what}: warp {w} (warp {qk} of its warpgroup) may access tensor-memory "
-               f"lanes [{32 * qk}, {32 * qk + 32}) only, but touches lane {first} "
+    w, s = int(act[k]) // WARP, int(start[k])
+    touched = int(lanes[k][out[k]][0]) if out[k].any() else int(l0[k])
+    ctx.hazard(f"{what}: warp {w} (warp {w % 4} of its warpgroup) may access tensor-memory "
+               f"lanes [{s}, {s + tcgen05.WARP_LANES}) only, but touches lane {touched} "
                f"(lane base {int(l0[k])})", site.span,
-               f"issue it from warp {first // 32 % 4} of the warpgroup, or use lane base "
-               f"{32 * qk}", tid=int(act[k]))
+               f"issue it from warp {touched // tcgen05.WARP_LANES % 4} of the warpgroup, or "
+               f"use lane base {s}", tid=int(act[k]))
     return False
 
 
@@ -92,7 +94,7 @@ def ld(ctx, site, args):
     tm, (lanes, cols) = ctx.tmem, where
     _check_unwaited_st(ctx, site, tm, lanes, cols)
     if cols.ndim == 3:
-        lo = tm.cells[lanes, cols[..., 0]] & 0xFFFF
+        lo = tm.cells[lanes, cols[..., 0]] & 0xFFFF  # .pack::16b: the cells' low halves
         vals = lo | ((tm.cells[lanes, cols[..., 1]] & 0xFFFF) << 16)
     else:
         vals = tm.cells[lanes, cols]

@@ -354,7 +354,7 @@ def _emit(ctx, c: Copy, issues: list[Issue]):
     view = _reg_view(c, issues)
     op = PTX_OPS["ptx.tcgen05.ld" if c.load else "ptx.tcgen05.st"]
     addr = c.tmem.buffer.allocated_addr
-    lane_base = ((ctx.tid // 32) % 4 * 32) << 16  # the warp's lane slice (§2)
+    lane_base = tcgen05.address(tcgen05.lane_slice(ctx.tid // 32), 0)  # the warp's slice
     taddr = addr + (lane_base if lane_base.dtype == addr.dtype else Cast(addr.dtype, lane_base))
     stmts = [DeclBuffer(view, span=ctx.span)]
     for i in issues:
