@@ -6,7 +6,7 @@ emits an instruction) checks each operand against its kind once; the code genera
 the simulator then trust the bound call. A kind says whether the operand is a compile-time
 part of the instruction (``static``: spelt into the opcode or passed as an LLVM
 ``immarg``) or a run-time value; the code generator converts run-time operands by kind
-(:mod:`tilewise.codegen.lowerings.operands`), the simulator evaluates them.
+(:mod:`tilewise.codegen.lowerings.args`), the simulator evaluates them.
 
 =============  ===========================================================================
 kind           operand
