@@ -218,7 +218,8 @@ def test_order_agrees_with_encoding_within_a_family():
 # --------------------------------------------------------------------------------------------
 # Features
 
-FEATURE_NAMES = ["cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "wgmma"]
+FEATURE_NAMES = ["cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "wgmma",
+                 "setmaxnreg"]
 # target -> features it has
 FEATURE_TABLE = {
     "sm_70": set(),
@@ -227,22 +228,22 @@ FEATURE_TABLE = {
     "sm_86": {"cp_async"},
     "sm_89": {"cp_async"},
     "sm_90": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_90a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "wgmma"},
+    "sm_90a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "wgmma", "setmaxnreg"},
     "sm_100": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_100a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05"},
-    "sm_100f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05"},
-    "sm_101a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05"},
+    "sm_100a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
+    "sm_100f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
+    "sm_101a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
     "sm_103": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_103a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05"},
-    "sm_103f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05"},
+    "sm_103a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
+    "sm_103f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
     "sm_110": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_110a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05"},
-    "sm_110f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05"},
+    "sm_110a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
+    "sm_110f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
     "sm_120": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_120a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_120f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_121a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_121f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
+    "sm_120a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
+    "sm_120f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
+    "sm_121a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
+    "sm_121f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
 }
 
 
@@ -268,7 +269,7 @@ def test_unknown_feature_is_value_error():
     with pytest.raises(ValueError) as ei:
         Target("sm_90a").has("tmaa")
     assert str(ei.value) == ("unknown target feature 'tmaa'; known: cluster, cp_async, "
-                             "elect_sync, mbarrier_tx, tcgen05, tma, wgmma")
+                             "elect_sync, mbarrier_tx, setmaxnreg, tcgen05, tma, wgmma")
     with pytest.raises(ValueError):
         Target("sm_90a").require("wgmma_sp")
 

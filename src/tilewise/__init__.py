@@ -8,9 +8,8 @@ CUDA libraries are imported lazily, only when a launch needs them.
 
 from .errors import (CompileError, DispatchError, HazardError, LaunchError, LayoutError,
                      ScriptError, SimulationError, TargetError, TilewiseError, VerifyError)
+from ._version import __version__
 from .script import T, Tx, from_source
-
-__version__ = "0.1.0"
 
 __all__ = ["T", "Tx", "from_source", "TilewiseError", "ScriptError", "LayoutError",
            "DispatchError", "CompileError", "LaunchError", "SimulationError", "HazardError",

@@ -11,38 +11,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import pathlib
 import sys
 
 from .errors import TilewiseError
 
 
 def load(spec: str):
-    """``FILE[:FUNC]`` -> (module, PrimFunc)."""
-    from .ir import PrimFunc
+    """``FILE[:FUNC]`` -> (module, PrimFunc) (:func:`tilewise.runner.load`)."""
+    from .runner import load as load_file
 
-    path, _, name = spec.partition(":")
-    p = pathlib.Path(path)
-    if not p.is_file():
-        raise TilewiseError(f"no such file: {path}")
-    mod_spec = importlib.util.spec_from_file_location(p.stem, p)
-    mod = importlib.util.module_from_spec(mod_spec)
-    sys.path.insert(0, str(p.parent.resolve()))
-    try:
-        mod_spec.loader.exec_module(mod)
-    finally:
-        sys.path.pop(0)
-    kernels = {k: v for k, v in vars(mod).items() if isinstance(v, PrimFunc)}
-    if name:
-        if name not in kernels:
-            raise TilewiseError(f"{path} has no kernel named {name!r}",
-                                hint="kernels in it: " + (", ".join(kernels) or "none"))
-        return mod, kernels[name]
-    if len(kernels) != 1:
-        raise TilewiseError(f"{path} defines {len(kernels)} kernels; say which with FILE:FUNC",
-                            hint="kernels in it: " + (", ".join(kernels) or "none"))
-    return mod, next(iter(kernels.values()))
+    return load_file(spec)
 
 
 def _target(args, mod) -> str:
@@ -70,7 +48,7 @@ def cmd_compile(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from .tile import explain
+    from .pipeline import explain
 
     mod, func = load(args.file)
     print(explain(func, _target(args, mod)))

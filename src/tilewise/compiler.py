@@ -14,26 +14,19 @@ import hashlib
 import json
 import os
 
-from .errors import CompileError, TargetError, TilewiseError
+from .errors import CompileError, TargetError
 
 STAGES = ("ir", "lowered", "llvm", "ptx")
 
 
 def _lower(func, target):
-    """Flat IR through the dispatch/lowering pipeline; a kernel that is flat already (no
-    tile calls, 1-D buffers, no layouts) is accepted as is while the pipeline is absent."""
-    try:
-        from .passes.pipeline import lower
-    except ImportError:
-        from .ir.verify import verify
+    """The pipeline's result for ``target``; its target errors are compile errors."""
+    from .pipeline import lower
 
-        verify(func, flat=True)
-        return func, []
     try:
-        out = lower(func, target)
+        return lower(func, target)
     except TargetError as e:
         raise CompileError(e.message, e.span, e.hint) from e
-    return out.func, list(out.dispatch_log)
 
 
 @functools.lru_cache(maxsize=1)
@@ -53,8 +46,8 @@ def _source_fingerprint() -> str:
 def cache_key(kernel_ir: str, target, options: dict) -> str:
     """The PTX cache key: printed kernel IR, target, options, tilewise version and sources,
     llvmlite/LLVM version. (The cubin key adds the nvJitLink version.)"""
-    from . import __version__
-    from .codegen.backend import llvm_version
+    from ._version import __version__
+    from .codegen.machine import llvm_version
 
     parts = [kernel_ir, str(target), repr(sorted(options.items())), __version__,
              _source_fingerprint(), llvm_version()]
@@ -63,23 +56,36 @@ def cache_key(kernel_ir: str, target, options: dict) -> str:
 
 class Kernel:
     """A compiled kernel: ``k.source(stage)``, ``k.cubin``, ``k.dispatch_log``, ``k.target``,
-    ``k.launch_config``; ``k(*arrays, stream=None)`` launches it on the GPU."""
+    ``k.launch_config``; ``k(*arrays, stream=None)`` launches it on the GPU. ``k.lowered`` is
+    the pipeline's :class:`~tilewise.pipeline.Lowered` (flat IR, target, features)."""
 
-    def __init__(self, func, target, options: dict, lowered, dispatch_log):
-        from .codegen import scan_calls
-
-        self.func, self.target, self.options = func, target, options
-        self.lowered, self.dispatch_log = lowered, dispatch_log
-        self.features, self.uses_math = scan_calls(lowered, target)
-        self.ptx_version = target.ptx_version_for(self.features)
-        self._llvm = self._ptx = self._cubin = self._meta = None
-        self._key = cache_key(func.script(), target, options)
+    def __init__(self, func, options: dict, lowered):
+        self.func, self.options, self.lowered = func, options, lowered
+        self.ptx_version = lowered.target.ptx_version_for(sorted(lowered.features))
+        self._llvm = self._ptx = self._cubin = self._meta = self._key = None
         self._launcher = None
+
+    @property
+    def key(self) -> str:
+        """The PTX cache key (:func:`cache_key`), made when PTX is first asked for: it
+        names the LLVM version, and loading LLVM waits until LLVM is needed."""
+        if self._key is None:
+            self._key = cache_key(self.func.script(), self.target, self.options)
+        return self._key
+
+    @property
+    def target(self):
+        """The :class:`~tilewise.target.Target` the kernel was lowered for."""
+        return self.lowered.target
+
+    @property
+    def dispatch_log(self) -> list:
+        return self.lowered.dispatch_log
 
     @property
     def launch_config(self):
         """Grid (CTAs in x, y, z) and threads per CTA."""
-        return self.lowered.launch_config
+        return self.lowered.func.launch_config
 
     @property
     def params(self):
@@ -103,7 +109,7 @@ class Kernel:
         if stage == "ir":
             return self.func.script()
         if stage == "lowered":
-            return self.lowered.script()
+            return self.lowered.func.script()
         if stage == "llvm":
             return self._llvm_ir()
         if stage == "ptx":
@@ -115,7 +121,7 @@ class Kernel:
         if self._llvm is None:
             from .codegen import generate
 
-            em = generate(self.lowered, self.target, self.options)
+            em = generate(self.lowered.func, self.options)
             self._llvm = str(em.module)
             self._meta = {"name": em.name, "dynamic_smem": em.dynamic_smem,
                           "static_smem": em.static_smem, "libdevice": sorted(em.libdevice)}
@@ -132,11 +138,11 @@ class Kernel:
         if self._ptx is None:
             from .codegen import cache
 
-            hit = cache.load(self._key, "ptx")
+            hit = cache.load(self.key, "ptx")
             entry = _decode(hit) if hit is not None else None
             if entry is None:
                 entry = self._build_ptx()
-                cache.store(self._key, "ptx", json.dumps(entry).encode())
+                cache.store(self.key, "ptx", json.dumps(entry).encode())
             self._ptx, self._meta = entry["ptx"], entry["meta"]
         return self._ptx
 
@@ -157,7 +163,7 @@ class Kernel:
             from .codegen import cache
             from .codegen.cubin import link_cubin, nvjitlink_version
 
-            key = hashlib.sha256((self._key + nvjitlink_version()).encode()).hexdigest()
+            key = hashlib.sha256((self.key + nvjitlink_version()).encode()).hexdigest()
             data = cache.load(key, "cubin")
             if data is None:
                 data = link_cubin(self.ptx, self.target.llvm_cpu, self.name)
@@ -207,16 +213,11 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     from .codegen import check_options
     from .codegen.check import check_launch
     from .ir.stmt import PrimFunc
-    from .target import Target
 
     if not isinstance(func, PrimFunc):
         raise CompileError(f"tw.compile needs a @T.prim_func kernel, got {type(func).__name__}",
                            hint="decorate the kernel function with @T.prim_func")
-    try:
-        target = target if isinstance(target, Target) else Target(target)
-    except TilewiseError as e:
-        raise CompileError(e.message, e.span, e.hint) from e
-    options = check_options(options, target)
-    lowered, log = _lower(func, target)
-    check_launch(options, lowered)
-    return Kernel(func, target, options, lowered, log)
+    lowered = _lower(func, target)
+    options = check_options(options, lowered.target)
+    check_launch(options, lowered.func)
+    return Kernel(func, options, lowered)

@@ -42,10 +42,9 @@ def _ms(t0: float) -> str:
 
 
 def run_seed(title: str, file: str, pattern: str) -> bool:
-    from .cli import load
     from .compiler import compile as tw_compile
-    from .runner import compare, execute
-    from .tile import explain
+    from .runner import compare, execute, load
+    from .pipeline import explain
 
     print("=" * 78)
     print(f"{title}   ({file})")

@@ -50,7 +50,7 @@ def _driver():
 
 
 def _libdevice():
-    from .codegen.mathlib import libdevice_path
+    from .codegen.libdevice import libdevice_path
 
     return str(libdevice_path())
 

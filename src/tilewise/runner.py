@@ -1,5 +1,5 @@
-"""Run an example kernel on random inputs, on the GPU when one fits the target, else in the
-simulator, and compare with the example's ``reference``.
+"""Load a kernel from a file (``FILE[:FUNC]``) and run it on random inputs, on the GPU when
+one fits the target, else in the simulator, and compare with the example's ``reference``.
 
 An example module provides ``inputs(rng) -> [arrays]`` and ``reference(*arrays) -> [arrays]``
 (what every argument must hold afterwards) and optionally ``TARGET`` and ``RTOL`` (a relative
@@ -8,8 +8,41 @@ tolerance for float results; exact comparison otherwise, bit for bit).
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
+import sys
+
 import numpy as np
 
+from .errors import TilewiseError
+
+
+def load(spec: str):
+    """``FILE[:FUNC]`` -> (module, PrimFunc): the file is run as a module and its kernel
+    (the only one, or the one named FUNC) taken."""
+    from .ir import PrimFunc
+
+    path, _, name = spec.partition(":")
+    p = pathlib.Path(path)
+    if not p.is_file():
+        raise TilewiseError(f"no such file: {path}")
+    mod_spec = importlib.util.spec_from_file_location(p.stem, p)
+    mod = importlib.util.module_from_spec(mod_spec)
+    sys.path.insert(0, str(p.parent.resolve()))
+    try:
+        mod_spec.loader.exec_module(mod)
+    finally:
+        sys.path.pop(0)
+    kernels = {k: v for k, v in vars(mod).items() if isinstance(v, PrimFunc)}
+    if name:
+        if name not in kernels:
+            raise TilewiseError(f"{path} has no kernel named {name!r}",
+                                hint="kernels in it: " + (", ".join(kernels) or "none"))
+        return mod, kernels[name]
+    if len(kernels) != 1:
+        raise TilewiseError(f"{path} defines {len(kernels)} kernels; say which with FILE:FUNC",
+                            hint="kernels in it: " + (", ".join(kernels) or "none"))
+    return mod, next(iter(kernels.values()))
 
 
 def gpu_fits(target) -> tuple[bool, str]:

@@ -118,6 +118,14 @@ FEATURES: dict[str, Feature] = dict([
              ("sm_90", (8, 0))),
     _feature("tma", "TMA (cp.async.bulk.tensor)", "sm_90 or newer", ("sm_90", (8, 0))),
     _feature("wgmma", "wgmma", "sm_90a", ("sm_90a", (8, 0))),
+    # setmaxnreg: sm_90a from PTX 8.0, sm_100a/sm_101a from 8.6, sm_120a from 8.7, the family
+    # targets sm_100f (sm_103a/f), sm_110f and sm_120f (sm_121a/f) from 8.8 (CCCL's
+    # cuda::ptx target list; LLVM 22 selects it and nvJitLink assembles it on each).
+    _feature("setmaxnreg", "setmaxnreg",
+             "sm_90a, sm_100a, sm_101a, sm_120a, or a family target of sm_100f/sm_110f/sm_120f "
+             "(e.g. sm_103a, sm_110a, sm_121a)",
+             ("sm_90a", (8, 0)), ("sm_100a", (8, 6)), ("sm_101a", (8, 6)), ("sm_120a", (8, 7)),
+             ("sm_100f", (8, 8)), ("sm_110f", (8, 8)), ("sm_120f", (8, 8))),
     # tcgen05: sm_100a / sm_101a from PTX 8.6; family targets sm_100f (which covers sm_103a/f)
     # and sm_110f from 8.8. Not sm_100 (base) and not sm_120/sm_121 with any suffix.
     _feature("tcgen05", "tcgen05",

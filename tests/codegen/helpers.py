@@ -1,46 +1,41 @@
 """Flat IR built by hand: one tiny kernel per PTX-table entry."""
 
 from tilewise.ir import dtype as dt
-from tilewise.ir.expr import AddressOf, BufferLoad, Call, Cast, IntImm, StringImm, Var
+from tilewise.ir.expr import AddressOf, BufferLoad, Cast, IntImm, Var
 from tilewise.ir.stmt import (Buffer, BufferStore, DeclBuffer, Evaluate, PrimFunc, ThreadBinding,
                               seq)
 from tilewise.ptx.table import REQUIRED
 
 F32 = dt.DTYPES["float32"]
-_GLOBAL_DST = {"ptx.cp_async.bulk.s2g"}
 
 
 def _operand(op, p, bufs):
     if p.kind == "ptr":
-        if op.name == "ptx.ld_st":  # global -> global (shared would be undef, folded away)
+        if p.space == "any":  # global -> global (shared would be undef, folded away)
             return AddressOf(bufs["global" if p.name == "dst" else "fglobal"], (IntImm(0),))
-        if op.name in _GLOBAL_DST:  # a store to global memory: dst global, src shared
-            return AddressOf(bufs["global"] if p.name == "dst" else bufs["shared"],
-                             (IntImm(0),))
-        return AddressOf(bufs["global"] if p.name == "src" else bufs["shared"], (IntImm(0),))
-    if p.kind == "imm":
-        if p.default is None:
-            return None  # an optional immediate left out
-        if p.default is not REQUIRED:
-            return IntImm(p.default)
-        return IntImm(p.choices[0] if p.choices else 0)
-    if p.kind == "flag":
-        return IntImm(0, dt.bool_)
-    if p.kind == "str":
-        return StringImm(p.choices[0])
+        return AddressOf(bufs[p.space], (IntImm(0),))
     if p.default is None:
-        return None
+        return None  # an optional operand left out
+    if p.kind == "imm":
+        if p.default is not REQUIRED:
+            return p.default
+        return p.choices[0] if p.choices else p.lo
+    if p.kind == "flag":
+        return False
+    if p.kind == "str":
+        return p.choices[0]
     if op.math:
         return BufferLoad(bufs["fglobal"], (IntImm(0),))
-    if p.name == "taddr":
+    if p.kind == "taddr":
         return BufferLoad(bufs["local"], (IntImm(0),))
     if p.name == "nbytes":
-        return IntImm(16)  # bulk copies move a multiple of 16 bytes
-    return IntImm(1)
+        return 16  # bulk copies move a multiple of 16 bytes
+    return 1
 
 
 def entry_kernel(op) -> PrimFunc:
-    """A flat kernel of 128 threads calling table entry ``op`` once."""
+    """A flat kernel of 128 threads calling table entry ``op`` once (bound through the
+    table, as the parser and the variants bind calls)."""
     pa, pb = Var("A_ptr", dt.handle), Var("B_ptr", dt.handle)
     g = Buffer("G", (64,), dt.uint32, data=pa)
     fg = Buffer("F", (64,), F32, data=pb)
@@ -48,9 +43,9 @@ def entry_kernel(op) -> PrimFunc:
     loc = Buffer("R", (4,), dt.uint32, scope="local")
     bufs = {"global": g, "fglobal": fg, "shared": sh, "local": loc}
     args = [_operand(op, p, bufs) for p in op.params]
-    if op.varargs:
+    if op.regs is not None:
         args.append(BufferLoad(loc, (IntImm(1),)))
-    call = Call(op.name, tuple(args), op.result_type(args) or dt.handle)
+    call = op.call(args, {})
     if op.math:
         body = BufferStore(fg, (IntImm(1),), call)
     elif op.returns is not None:

@@ -88,5 +88,5 @@ def test_wait_parity_is_a_loop_back_to_the_try_wait():
 def test_bulk_copies_need_sm_90():
     with pytest.raises(CompileError) as info:
         tw.compile(store_round_trip, "sm_80")  # refused before LLVM could abort
-    assert "T.ptx.fence.proxy_async (fence.proxy.async.shared::cta) needs sm_90" in str(
+    assert "T.ptx.fence.proxy_async (fence.proxy.async{.space}) needs sm_90" in str(
         info.value)

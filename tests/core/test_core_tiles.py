@@ -9,7 +9,7 @@ import kernels_core as K
 import tilewise as tw
 from tilewise import T, Tx
 from tilewise.errors import DispatchError
-from tilewise.passes.pipeline import lower
+from tilewise.pipeline import lower
 
 N = T.int32()
 M = T.int32()

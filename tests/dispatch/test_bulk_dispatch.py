@@ -8,7 +8,7 @@ from tilewise.errors import DispatchError
 from tilewise.ir import script
 from tilewise.layout import S as Sh
 from tilewise.layout import TileLayout
-from tilewise.passes.pipeline import lower
+from tilewise.pipeline import lower
 
 
 def _kernel(dst_cols=(0, 64), src_cols=(0, 64), mbar=True, store=False, layout=None, N=64):

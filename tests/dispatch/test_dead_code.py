@@ -4,7 +4,7 @@ import tcgen05_roundtrip
 import tiled_copy
 
 from tilewise.ir import script
-from tilewise.passes.pipeline import lower
+from tilewise.pipeline import lower
 
 
 def test_consumed_register_views_are_dropped():

@@ -9,7 +9,7 @@ import kernels_ldgsts as K
 import pytest
 
 from tilewise.errors import DispatchError, TargetError
-from tilewise.passes.pipeline import lower
+from tilewise.pipeline import lower
 
 SRC = os.path.join(os.path.dirname(__file__), "..", "..", "src", "tilewise")
 OUR_FILES = {f for _, _, fs in os.walk(SRC) for f in fs if f.endswith(".py")

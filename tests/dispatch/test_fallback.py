@@ -4,9 +4,9 @@ import numpy as np
 
 from tilewise import T, Tx
 from tilewise.ir import script
-from tilewise.passes.pipeline import lower
+from tilewise.pipeline import lower
 from tilewise.sim import simulate
-from tilewise.tile import explain
+from tilewise.pipeline import explain
 
 
 @T.prim_func

@@ -16,7 +16,7 @@ from tilewise.ir import (BinOp, Buffer, BufferRegion, BufferStore,
                          DeclBuffer, Evaluate, For, IfThenElse, IntImm, PrimFunc, Range,
                          SeqStmt, ThreadBinding, TileCall, UnaryOp, Var, dtype)
 from tilewise.layout import S, TileLayout
-from tilewise.passes.pipeline import lower
+from tilewise.pipeline import lower
 
 OPS = {"+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide,
        "%": np.mod, "^": np.bitwise_xor, "&": np.bitwise_and, "<<": np.left_shift,

@@ -4,7 +4,7 @@ import kernels_ldgsts as K
 import pytest
 
 from tilewise.errors import DispatchError
-from tilewise.passes.pipeline import lower
+from tilewise.pipeline import lower
 from tilewise.tile import candidates, predicate, register_dispatch
 from tilewise.tile.registry import _REGISTRY
 

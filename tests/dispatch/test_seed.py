@@ -10,8 +10,8 @@ import pytest
 
 from tilewise.errors import DispatchError
 from tilewise.ir import script
-from tilewise.passes.pipeline import lower
-from tilewise.tile import explain
+from tilewise.pipeline import lower
+from tilewise.pipeline import explain
 
 SEED_GOLDEN = '''\
 @T.prim_func

@@ -8,7 +8,7 @@ from tilewise import T, Tx
 from tilewise.errors import VerifyError
 from tilewise.ir import (BinOp, BufferLoad, BufferStore, FloatImm, IntImm, LetStmt, SeqStmt,
                          TileCall, Var, seq, verify)
-from tilewise.passes.pipeline import lower
+from tilewise.pipeline import lower
 
 
 @T.prim_func

@@ -6,6 +6,7 @@ import pytest
 
 import tilewise as tw
 from tilewise import T
+from tilewise.errors import ScriptError
 from simhelpers import bits, line_of, poison, rand
 
 NBYTES = 2048  # 1024 float16
@@ -229,22 +230,24 @@ def test_source_out_of_bounds():
            "bounds (2048 bytes at offset 0x400", "address global (A)+0x400")
 
 
-@T.prim_func
-def s2g_to_shared(A_ptr: T.handle, B_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (1024,), "float16")
-    B = T.match_buffer(B_ptr, (1024,), "float16")
-    T.device_entry()
-    tid = T.thread_id([128])
-    S = T.alloc_shared((1024,), "float16")
-    S[tid] = A[tid]
-    T.cuda.cta_sync()
-    if tid == 0:
-        T.ptx.cp_async.bulk.s2g(T.address_of(S[512]), T.address_of(S[0]), 256)  # BUG: dst is shared
-
-
 def test_s2g_destination_must_be_global():
-    caught(s2g_to_shared, "# BUG: dst is shared", "cp.async.bulk destination: the address is "
-           "not in the memory space it needs")
+    """A destination that is statically in the wrong space is an error when the call is
+    bound, at the user's line (the simulator never sees it)."""
+    with pytest.raises(ScriptError) as ei:
+        @T.prim_func
+        def s2g_to_shared(A_ptr: T.handle, B_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (1024,), "float16")
+            T.device_entry()
+            tid = T.thread_id([128])
+            S = T.alloc_shared((1024,), "float16")
+            S[tid] = A[tid]
+            T.cuda.cta_sync()
+            if tid == 0:
+                T.ptx.cp_async.bulk.s2g(T.address_of(S[512]), T.address_of(S[0]), 256)
+    msg = str(ei.value)
+    assert "operand 'dst' of T.ptx.cp_async.bulk.s2g must be an address in global memory; " \
+           "'S' is in shared memory" in msg
+    assert "test_bulk.py" in msg and "T.ptx.cp_async.bulk.s2g(" in msg
 
 
 @T.prim_func

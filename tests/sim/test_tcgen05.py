@@ -94,13 +94,29 @@ def test_ld_st_roundtrip_and_cells(shape, num, packed):
 def test_seed_tcgen05_roundtrip():
     import runpy
 
-    from tilewise.passes.pipeline import lower
+    from tilewise.pipeline import lower
 
     seed = runpy.run_path("examples/tcgen05_roundtrip.py")
     a, b = seed["inputs"](np.random.default_rng(1))
     lowered = lower(seed["copy_async_test"], seed["TARGET"])
     tw.simulate(lowered, a, b, target=seed["TARGET"])
     np.testing.assert_array_equal(b.view(np.uint16), a.view(np.uint16))
+
+
+def test_simulate_lowered_runs_for_the_target_it_was_lowered_for():
+    """``simulate(lowered)`` reads ``lowered.target`` (sm_100a here): it used to run for
+    the default sm_90a and refuse the tcgen05 instructions."""
+    import runpy
+
+    from tilewise.pipeline import lower
+
+    seed = runpy.run_path("examples/tcgen05_roundtrip.py")
+    a, b = seed["inputs"](np.random.default_rng(2))
+    lowered = lower(seed["copy_async_test"], "sm_100a")
+    tw.simulate(lowered, a, b)
+    np.testing.assert_array_equal(b.view(np.uint16), a.view(np.uint16))
+    with pytest.raises(tw.SimulationError, match="lowered for sm_100a and target='sm_90a'"):
+        tw.simulate(lowered, a, b, target="sm_90a")
 
 
 # ------------------------------------------------------------------ planted bugs

@@ -16,7 +16,7 @@ from tilewise.errors import DispatchError, TilewiseError
 from tilewise.ir import script
 from tilewise.layout import S, TCol, TileLayout, TLane, tcgen05_warpgroup_atom, tid_in_wg
 from tilewise.layout import laneid, tmem_datapath, wid_in_wg
-from tilewise.passes.pipeline import lower
+from tilewise.pipeline import lower
 from tilewise.sim import simulate
 
 TARGET = "sm_100a"

@@ -9,41 +9,18 @@ not know into an external call that only the assembler would reject.
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 
 from ..errors import CompileError
 from .emitter import DATA_LAYOUT, TRIPLE
+from .machine import llvm as _llvm
+from .machine import llvm_version, target_machine
 
 __all__ = ["DATA_LAYOUT", "TRIPLE", "emit_ptx", "target_machine", "llvm_version"]
 
 _LOCK = threading.Lock()  # LLVM contexts are not shared across threads safely by llvmlite
 _EXTERN = re.compile(r"^\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([A-Za-z_$.][\w$.]*)", re.M)
-
-
-@functools.lru_cache(maxsize=1)
-def _llvm():
-    import llvmlite.binding as llvm
-
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
-    return llvm
-
-
-@functools.lru_cache(maxsize=64)
-def target_machine(cpu: str, features: str):
-    """A cached NVPTX64 TargetMachine for ``cpu`` (``sm_90a``) and ``features`` (``+ptx80``)."""
-    llvm = _llvm()
-    target = llvm.Target.from_triple(TRIPLE)
-    return target.create_target_machine(cpu=cpu, features=features, opt=3)
-
-
-def llvm_version() -> str:
-    """``llvmlite X / LLVM Y`` (part of every cache key)."""
-    import llvmlite
-
-    return f"llvmlite {llvmlite.__version__} / LLVM {'.'.join(map(str, _llvm().llvm_version_info))}"
 
 
 def _optimize(mod, tm, kernel: str):
@@ -69,7 +46,7 @@ def emit_ptx(llvm_ir: str, kernel: str, cpu: str, features: str,
             raise CompileError(f"internal error: the generated LLVM IR is invalid: {exc}",
                                hint="please report this with the kernel") from exc
         if libdevice:
-            from .mathlib import link_libdevice
+            from .libdevice import link_libdevice
 
             link_libdevice(mod, libdevice)
         _optimize(mod, tm, kernel)

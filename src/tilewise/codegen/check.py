@@ -1,14 +1,14 @@
-"""Checks run on the flat IR before a single LLVM instruction is built.
+"""Kernel options, checked before a single LLVM instruction is built.
 
-LLVM aborts the whole Python process when it cannot select an intrinsic for the target
-("Cannot select: intrinsic ...") or meets a malformed attribute, so every condition that
-would lead there is checked here first and reported as a :class:`CompileError` at the
-user's line.
+LLVM aborts the whole Python process when it meets a malformed attribute, so every
+option is checked here first and reported as a :class:`CompileError`. (An intrinsic the
+target cannot select — LLVM's "Cannot select: intrinsic ..." — is ruled out earlier: the
+pipeline's target check, :mod:`tilewise.passes.check_targets`.)
 """
 
 from __future__ import annotations
 
-from ..errors import CompileError, TargetError, did_you_mean
+from ..errors import CompileError, did_you_mean
 
 #: Kernel options ``tw.compile`` accepts, with what each must be.
 OPTIONS = {
@@ -19,18 +19,6 @@ OPTIONS = {
     "nonportable_cluster": "allow clusters of up to 16 CTAs instead of 8 (bool, sm_90+)",
     "ftz": "flush float32 denormals to zero in libdevice math (bool, default False)",
 }
-
-
-def scan_calls(func, target) -> tuple[set[str], bool]:
-    """The target features the kernel's calls need and whether it uses libdevice math.
-    Raises CompileError at the first call the target cannot run (the pipeline's own target
-    check, :func:`tilewise.passes.check_targets.scan_calls`, reported as a compile error)."""
-    from ..passes.check_targets import scan_calls as scan
-
-    try:
-        return scan(func, target)
-    except TargetError as e:
-        raise CompileError(e.message, e.span, e.hint) from None
 
 
 def _dims(name: str, value, most: int) -> tuple[int, ...]:

@@ -15,7 +15,7 @@ One :class:`Emitter` per kernel. The mapping (docs/codegen.md):
   ``break`` add edges) -- SSA built directly for structured control flow, no stack slots;
 * arithmetic and conversions come from the one table, :mod:`tilewise.ir.alu`;
 * every ``Call`` goes through the lowering registered for its PTX-table entry
-  (:mod:`tilewise.codegen.intrinsics`, :mod:`tilewise.codegen.mathlib`).
+  (:mod:`tilewise.codegen.lowerings`).
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ class _Loop:
 class Emitter:
     """Builds the LLVM module of one flat kernel; lowerings call back into it."""
 
-    def __init__(self, func: S.PrimFunc, target, options: dict):
-        self.func, self.target, self.options = func, target, options
+    def __init__(self, func: S.PrimFunc, options: dict):
+        self.func, self.options = func, options
         self.module = ir.Module(name=func.name)
         self.module.triple = TRIPLE
         self.module.data_layout = DATA_LAYOUT
@@ -114,6 +114,15 @@ class Emitter:
 
     def is_nonneg(self, e: E.Expr) -> bool:
         return arith.is_nonneg(e, self.nonneg)
+
+    @staticmethod
+    def constant(e: E.Expr):
+        """The Python value of an immediate (IntImm -> int, FloatImm -> float), else None."""
+        if isinstance(e, E.IntImm):
+            return e.value
+        if isinstance(e, E.FloatImm):
+            return float(e.value)
+        return None
 
     def error(self, message: str, node=None, hint: str | None = None) -> CompileError:
         return CompileError(message, getattr(node, "span", None) or self.span, hint=hint)
@@ -584,6 +593,7 @@ def _has_effects(e) -> bool:
     return bool(found)
 
 
-def generate(func: S.PrimFunc, target, options: dict | None = None) -> Emitted:
-    """The LLVM module for flat kernel ``func`` (options already validated)."""
-    return Emitter(func, target, options or {}).emit()
+def generate(func: S.PrimFunc, options: dict | None = None) -> Emitted:
+    """The LLVM module for flat kernel ``func`` (options already validated; the target is
+    the caller's: it picks the LLVM CPU and PTX version, see :mod:`tilewise.compiler`)."""
+    return Emitter(func, options or {}).emit()

@@ -19,8 +19,8 @@ Semantics are PTX's and never LLVM poison (docs/ir.md, "Arithmetic"):
   even, anything -> bool is ``!= 0``.
 
 The LLVM emitters receive the code generator (``em``: ``em.b`` is the llvmlite builder,
-``em.is_nonneg(expr)`` and ``em.llvm_intrinsic``) and never import llvmlite themselves:
-constants are made by calling an LLVM type (``x.type(0)``).
+``em.is_nonneg(expr)``, ``em.constant(expr)`` and ``em.llvm_intrinsic``) and import neither
+llvmlite nor the IR nodes: constants are made by calling an LLVM type (``x.type(0)``).
 """
 
 from __future__ import annotations
@@ -28,11 +28,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from .dtype import DTYPES, DataType, bool_, float32
 
 KINDS = ("int", "uint", "float", "bool")
+
+
+class _Numpy:
+    """numpy, imported at first use (``import tilewise`` loads no numpy): the first
+    attribute read puts the real module in its place."""
+
+    def __getattr__(self, name):
+        import numpy
+
+        globals()["np"] = numpy
+        return getattr(numpy, name)
+
+
+np = _Numpy()
 
 
 @dataclass(frozen=True)
@@ -134,11 +146,11 @@ def _np_shr(a, b, d):
     return _scalar_if(np.where(big, fill, r).astype(d, copy=False), a, b)
 
 
-def _np(fn):
-    """A numpy ufunc as ``(a, b, d)``; a float result that is NaN is the GPU's canonical
-    NaN (all mantissa bits set, sign clear), as PTX arithmetic returns it."""
+def _np(name: str):
+    """The numpy ufunc ``name`` as ``(a, b, d)``; a float result that is NaN is the GPU's
+    canonical NaN (all mantissa bits set, sign clear), as PTX arithmetic returns it."""
     def f(a, b, d):
-        r = fn(a, b)
+        r = getattr(np, name)(a, b)
         return canonical_nan(r, d) if _is_float(d) else r
     return f
 
@@ -171,10 +183,11 @@ def _pow2(c) -> int | None:
     return None
 
 
-def _const_of(e):
-    from .expr import as_int
 
-    return as_int(e)
+
+def _int_constant(em, e):
+    v = em.constant(e)
+    return v if isinstance(v, int) else None
 
 
 def _unsigned(em, e) -> bool:
@@ -214,7 +227,7 @@ def _ll_floordiv(em, e, x, y):
     b = em.b
     if e.a.dtype.is_float:
         return em.llvm_intrinsic("llvm.floor", x.type, [b.fdiv(x, y)])
-    k = _const_of(e.b)
+    k = _int_constant(em, e.b)
     if k is not None and k > 0:
         if _unsigned(em, e):
             return b.udiv(x, y)
@@ -238,7 +251,7 @@ def _ll_mod(em, e, x, y):
     if e.a.dtype.is_float:
         q = em.llvm_intrinsic("llvm.floor", x.type, [b.fdiv(x, y)])
         return b.fsub(x, b.fmul(q, y))
-    k = _const_of(e.b)
+    k = _int_constant(em, e.b)
     if k is not None and k > 0:
         if _unsigned(em, e):
             return b.urem(x, y)
@@ -275,7 +288,7 @@ def _ll_count(em, e, x, y):
 def _ll_shl(em, e, x, y):
     b = em.b
     cnt, big = _ll_count(em, e, x, y)
-    k = _const_of(e.b)
+    k = _int_constant(em, e.b)
     if k is not None and 0 <= k < x.type.width:
         return b.shl(x, cnt)
     safe = cnt if big is None else b.select(big, _c(cnt, 0), cnt)
@@ -287,7 +300,7 @@ def _ll_shr(em, e, x, y):
     b = em.b
     cnt, big = _ll_count(em, e, x, y)
     signed = e.a.dtype.is_signed
-    k = _const_of(e.b)
+    k = _int_constant(em, e.b)
     shift = b.ashr if signed else b.lshr
     if k is not None and 0 <= k < x.type.width:
         return shift(x, cnt)
@@ -300,18 +313,19 @@ def _ll_shr(em, e, x, y):
     return r if big is None else b.select(big, _c(x, 0), r)
 
 
-def _nan_constant(e) -> bool:
-    return type(e).__name__ == "FloatImm" and e.value != e.value
+def _nan_constant(em, e) -> bool:
+    v = em.constant(e)
+    return isinstance(v, float) and v != v
 
 
 def _ll_minmax(op: str):
     def f(em, e, x, y):
         b, t = em.b, e.a.dtype
         if t.is_float:
-            if _nan_constant(e.a) or _nan_constant(e.b):
+            if _nan_constant(em, e.a) or _nan_constant(em, e.b):
                 # LLVM folds minnum(v, NaN) to v, keeping a NaN v's payload where min.f32
                 # of two NaNs gives the canonical NaN: emit what the hardware does
-                v = y if _nan_constant(e.a) else x
+                v = y if _nan_constant(em, e.a) else x
                 bits = DTYPES[f"uint{t.bits}"]
                 nan = b.bitcast(em.value_type(bits)(_CANONICAL_NAN_BITS[t.bits // 8]), v.type)
                 return b.select(b.fcmp_unordered("uno", v, v), nan, v)
@@ -347,29 +361,29 @@ _INTB = frozenset({_I, _U, _B})
 _ALL = frozenset(KINDS)
 
 _BINARY = [
-    BinaryOp("+", _NUM, _np(np.add), _ll_int_or_float("add", "fadd")),
-    BinaryOp("-", _NUM, _np(np.subtract), _ll_int_or_float("sub", "fsub")),
-    BinaryOp("*", _NUM, _np(np.multiply), _ll_int_or_float("mul", "fmul")),
-    BinaryOp("/", frozenset({_F}), _np(np.true_divide), _ll_float_only("fdiv")),
+    BinaryOp("+", _NUM, _np("add"), _ll_int_or_float("add", "fadd")),
+    BinaryOp("-", _NUM, _np("subtract"), _ll_int_or_float("sub", "fsub")),
+    BinaryOp("*", _NUM, _np("multiply"), _ll_int_or_float("mul", "fmul")),
+    BinaryOp("/", frozenset({_F}), _np("true_divide"), _ll_float_only("fdiv")),
     BinaryOp("//", _NUM, lambda a, b, d: (_np_float_floordiv if _is_float(d) else
                                           _np_floordiv)(a, b, d), _ll_floordiv),
     BinaryOp("%", _NUM, lambda a, b, d: (_np_float_mod if _is_float(d) else _np_mod)(a, b, d),
              _ll_mod),
-    BinaryOp("&", _INTB, _np(np.bitwise_and), _ll_bitwise("and_")),
-    BinaryOp("|", _INTB, _np(np.bitwise_or), _ll_bitwise("or_")),
-    BinaryOp("^", _INTB, _np(np.bitwise_xor), _ll_bitwise("xor")),
+    BinaryOp("&", _INTB, _np("bitwise_and"), _ll_bitwise("and_")),
+    BinaryOp("|", _INTB, _np("bitwise_or"), _ll_bitwise("or_")),
+    BinaryOp("^", _INTB, _np("bitwise_xor"), _ll_bitwise("xor")),
     BinaryOp("<<", _INTS, _np_shl, _ll_shl),
     BinaryOp(">>", _INTS, _np_shr, _ll_shr),
-    BinaryOp("min", _NUM, lambda a, b, d: _np(np.fmin if _is_float(d) else np.minimum)(a, b, d),
+    BinaryOp("min", _NUM, lambda a, b, d: _np("fmin" if _is_float(d) else "minimum")(a, b, d),
              _ll_minmax("min")),
-    BinaryOp("max", _NUM, lambda a, b, d: _np(np.fmax if _is_float(d) else np.maximum)(a, b, d),
+    BinaryOp("max", _NUM, lambda a, b, d: _np("fmax" if _is_float(d) else "maximum")(a, b, d),
              _ll_minmax("max")),
     *(BinaryOp(op, _ALL, _np(fn), _ll_compare(op), predicate=True) for op, fn in (
-        ("<", np.less), ("<=", np.less_equal), (">", np.greater), (">=", np.greater_equal),
-        ("==", np.equal), ("!=", np.not_equal))),
-    BinaryOp("and", frozenset({_B}), _np(np.logical_and), _ll_bitwise("and_"),
+        ("<", "less"), ("<=", "less_equal"), (">", "greater"), (">=", "greater_equal"),
+        ("==", "equal"), ("!=", "not_equal"))),
+    BinaryOp("and", frozenset({_B}), _np("logical_and"), _ll_bitwise("and_"),
              predicate=True),
-    BinaryOp("or", frozenset({_B}), _np(np.logical_or), _ll_bitwise("or_"),
+    BinaryOp("or", frozenset({_B}), _np("logical_or"), _ll_bitwise("or_"),
              predicate=True),
 ]
 

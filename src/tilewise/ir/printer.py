@@ -12,8 +12,11 @@ import math
 from .dtype import DataType, float32, int32
 from .expr import (AddressOf, BinOp, BufferLoad, BufferRegion, Call, Cast, Expr, FloatImm,
                    IntImm, Select, StringImm, UnaryOp, Var)
-from .stmt import (Assign, Buffer, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
-                   PrimFunc, SeqStmt, Stmt, TileCall, While)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the printer dispatches on class names: stmt.py uses it, not the reverse
+    from .stmt import (Assign, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
+                       PrimFunc, SeqStmt, Stmt, TileCall, While)
 
 _PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
          "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10,
@@ -128,7 +131,7 @@ class Printer:
     def value(self, v) -> str:
         if isinstance(v, (Expr, BufferRegion)):
             return self.expr(v)
-        if isinstance(v, Buffer):
+        if _is(v, "Buffer"):
             return self.name(v)
         if isinstance(v, DataType):
             return _dtype(v)
@@ -182,7 +185,7 @@ class Printer:
         self.emit(depth, f"{kw} {self.expr(s.cond)}:")
         self.stmt(s.then_body, depth + 1)
         e = s.else_body
-        if isinstance(e, IfThenElse):
+        if _is(e, "IfThenElse"):
             self.s_IfThenElse(e, depth, "elif")
         elif e is not None:
             self.emit(depth, "else:")
@@ -253,12 +256,17 @@ class Printer:
             self.emit(1, f"{lhs} = T.{kind}([{', '.join(self.expr(e) for e in extents)}])")
 
 
+def _is(node, cls: str) -> bool:
+    """Whether ``node`` is an instance of the IR class named ``cls``."""
+    return any(c.__name__ == cls for c in type(node).__mro__)
+
+
 def script(node) -> str:
     """Text of a PrimFunc, statement or expression."""
     p = Printer()
-    if isinstance(node, PrimFunc):
+    if _is(node, "PrimFunc"):
         return p.func(node)
-    if isinstance(node, Stmt):
+    if _is(node, "Stmt"):
         p.stmt(node, 0)
         return "\n".join(p.lines) + "\n"
     return p.expr(node)

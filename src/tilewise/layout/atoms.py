@@ -26,23 +26,13 @@ import numpy as np
 from tilewise.errors import LayoutError, did_you_mean
 from tilewise.layout.axes import Axis, Iter, as_int
 from tilewise.layout.layout import TileLayout
+from tilewise.ptx import tcgen05
 
 Place = dict[str, int]
 
-# shape -> (lanes, registers per .num, dl(t, r), c(t, r)); ptx-semantics.md §3.
-TCGEN05_SHAPES: dict[str, tuple[int, int, Callable, Callable]] = {
-    "32x32b": (32, 1, lambda t, r: t, lambda t, r: r),
-    "16x64b": (16, 1, lambda t, r: (t >> 2) + 8 * (t & 1), lambda t, r: 2 * r + ((t >> 1) & 1)),
-    "16x128b": (16, 2, lambda t, r: (t >> 2) + 8 * (r & 1), lambda t, r: 4 * (r >> 1) + (t & 3)),
-    "16x256b": (
-        16,
-        4,
-        lambda t, r: (t >> 2) + 8 * ((r >> 1) & 1),
-        lambda t, r: 8 * (r >> 2) + 2 * (t & 3) + (r & 1),
-    ),
-}
-TCGEN05_NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
-MAX_REGS = 128  # PTX Table 49: no shape/num combination passes more registers
+# The atoms' shapes: every tcgen05.ld/st shape except .16x32bx2, whose two half-warps
+# address two column ranges (not one tile).
+ATOM_SHAPES = {k: v for k, v in tcgen05.SHAPES.items() if k != "16x32bx2"}
 
 
 def _fit(dims: tuple[int, int], table: Iterable[tuple[tuple[int, int], Place]]) -> TileLayout:
@@ -81,18 +71,18 @@ def _elems_per_32b(dtype_bits: object) -> int:
 
 
 def _check_shape_num(shape: str, num: object) -> tuple[int, int, Callable, Callable]:
-    if shape not in TCGEN05_SHAPES:
+    if shape not in ATOM_SHAPES:
         raise LayoutError(
-            f"unknown tcgen05 shape {shape!r}", hint=did_you_mean(str(shape), TCGEN05_SHAPES)
+            f"unknown tcgen05 shape {shape!r}", hint=did_you_mean(str(shape), ATOM_SHAPES)
         )
-    lanes, regs, dl, c = TCGEN05_SHAPES[shape]
+    s = ATOM_SHAPES[shape]
     n = as_int(num, "num", "num is the .xN repeat count: 1, 2, 4, ..., 128")
-    if n not in TCGEN05_NUMS or regs * n > MAX_REGS:
-        legal = [k for k in TCGEN05_NUMS if regs * k <= MAX_REGS]
+    if tcgen05.shape_num_problem(shape, n):
         raise LayoutError(
-            f"num={n} is not a legal .x count for tcgen05 .{shape}", hint=f"use one of {legal}"
+            f"num={n} is not a legal .x count for tcgen05 .{shape}",
+            hint=f"use one of {list(s.nums)}",
         )
-    return lanes, regs * n, dl, c
+    return s.lanes, s.nregs(n), s.dl, s.c
 
 
 def tcgen05_shape(shape: str, num: int = 1, dtype_bits: int = 32) -> tuple[int, int]:
@@ -153,15 +143,8 @@ def tcgen05_warpgroup_atom(
     return _fit((4 * per_warp, cols), table)
 
 
-# ---- tensor-memory datapaths ---------------------------------------------------------
-# Row r of an M-row accumulator -> TMEM lane. D (M=128) is the identity. F (M=64): warp
-# w's 16 rows sit in the first half of its 32-lane slice (PTX ISA §9.7.16.10 "data path
-# layout organization", figures for M=64 / cta_group::1; the tcgen05_ldst reference says
-# "F (M=64) scatters rows to lanes"; each warp may only touch lanes [32w, 32w+32), §2).
-DATAPATHS: dict[str, tuple[int, Callable[[int], int]]] = {
-    "D": (128, lambda r: r),
-    "F": (64, lambda r: 32 * (r // 16) + r % 16),
-}
+# ---- tensor-memory datapaths (ptx/tcgen05.py: row -> lane per datapath) ------------
+DATAPATHS = tcgen05.DATAPATHS
 
 
 def _check_datapath(kind: str) -> str:

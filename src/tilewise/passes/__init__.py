@@ -1,2 +1,2 @@
-"""The lowering pipeline after parsing: target checks, dispatch, layout application,
-flattening, simplification and verification (see :mod:`tilewise.passes.pipeline`)."""
+"""The passes after dispatch: target checks, layout application, flattening,
+simplification and dead-code removal. :mod:`tilewise.pipeline` lists them in order."""

@@ -1,10 +1,12 @@
-"""Check that the target has every instruction the kernel calls.
+"""Check that the target has every instruction the kernel calls, and collect the target
+features they need.
 
 Each ``Call`` names an entry of the PTX table; an entry with a ``feature`` the target
 lacks is a :class:`TargetError` at the user's line (``cp.async needs sm_80 or newer;
-target is sm_75``). Run before dispatch on the user's calls and after it on what the
-variants emitted (a variant must only emit what its predicates checked); the code
-generator runs the same scan once more on the flat IR and reads the features it found.
+target is sm_75``). The pipeline runs it once, after dispatch, on the user's calls and
+what the variants emitted together (a variant must only emit what its predicates
+checked), and keeps the features in ``Lowered.features``: the code generator picks the
+PTX version from them and the simulator trusts the check.
 """
 
 from __future__ import annotations
@@ -35,15 +37,9 @@ class _Check(SpanVisitor):
         self.generic_visit(e)
 
 
-def scan_calls(func: PrimFunc, target) -> tuple[set[str], bool]:
+def check_targets(func: PrimFunc, target) -> tuple[frozenset[str], bool]:
     """The target features the kernel's calls need, and whether it uses libdevice math.
     Raises TargetError at the first instruction ``target`` cannot run."""
     check = _Check(target)
     check.visit(func.body)
-    return check.features, check.math
-
-
-def check_targets(func: PrimFunc, target) -> PrimFunc:
-    """Raise TargetError at the first instruction ``target`` cannot run."""
-    scan_calls(func, target)
-    return func
+    return frozenset(check.features), check.math

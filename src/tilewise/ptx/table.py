@@ -1,34 +1,47 @@
 """The one table of instructions a kernel may call (``T.ptx.*``, ``T.cuda.*``, math).
 
-Each entry says what the instruction takes (operands, immediates and their legal values),
-what it returns, which target feature it needs and how it is spelt in PTX. The parser
-binds calls against it, the verifier checks targets against it, and two registries hang
-off it: the LLVM lowering (``tilewise.codegen.intrinsics``, ``@lowering(name)``) and the
-simulator semantics (``tilewise.sim.semantics``, ``@semantics(name)``), each registered
-beside its implementation. A test asserts that every entry has both.
+Each entry says what the instruction takes (operands of the kinds of
+:mod:`tilewise.ptx.operands`, checked once when a call is bound), what it returns, which
+target feature it needs (:data:`tilewise.target.FEATURES`, which also words the message
+for targets without it), how it is spelt in PTX and how it is lowered to LLVM:
+
+* ``llvm="llvm.nvvm.<name>"``: one intrinsic call. The name may hold ``{operand}`` fields
+  for static operands (spelt by :meth:`Param.spelt`); every other operand is passed in
+  order, converted by its kind. The code generator generates these lowerings from the
+  table (:mod:`tilewise.codegen.lowerings.generated`).
+* ``llvm=Asm(text, constraints)``: inline PTX, where LLVM 22 has no intrinsic; also
+  generated.
+* ``llvm=None``: a hand-written lowering registered with ``@lowering(name)`` in
+  :mod:`tilewise.codegen.lowerings`.
+
+The simulator semantics are registered with ``@semantics(name)`` in :mod:`tilewise.sim.ops`.
+Tests assert that every entry (every spelling, aliases included) has both.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from ..errors import ScriptError, did_you_mean
 from ..ir import dtype as dt
 from ..ir.dtype import DataType
-from ..ir.expr import Call, Expr, IntImm, StringImm, as_int, const
+from ..ir.expr import Call
+from . import tcgen05
+from .operands import KINDS, REQUIRED, Param
 
-REQUIRED = object()
+__all__ = ["Asm", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "ROWS", "lookup",
+           "prefixes", "register"]
 
 
 @dataclass(frozen=True)
-class Param:
-    """One operand. ``kind``: ptr (an address), value (a run-time scalar), imm (a
-    compile-time integer), str (a compile-time string), flag (a compile-time bool)."""
+class Asm:
+    """Inline PTX: ``text`` with ``{operand}`` fields for static operands and ``$k`` for the
+    k-th LLVM operand (the result first, when there is one), and the LLVM constraint
+    string (``"=r,l,r"``)."""
 
-    name: str
-    kind: str
-    default: object = REQUIRED
-    choices: tuple = ()
+    text: str
+    constraints: str
 
 
 @dataclass(frozen=True)
@@ -37,18 +50,39 @@ class PtxOp:
     params: tuple[Param, ...]
     ptx: str  # the PTX spelling, for docs, explain and golden tests
     feature: str | None = None  # Target.has(feature) must hold
-    returns: DataType | None = None  # None: no value; "same" handled by math ops
-    varargs: str | None = None  # name of a trailing list of register operands
+    returns: DataType | None = None  # None: no value
+    regs: Param | None = None  # a trailing register vector (kind regs_in/out/inout)
+    llvm: str | Asm | None = None  # see the module docstring
+    check: Callable | None = None  # values of the static operands -> problem or None
+    aliases: tuple[str, ...] = ()  # other spellings of the same instruction
+    alias_of: str | None = None  # set on the entry of an alias spelling: the row's name
     doc: str = ""
     math: bool = False  # result type follows the first operand (float math)
-    extra: dict = field(default_factory=dict)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
 
     def bind(self, args: list, kwargs: dict, span=None) -> tuple:
-        """Positional operands in table order, defaults filled, immediates checked."""
-        out: list = []
+        """Positional operands in table order, defaults filled, every operand checked."""
         args = list(args)
+        self._check_arity(args, kwargs, span)
+        out, values = [], {}
+        for i, p in enumerate(self.params):
+            v = self._pick(p, i, args, kwargs, span)
+            if v is None and p.optional:
+                out.append(None)
+                values[p.name] = None
+                continue
+            bound = KINDS[p.kind].bind(self, p, v, span)
+            out.append(bound)
+            values[p.name] = getattr(bound, "value", bound) if p.static else bound
+        out.extend(self._bind_regs(args[len(self.params):], values, span))
+        return tuple(out)
+
+    def _check_arity(self, args, kwargs, span):
         n_fixed = len(self.params)
-        if len(args) > n_fixed and self.varargs is None:
+        if len(args) > n_fixed and self.regs is None:
             raise ScriptError(
                 f"T.{self.name} takes {n_fixed} operand(s) ({self.signature()}), "
                 f"got {len(args)}", span, hint=f"call it as T.{self.name}({self.signature()})")
@@ -57,56 +91,43 @@ class PtxOp:
             if bad not in names:
                 raise ScriptError(f"T.{self.name} has no operand named {bad!r}", span,
                                   hint=did_you_mean(bad, names))
-        for i, p in enumerate(self.params):
-            if i < len(args):
-                if p.name in kwargs:
-                    raise ScriptError(f"T.{self.name} got operand {p.name!r} twice", span)
-                v = args[i]
-            elif p.name in kwargs:
-                v = kwargs.pop(p.name)
-            elif p.default is not REQUIRED:
-                v = p.default
-            else:
-                raise ScriptError(f"T.{self.name} is missing operand {p.name!r}", span,
-                                  hint=f"call it as T.{self.name}({self.signature()})")
-            out.append(self._check(p, v, span))
-        out.extend(const(a) if not isinstance(a, Expr) else a for a in args[n_fixed:])
-        return tuple(out)
 
-    def _check(self, p: Param, v, span):
-        if v is None and p.default is None:
-            return None  # an optional operand left out
-        if p.kind in ("imm", "flag"):
-            iv = as_int(v)
-            if iv is None:
-                raise ScriptError(f"operand {p.name!r} of T.{self.name} must be a compile-time "
-                                  f"constant", span, hint="pass a Python int literal or constant")
-            if p.choices and iv not in p.choices:
-                raise ScriptError(
-                    f"operand {p.name!r} of T.{self.name} is {iv}; PTX allows "
-                    + ", ".join(map(str, p.choices)), span,
-                    hint=f"use one of {', '.join(map(str, p.choices))}")
-            return IntImm(iv, dt.bool_ if p.kind == "flag" else dt.int32)
-        if p.kind == "str":
-            s = v.value if isinstance(v, StringImm) else v
-            if not isinstance(s, str) or (p.choices and s not in p.choices):
-                raise ScriptError(f"operand {p.name!r} of T.{self.name} is {s!r}; expected one "
-                                  f"of {', '.join(map(repr, p.choices))}", span)
-            return StringImm(s)
-        if v is None:
-            return None
-        return const(v) if not isinstance(v, Expr) else v
+    def _pick(self, p: Param, i: int, args, kwargs, span):
+        if i < len(args):
+            if p.name in kwargs:
+                raise ScriptError(f"T.{self.name} got operand {p.name!r} twice", span)
+            return args[i]
+        if p.name in kwargs:
+            return kwargs[p.name]
+        if p.default is not REQUIRED:
+            return p.default
+        raise ScriptError(f"T.{self.name} is missing operand {p.name!r}", span,
+                          hint=f"call it as T.{self.name}({self.signature()})")
+
+    def _bind_regs(self, regs: list, values: dict, span) -> list:
+        problem = self.check(values) if self.check else None
+        if problem:
+            raise ScriptError(f"T.{self.name}: {problem}", span)
+        if self.regs is None:
+            return []
+        want = self.regs.count(values)
+        if len(regs) != want:
+            raise ScriptError(f"T.{self.name} with these operands moves {want} 32-bit "
+                              f"register(s) per thread; the call passes {len(regs)}", span,
+                              hint=f"pass exactly {want} register operand(s)")
+        bind = KINDS[self.regs.kind].bind
+        return [bind(self, self.regs, r, span, k) for k, r in enumerate(regs)]
 
     def signature(self) -> str:
         parts = [p.name if p.default is REQUIRED else f"{p.name}={p.default!r}"
                  for p in self.params]
-        if self.varargs:
-            parts.append("*" + self.varargs)
+        if self.regs is not None:
+            parts.append("*" + self.regs.name)
         return ", ".join(parts)
 
     def result_type(self, args) -> DataType | None:
         if self.math:
-            return args[0].dtype if args and isinstance(args[0], Expr) else dt.float32
+            return args[0].dtype if args and hasattr(args[0], "dtype") else dt.float32
         return self.returns
 
     def call(self, args: list, kwargs: dict, span=None) -> Call:
@@ -114,18 +135,36 @@ class PtxOp:
         return Call(self.name, bound, self.result_type(bound) or dt.handle, span=span)
 
 
-def _p(name, kind="value", default=REQUIRED, choices=()):
-    return Param(name, kind, default, tuple(choices))
+def _p(name, kind="value", default=REQUIRED, choices=(), **kw) -> Param:
+    return Param(name, kind, default, tuple(choices), **kw)
 
 
-_TCGEN05_SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
-_NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
-_LDST = (_p("taddr"), _p("row", "imm", 0), _p("col", "imm", 0),
-         _p("shape", "str", choices=_TCGEN05_SHAPES), _p("num", "imm", choices=_NUMS))
+def _shared(name="mbar") -> Param:
+    return _p(name, "ptr", space="shared")
+
+
+_CTA_GROUP = _p("cta_group", "imm", 1, tcgen05.CTA_GROUPS)
+_N_COLS = _p("n_cols", "imm", choices=tcgen05.ALLOC_COLS)
+_LDST = (_p("taddr", "taddr"), _p("row", "imm", 0, lo=0, hi=tcgen05.LANES - 1),
+         _p("col", "imm", 0, lo=0, hi=tcgen05.COLS - 1),
+         _p("shape", "str", choices=tuple(tcgen05.SHAPES)),
+         _p("num", "imm", choices=tcgen05.NUMS))
+
+
+def _ldst_regs(kind: str) -> Param:
+    return _p("regs", kind, count=lambda v: tcgen05.SHAPES[v["shape"]].nregs(v["num"]))
+
+
+def _ldst_check(values) -> str | None:
+    return tcgen05.shape_num_problem(values["shape"], values["num"])
+
+
+_PROXY_SPACES = (("shared::cta", ".shared_cta"), ("shared::cluster", ".shared_cluster"),
+                 ("global", ".global"))
 
 _OPS = [
     # ---- cp.async (LDGSTS), PTX ISA §9.7.9.25
-    PtxOp("ptx.cp_async", (_p("dst", "ptr"), _p("src", "ptr"),
+    PtxOp("ptx.cp_async", (_shared("dst"), _p("src", "ptr", space="global"),
                            _p("cp_size", "imm", choices=(4, 8, 16)),
                            _p("src_size", "value", None), _p("ignore_src", "value", None),
                            _p("prefetch", "imm", None, (64, 128, 256))),
@@ -133,76 +172,111 @@ _OPS = [
           "cp_async",
           doc="asynchronous global->shared copy of 4/8/16 bytes; .cg when 16 bytes; "
               "prefetch: the L2 prefetch size hint in bytes"),
-    PtxOp("ptx.cp_async.commit_group", (), "cp.async.commit_group", "cp_async"),
-    PtxOp("ptx.cp_async.wait_group", (_p("n", "imm", 0),), "cp.async.wait_group n", "cp_async"),
-    PtxOp("ptx.cp_async.wait_all", (), "cp.async.wait_all", "cp_async"),
+    PtxOp("ptx.cp_async.commit_group", (), "cp.async.commit_group", "cp_async",
+          llvm="llvm.nvvm.cp.async.commit.group"),
+    PtxOp("ptx.cp_async.wait_group", (_p("n", "imm", 0, lo=0, hi=2**31 - 1),),
+          "cp.async.wait_group n", "cp_async", llvm="llvm.nvvm.cp.async.wait.group"),
+    PtxOp("ptx.cp_async.wait_all", (), "cp.async.wait_all", "cp_async",
+          llvm="llvm.nvvm.cp.async.wait.all"),
+    PtxOp("ptx.cp_async.mbarrier_arrive", (_shared(),),
+          "cp.async.mbarrier.arrive.noinc.shared.b64 [mbar]", "cp_async",
+          llvm="llvm.nvvm.cp.async.mbarrier.arrive.noinc.shared"),
     # ---- bulk copies by the TMA unit (non-tensor), PTX ISA §9.7.9.25.4
-    PtxOp("ptx.cp_async.bulk.g2s", (_p("dst", "ptr"), _p("src", "ptr"), _p("nbytes"),
-                                    _p("mbar", "ptr")),
+    PtxOp("ptx.cp_async.bulk.g2s", (_shared("dst"), _p("src", "ptr", space="global"),
+                                    _p("nbytes"), _shared()),
           "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], "
           "size, [mbar]", "tma",
           doc="global -> shared copy of nbytes (a multiple of 16, both addresses 16-byte "
               "aligned) that performs complete_tx(nbytes) on mbar when the bytes have landed"),
-    PtxOp("ptx.cp_async.bulk.s2g", (_p("dst", "ptr"), _p("src", "ptr"), _p("nbytes")),
+    PtxOp("ptx.cp_async.bulk.s2g", (_p("dst", "ptr", space="global"), _shared("src"),
+                                    _p("nbytes")),
           "cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size", "tma",
           doc="shared -> global copy of nbytes, tracked by this thread's bulk async-groups"),
-    PtxOp("ptx.cp_async.bulk.commit_group", (), "cp.async.bulk.commit_group", "tma"),
-    PtxOp("ptx.cp_async.bulk.wait_group", (_p("n", "imm", 0),), "cp.async.bulk.wait_group n",
-          "tma", doc="wait until at most n of this thread's bulk groups are pending"),
-    PtxOp("ptx.cp_async.bulk.wait_group_read", (_p("n", "imm", 0),),
+    PtxOp("ptx.cp_async.bulk.commit_group", (), "cp.async.bulk.commit_group", "tma",
+          llvm="llvm.nvvm.cp.async.bulk.commit.group"),
+    PtxOp("ptx.cp_async.bulk.wait_group", (_p("n", "imm", 0, lo=0, hi=2**31 - 1),),
+          "cp.async.bulk.wait_group n", "tma", llvm="llvm.nvvm.cp.async.bulk.wait.group",
+          doc="wait until at most n of this thread's bulk groups are pending"),
+    PtxOp("ptx.cp_async.bulk.wait_group_read", (_p("n", "imm", 0, lo=0, hi=2**31 - 1),),
           "cp.async.bulk.wait_group.read n", "tma",
+          llvm="llvm.nvvm.cp.async.bulk.wait.group.read",
           doc="wait until at most n bulk groups still read their shared-memory source"),
-    PtxOp("ptx.fence.proxy_async", (), "fence.proxy.async.shared::cta", "tma",
-          doc="order this thread's generic-proxy shared-memory accesses with the async proxy"),
+    PtxOp("ptx.fence.proxy_async",
+          (_p("space", "str", "shared::cta", [s for s, _ in _PROXY_SPACES],
+              spell=_PROXY_SPACES),),
+          "fence.proxy.async{.space}", "tma", llvm="llvm.nvvm.fence.proxy.async{space}",
+          doc="order this thread's generic-proxy accesses of `space` (shared::cta, the "
+              "default; shared::cluster; global) with the async proxy"),
     # ---- a synchronous vector move: ld.<space>.v{1,2,4}.b{8..32} then st.<space>...
     PtxOp("ptx.ld_st", (_p("dst", "ptr"), _p("src", "ptr"),
                         _p("nbytes", "imm", choices=(1, 2, 4, 8, 16))),
           "ld.<src-space>.v<n>.b32 {r..}, [src]; st.<dst-space>.v<n>.b32 [dst], {r..}", None,
           doc="copy nbytes (naturally aligned) as one vector load and one vector store"),
-    # ---- barriers and warp primitives
+    # ---- barriers, warp primitives, registers
     PtxOp("cuda.cta_sync", (), "bar.sync 0", None, doc="__syncthreads()"),
-    PtxOp("ptx.elect_sync", (), "elect.sync %r|%p, 0xffffffff", "elect_sync", returns=dt.bool_),
+    PtxOp("ptx.elect_sync", (), "elect.sync %r|%p, 0xffffffff", "elect_sync", returns=dt.bool_,
+          doc="true in one active lane of each warp (the lowest)"),
+    PtxOp("ptx.setmaxnreg", (_p("inc", "flag", spell=((1, "inc"), (0, "dec"))),
+                             _p("n", "imm", lo=24, hi=256, step=8)),
+          "setmaxnreg.{inc|dec}.sync.aligned.u32 n", "setmaxnreg",
+          llvm="llvm.nvvm.setmaxnreg.{inc}.sync.aligned.u32",
+          doc="raise (inc=True) or lower the per-thread register limit of the warps of the "
+              "warpgroup to n (24..256, a multiple of 8); the whole warpgroup executes it"),
     # ---- mbarrier, PTX ISA §9.7.13.15
-    PtxOp("ptx.mbarrier.init", (_p("mbar", "ptr"), _p("count")),
-          "mbarrier.init.shared.b64 [mbar], count", "cp_async"),
-    PtxOp("ptx.mbarrier.arrive", (_p("mbar", "ptr"),), "mbarrier.arrive.shared.b64 state, [mbar]",
-          "cp_async", returns=dt.uint64),
-    PtxOp("ptx.mbarrier.arrive_expect_tx", (_p("mbar", "ptr"), _p("tx_bytes")),
+    PtxOp("ptx.mbarrier.init", (_shared(), _p("count")),
+          "mbarrier.init.shared.b64 [mbar], count", "cp_async",
+          llvm="llvm.nvvm.mbarrier.init.shared"),
+    PtxOp("ptx.mbarrier.arrive", (_shared(),), "mbarrier.arrive.shared.b64 state, [mbar]",
+          "cp_async", returns=dt.uint64, llvm="llvm.nvvm.mbarrier.arrive.shared"),
+    PtxOp("ptx.mbarrier.arrive_expect_tx", (_shared(), _p("tx_bytes")),
           "mbarrier.arrive.expect_tx.shared.b64 state, [mbar], tx", "mbarrier_tx",
-          returns=dt.uint64),
-    PtxOp("ptx.mbarrier.expect_tx", (_p("mbar", "ptr"), _p("tx_bytes")),
-          "mbarrier.expect_tx.relaxed.cta.shared.b64 [mbar], tx", "mbarrier_tx"),
-    PtxOp("ptx.mbarrier.try_wait_parity", (_p("mbar", "ptr"), _p("parity")),
-          "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity", "mbarrier_tx",
-          returns=dt.bool_),
-    PtxOp("ptx.mbarrier.wait_parity", (_p("mbar", "ptr"), _p("parity")),
-          "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity (looped until p)",
+          returns=dt.uint64, llvm="llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta"),
+    PtxOp("ptx.mbarrier.arrive.expect_tx",
+          (_shared(), _p("tx_bytes"), _p("remote", "rank", None),
+           _p("pred", "value", None, dtype=dt.bool_)),
+          "mbarrier.arrive.expect_tx{.release.cluster.shared::cluster}.b64 _, [mbar], tx",
           "mbarrier_tx",
-          doc="block until the phase of parity `parity` has completed (a try_wait loop)"),
-    PtxOp("ptx.cp_async.mbarrier_arrive", (_p("mbar", "ptr"),),
-          "cp.async.mbarrier.arrive.noinc.shared.b64 [mbar]", "cp_async"),
+          doc="expect_tx(tx_bytes) then arrive (TIRx's spelling; no state is returned): on "
+              "this CTA's mbarrier, or with remote=rank on the mbarrier at the same shared "
+              "offset in CTA `rank` of the cluster (a shared::cluster address, by mapa); "
+              "pred: only the threads where it is true arrive"),
+    PtxOp("ptx.mbarrier.expect_tx", (_shared(), _p("tx_bytes")),
+          "mbarrier.expect_tx.relaxed.cta.shared.b64 [mbar], tx", "mbarrier_tx",
+          llvm="llvm.nvvm.mbarrier.expect.tx.scope.cta.space.cta"),
+    PtxOp("ptx.mbarrier.try_wait_parity", (_shared(), _p("parity")),
+          "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity", "mbarrier_tx",
+          returns=dt.bool_, llvm="llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta",
+          doc="one try: true when the phase of parity `parity` has completed"),
+    PtxOp("ptx.mbarrier.try_wait", (_shared(), _p("parity")),
+          "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity (looped until p)",
+          "mbarrier_tx", aliases=("ptx.mbarrier.wait_parity",),
+          doc="block until the phase of parity `parity` has completed: a try_wait.parity "
+              "loop (TIRx's spelling; also T.ptx.mbarrier.wait_parity)"),
     # ---- tcgen05 tensor memory, PTX ISA §9.7.16
-    PtxOp("ptx.tcgen05.alloc", (_p("dst", "ptr"),
-                                _p("n_cols", "imm", choices=(32, 64, 128, 256, 512)),
-                                _p("cta_group", "imm", 1, (1, 2))),
-          "tcgen05.alloc.cta_group::N.sync.aligned.shared::cta.b32 [dst], nCols", "tcgen05"),
-    PtxOp("ptx.tcgen05.dealloc", (_p("taddr"), _p("n_cols", "imm", choices=(32, 64, 128, 256, 512)),
-                                  _p("cta_group", "imm", 1, (1, 2))),
-          "tcgen05.dealloc.cta_group::N.sync.aligned.b32 taddr, nCols", "tcgen05"),
-    PtxOp("ptx.tcgen05.relinquish_alloc_permit", (_p("cta_group", "imm", 1, (1, 2)),),
-          "tcgen05.relinquish_alloc_permit.cta_group::N.sync.aligned", "tcgen05"),
+    PtxOp("ptx.tcgen05.alloc", (_shared("dst"), _N_COLS, _CTA_GROUP),
+          "tcgen05.alloc.cta_group::N.sync.aligned.shared::cta.b32 [dst], nCols", "tcgen05",
+          llvm="llvm.nvvm.tcgen05.alloc.shared.cg{cta_group}"),
+    PtxOp("ptx.tcgen05.dealloc", (_p("taddr", "taddr"), _N_COLS, _CTA_GROUP),
+          "tcgen05.dealloc.cta_group::N.sync.aligned.b32 taddr, nCols", "tcgen05",
+          llvm="llvm.nvvm.tcgen05.dealloc.cg{cta_group}"),
+    PtxOp("ptx.tcgen05.relinquish_alloc_permit", (_CTA_GROUP,),
+          "tcgen05.relinquish_alloc_permit.cta_group::N.sync.aligned", "tcgen05",
+          llvm="llvm.nvvm.tcgen05.relinq.alloc.permit.cg{cta_group}"),
     PtxOp("ptx.tcgen05.ld", _LDST + (_p("pack", "flag", False),),
           "tcgen05.ld.sync.aligned.<shape>.x<num>{.pack::16b}.b32 {regs}, [taddr]", "tcgen05",
-          varargs="regs", doc="registers are lvalues (buffer elements) that receive the cells"),
+          regs=_ldst_regs("regs_out"), check=_ldst_check,
+          doc="registers are destinations (32-bit buffer elements) that receive the cells"),
     PtxOp("ptx.tcgen05.st", _LDST + (_p("unpack", "flag", False),),
           "tcgen05.st.sync.aligned.<shape>.x<num>{.unpack::16b}.b32 [taddr], {regs}", "tcgen05",
-          varargs="regs"),
-    PtxOp("ptx.tcgen05.wait.ld", (), "tcgen05.wait::ld.sync.aligned", "tcgen05"),
-    PtxOp("ptx.tcgen05.wait.st", (), "tcgen05.wait::st.sync.aligned", "tcgen05"),
+          regs=_ldst_regs("regs_in"), check=_ldst_check),
+    PtxOp("ptx.tcgen05.wait.ld", (), "tcgen05.wait::ld.sync.aligned", "tcgen05",
+          llvm="llvm.nvvm.tcgen05.wait.ld"),
+    PtxOp("ptx.tcgen05.wait.st", (), "tcgen05.wait::st.sync.aligned", "tcgen05",
+          llvm="llvm.nvvm.tcgen05.wait.st"),
     PtxOp("ptx.tcgen05.fence.before_thread_sync", (), "tcgen05.fence::before_thread_sync",
-          "tcgen05"),
+          "tcgen05", llvm="llvm.nvvm.tcgen05.fence.before.thread.sync"),
     PtxOp("ptx.tcgen05.fence.after_thread_sync", (), "tcgen05.fence::after_thread_sync",
-          "tcgen05"),
+          "tcgen05", llvm="llvm.nvvm.tcgen05.fence.after.thread.sync"),
 ]
 
 # ---- math, lowered through libdevice (__nv_<name>f / __nv_<name>)
@@ -213,8 +287,30 @@ _OPS += [PtxOp(n, (_p("x"), _p("y")), f"__nv_{n}", math=True, doc=f"libdevice {n
          for n in ("pow", "atan2", "fmod")]
 _OPS += [PtxOp("fma", (_p("a"), _p("b"), _p("c")), "__nv_fma", math=True)]
 
-PTX_OPS: dict[str, PtxOp] = {op.name: op for op in _OPS}
+
+
+def _spellings(op: PtxOp):
+    yield op.name, op
+    for alias in op.aliases:  # a call keeps the spelling it was written with
+        yield alias, replace(op, name=alias, aliases=(), alias_of=op.name)
+
+
+#: The rows of the table, one per instruction.
+ROWS: tuple[PtxOp, ...] = tuple(_OPS)
+#: Every spelling (aliases included) -> its entry.
+PTX_OPS: dict[str, PtxOp] = {name: entry for op in _OPS for name, entry in _spellings(op)}
 MATH_OPS = frozenset(op.name for op in _OPS if op.math)
+
+
+def register(registry: dict, names, fn, what: str) -> None:
+    """Enter ``fn`` in ``registry`` (the LLVM lowerings, the simulator semantics) for the
+    entries ``names`` and every spelling of each; an entry registered twice is an error
+    naming ``what``."""
+    for name in names:
+        for spelling in PTX_OPS[name].names:
+            if spelling in registry:
+                raise RuntimeError(f"two {what} registered for {spelling!r}")
+            registry[spelling] = fn
 
 
 def lookup(name: str, span=None) -> PtxOp:

@@ -132,9 +132,7 @@ class _Tx(_Namespace):
                                             list(primitives.PRIMITIVES)))
 
 
-def _build_T(handlers: dict) -> _Namespace:
-    from .decorator import prim_func
-
+def _build_T(handlers: dict, prim_func) -> _Namespace:
     entries: dict = {"prim_func": prim_func}
     for name, h in handlers.items():
         entries[name] = Builtin(name, h)
@@ -147,5 +145,6 @@ def _build_T(handlers: dict) -> _Namespace:
     return _Namespace(entries)
 
 
-def make_namespaces(handlers: dict):
-    return _build_T(handlers), _Tx({})
+def make_namespaces(handlers: dict, prim_func):
+    """``T`` (the builtins ``handlers``, ``prim_func``, dtypes, the PTX table) and ``Tx``."""
+    return _build_T(handlers, prim_func), _Tx({})

@@ -89,20 +89,15 @@ def make_address(plan, buf):
 
 # ---------------------------------------------------------------- shared-memory shadows
 def check_shared_read(ctx, offs, nbytes, tids, span) -> None:
-    """Hazards of ``tids`` reading ``nbytes`` at shared offsets ``offs``."""
+    """Hazards of ``tids`` reading ``nbytes`` at shared offsets ``offs``: bytes in flight
+    (asked of the async core) or written by another thread since the last barrier."""
     span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
     mem = ctx.mem
-    if mem.n_pending and np.any(mem.pending[span_b]):
-        from .ops_cp_async import report_pending_read
-
-        k, j = np.argwhere(mem.pending[span_b] > 0)[0]
-        report_pending_read(ctx, int(span_b[k, j]), int(tids[k]), span)
-        return
     own = mem.owner[span_b]
     t = tids[:, None]
     bad = (own != VISIBLE) & (own != t) & (own != -(2 + t // WARP))
-    if np.any(bad) and mem.bulk_tagged:  # bytes landed by cp.async.bulk (sim/ops_bulk.py)
-        bad = ctx.ext["bulk"].filter_reads(ctx, own, tids, bad, span_b, span)
+    if mem.n_pending or (mem.bulk_tagged and np.any(bad)):
+        bad = ctx.asyncs.check_read(span_b, tids, bad, own, span)
     if np.any(bad):
         k, j = np.argwhere(bad)[0]
         _report_invisible(ctx, int(own[k, j]), int(tids[k]), int(span_b[k, j]), span)
@@ -123,19 +118,23 @@ def _report_invisible(ctx, owner, tid, off, span):
 
 
 def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None) -> None:
-    """Record that ``tids`` wrote the bytes (visible to each writer only until bar.sync)."""
+    """Record that ``tids`` wrote the bytes (visible to each writer only until bar.sync),
+    after asking the async core whether something in flight writes or reads them."""
     span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
-    mem = ctx.mem
-    if mem.n_pending and np.any(mem.pending[span_b]):
-        from .ops_cp_async import report_pending_write
-
-        k, j = np.argwhere(mem.pending[span_b] > 0)[0]
-        report_pending_write(ctx, int(span_b[k, j]), int(tids[k]), span)
-    bulk = ctx.ext.get("bulk")
-    if bulk is not None:  # bytes a bulk store still reads, or a bulk copy still writes
-        bulk.check_write(ctx, span_b, tids, span)
+    ctx.asyncs.check_write(span_b, tids, span)
     who = np.broadcast_to((tids if owner is None else owner)[:, None], span_b.shape)
-    mem.owner[span_b] = who
+    ctx.mem.owner[span_b] = who
+
+
+def mbarrier_addrs(ctx, mbar, span, what, read: bool = True):
+    """The shared addresses of the 8-byte mbarriers ``mbar`` (one per active thread), or
+    None after a hazard; ``read``: the threads also read them (every use but init)."""
+    r = check_pointer(ctx, mbar, 8, span, what, spaces=(SHARED,))
+    if r is None:
+        return None
+    if read:
+        check_shared_read(ctx, r[1], 8, ctx.active(), span)
+    return (SHARED << SPACE_SHIFT) + r[1]
 
 
 # ---------------------------------------------------------------- raw byte accesses

@@ -21,20 +21,21 @@ from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
 from ..ir.launch import thread_value
 from ..ir.visitor import jumps_out
+from ..ptx.operands import regs_read, regs_written
 from ..ptx.table import PTX_OPS
 from . import values as V
 from .access import make_address, make_load, make_store
 from .memory import StoragePlan
-from .registry import LVALUE_OPS, Site, load_all
+from .registry import Site, load_all
+from .state import masked
 
 
 class Program:
     """A compiled kernel: ``body(ctx)`` runs one CTA; ``bind_launch(ctx, cta)`` sets the
     launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots."""
 
-    def __init__(self, func, target):
+    def __init__(self, func):
         self.func = func
-        self.target = target
         self.plan = StoragePlan(func)
         self.slots: dict[int, int] = {}
         self.semantics = load_all()
@@ -243,9 +244,6 @@ class Program:
         fn = self.semantics.get(e.op)
         if op is None or fn is None:
             raise SimulationError(f"{e.op!r} has no simulator semantics", e.span)
-        if op.feature and not self.target.has(op.feature):
-            raise SimulationError(f"T.{e.op} needs a target with {op.feature}; simulating "
-                                  f"for {self.target}", e.span, "pick another target")
         site = Site(e, e.span, op)
         operands = self._operands(op, e, site)
         report_key = e.op
@@ -259,18 +257,15 @@ class Program:
         fixed = len(op.params)
         out = []
         for p, a in zip(op.params, e.args[:fixed]):
-            out.append(_const_fn(_immediate(a)) if p.kind in ("imm", "flag", "str")
-                       or a is None else self.expr(a))
+            out.append(_const_fn(_immediate(a)) if p.static or a is None else self.expr(a))
         regs = e.args[fixed:]
-        if e.op in LVALUE_OPS:
+        if regs_written(op.regs):
             site.regs = tuple(self._lvalue(r) for r in regs)
-        else:
+        if regs_read(op.regs):
             out.extend(self.expr(r) for r in regs)
         return out
 
     def _lvalue(self, r):
-        if not isinstance(r, E.BufferLoad):
-            raise SimulationError("a destination register must be a buffer element", r.span)
         store, idx = make_store(self.plan, r.buffer, r.span), self.expr(r.indices[0])
         d = V.np_dtype(r.buffer.dtype)
 
@@ -321,16 +316,6 @@ def write_slot(ctx, slot, v, d) -> None:
     full = np.zeros(ctx.n, d) if cur is None else np.array(np.broadcast_to(cur, (ctx.n,)), d)
     full[ctx.act] = v
     ctx.vals[slot] = full
-
-
-def masked(ctx, act, fn, *args):
-    """Run ``fn(ctx, *args)`` with only the threads ``act`` active."""
-    old = ctx.act
-    ctx.act = None if len(act) == ctx.n else act
-    try:
-        return fn(ctx, *args)
-    finally:
-        ctx.act = old
 
 
 def _masked_loop(ctx, loop, slot, d, starts, extents, body):

@@ -16,7 +16,7 @@ Shared memory has two shadow arrays, one entry per byte:
   since the last barrier: visible to t only), ``-(2 + w)`` (written collectively by
   warp w, e.g. the address ``tcgen05.alloc`` stores) or ``BULK_TAG0 - k`` (landed by
   bulk copy k, ``cp.async.bulk`` global -> shared: visible to the threads that have
-  observed its mbarrier phase complete, see :mod:`tilewise.sim.ops_bulk`).
+  observed its mbarrier phase complete, see :mod:`tilewise.sim.async_core`).
 """
 
 from __future__ import annotations

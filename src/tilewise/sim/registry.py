@@ -1,8 +1,8 @@
 """The simulator half of the PTX instruction table: ``@semantics("ptx.cp_async")``.
 
 Each entry of :data:`tilewise.ptx.table.PTX_OPS` gets one simulator implementation,
-registered beside it in an ``ops_*.py`` module of this package. An implementation is
-``fn(ctx, site, args) -> value | None``: ``ctx`` is the executing CTA
+registered beside it in a module of :mod:`tilewise.sim.ops` (discovered, not listed). An
+implementation is ``fn(ctx, site, args) -> value | None``: ``ctx`` is the executing CTA
 (:class:`tilewise.sim.state.Ctx`, with the active threads), ``site`` the compiled call
 (:class:`Site`: the Call node, its span and precompiled helpers) and ``args`` the operand
 values in table order (numpy arrays with one entry per active thread, numpy scalars for
@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 SEMANTICS: dict[str, Callable] = {}
-LVALUE_OPS: set[str] = set()
+_LOADED = False
 EXIT_CHECKS: list[Callable] = []  # fn(ctx, func_span) run when a CTA finishes
-_MODULES = ("ops_cp_async", "ops_bulk", "ops_mbarrier", "ops_tcgen05", "ops_tcgen05_ldst",
-            "ops_misc")
 
 
 @dataclass
@@ -37,19 +35,14 @@ class Site:
         return self.call.op
 
 
-def semantics(name: str, lvalue_varargs: bool = False):
-    """Register the simulator semantics of the PTX-table entry ``name``.
-
-    ``lvalue_varargs``: the trailing register operands are destinations (BufferLoads that
-    receive values) rather than values; they reach ``fn`` as ``site.regs``.
-    """
+def semantics(*names: str):
+    """Register the simulator semantics of the PTX-table entries ``names`` (and of their
+    aliases). Register operands that are destinations (``regs_out``/``regs_inout`` in the
+    table) reach ``fn`` as ``site.regs``, writers ``(ctx, values)``."""
+    from ..ptx.table import register
 
     def deco(fn):
-        if name in SEMANTICS:
-            raise ValueError(f"simulator semantics for {name!r} registered twice")
-        SEMANTICS[name] = fn
-        if lvalue_varargs:
-            LVALUE_OPS.add(name)
+        register(SEMANTICS, names, fn, "simulator semantics")
         return fn
 
     return deco
@@ -62,9 +55,12 @@ def at_cta_exit(fn):
 
 
 def load_all() -> dict[str, Callable]:
-    """Import every ``ops_*`` module (registering their semantics); return the registry."""
-    import importlib
+    """Import every module of :mod:`tilewise.sim.ops` (registering their semantics, once);
+    return the registry."""
+    global _LOADED
+    if not _LOADED:
+        from .._discover import import_all
 
-    for m in _MODULES:
-        importlib.import_module(f"{__package__}.{m}")
+        import_all(f"{__package__}.ops")
+        _LOADED = True
     return SEMANTICS

@@ -18,16 +18,21 @@ from .state import Ctx, SimReport
 
 
 def lower_for_sim(func, target):
-    """``(kernel, flat PrimFunc)`` to execute: a ``Lowered``'s, or ``func`` lowered for
-    ``target`` (the kernel's unflattened buffers are what the arguments are bound to)."""
-    from ..passes.pipeline import Lowered, lower
+    """The pipeline's result to execute: a ``Lowered`` as given (it carries its target), or
+    ``func`` lowered for ``target`` (sm_90a when None)."""
+    from ..pipeline import Lowered, lower
 
     if isinstance(func, Lowered):
-        return func.kernel or func.func, func.func
+        if target is not None and str(target) != func.target.name:
+            raise SimulationError(f"simulate() got a program lowered for {func.target} and "
+                                  f"target={target!r}", func.func.span,
+                                  f"drop target= (the program runs for {func.target}), or "
+                                  f"lower the kernel for {target}")
+        return func
     if not isinstance(func, PrimFunc):
         raise SimulationError(f"simulate() takes a @T.prim_func kernel or a Lowered program, "
                               f"not {type(func).__name__}")
-    return func, lower(func, target).func
+    return lower(func, "sm_90a" if target is None else target)
 
 
 def bind_arguments(func, args):
@@ -138,21 +143,22 @@ def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = F
                     prog.body(ctx)
                     for check in EXIT_CHECKS:
                         check(ctx, prog.func.span)
-                    if keep_tmem and "tmem" in ctx.ext:
-                        ctx.stats.tmem = ctx.ext["tmem"].cells.copy()
+                    if keep_tmem and ctx.tmem_if_used is not None:
+                        ctx.stats.tmem = ctx.tmem_if_used.cells.copy()
                     report.ctas.append(ctx.stats)
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def simulate(func, *args, target="sm_90a", grid=None, strict: bool | None = None,
+def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
              keep_tmem: bool = False) -> SimReport:
     """Run a kernel on the CPU, writing results into the argument arrays in place.
 
-    ``func``: a ``@T.prim_func`` (lowered here for ``target``) or a ``Lowered`` program;
-    ``args``: in parameter order, as at launch: a numpy array per global buffer (dtype and
-    shape checked; symbolic sizes bound from them) and a number per scalar parameter
-    (range-checked against its dtype); ``grid``:
+    ``func``: a ``@T.prim_func`` (lowered here for ``target``, default sm_90a) or a
+    ``Lowered`` program (which runs for the target it was lowered for); ``args``: in
+    parameter order, as at launch: a numpy array per global buffer (dtype and shape checked;
+    symbolic sizes bound from them) and a number per scalar parameter (range-checked against
+    its dtype); ``grid``:
     override the CTA grid; ``strict``: raise the first :class:`HazardError` (default, or
     ``knobs.sim_strict`` from TILEWISE_SIM_STRICT) or record every hazard in the report
     and carry on; ``keep_tmem``: keep each CTA's tensor memory at exit in
@@ -160,12 +166,11 @@ def simulate(func, *args, target="sm_90a", grid=None, strict: bool | None = None
     :class:`SimReport`.
     """
     from ..knobs import knobs
-    from ..target import Target
 
     if strict is None:
         strict = knobs.sim_strict
-    target = Target(target)
-    kernel, flat = lower_for_sim(func, target)
+    lowered = lower_for_sim(func, target)
+    kernel, flat = lowered.kernel or lowered.func, lowered.func
     globals_, values, binding = bind_arguments(kernel, args)
-    prog = Program(flat, target)
+    prog = Program(flat)
     return run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)

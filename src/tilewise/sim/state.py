@@ -14,7 +14,9 @@ import numpy as np
 
 from ..errors import HazardError
 from ..ir.launch import WARP
+from .async_core import AsyncCore
 from .memory import SHARED, offset_of, space_name, space_of
+from .tmem import TensorMemory
 
 _MAX_RECORDED = 200
 
@@ -60,7 +62,9 @@ class SimReport:
 
 
 class Ctx:
-    """One CTA under execution: threads, active mask, scalar slots, memories, async state."""
+    """One CTA under execution: threads, active mask, scalar slots, memories, and the
+    state the instructions keep: ``asyncs`` (:class:`~.async_core.AsyncCore`: mbarriers,
+    copies in flight) and ``tmem`` (tensor memory, created on first use)."""
 
     def __init__(self, n_threads, n_slots, cta, mem, report, strict, params):
         self.n = n_threads
@@ -72,10 +76,22 @@ class Ctx:
         self.report = report
         self.strict = strict
         self.params = params
-        self.ext: dict = {}  # per-op-module state (cp.async groups, mbarriers, tmem)
+        self.asyncs = AsyncCore(self)
+        self._tmem: TensorMemory | None = None
         self.loop = None  # the innermost executing loop (break/continue)
         self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
+
+    @property
+    def tmem(self) -> TensorMemory:
+        if self._tmem is None:
+            self._tmem = TensorMemory()
+        return self._tmem
+
+    @property
+    def tmem_if_used(self) -> TensorMemory | None:
+        """The CTA's tensor memory, None when no instruction touched it."""
+        return self._tmem
 
     # -- threads ---------------------------------------------------------------
     def active(self) -> np.ndarray:
@@ -112,3 +128,13 @@ class Ctx:
             raise err
         if len(self.report.hazards) < _MAX_RECORDED:
             self.report.hazards.append(err)
+
+
+def masked(ctx, act, fn, *args):
+    """Run ``fn(ctx, *args)`` with only the threads ``act`` active."""
+    old = ctx.act
+    ctx.act = None if len(act) == ctx.n else act
+    try:
+        return fn(ctx, *args)
+    finally:
+        ctx.act = old

@@ -1,9 +1,22 @@
-"""Tile primitives and their dispatch: the registry, :class:`DispatchContext`, the
-active-thread analysis and :func:`explain` (see docs/dispatch.md)."""
+"""Tile primitives and their dispatch: the registry, :class:`DispatchContext` and the
+active-thread analysis (see docs/dispatch.md; ``explain`` is :func:`tilewise.pipeline.explain`).
 
-from .context import ActiveThreads, DispatchContext
-from .dispatch import Decision, dispatch, explain
-from .registry import DispatchFail, Predicate, Variant, candidates, predicate, register_dispatch
+Importing the package runs nothing: ``import tilewise`` needs only :mod:`.primitives` (for
+``Tx``); the dispatch machinery and numpy load when a kernel is dispatched."""
 
-__all__ = ["ActiveThreads", "Decision", "DispatchContext", "DispatchFail", "Predicate",
-           "Variant", "candidates", "dispatch", "explain", "predicate", "register_dispatch"]
+_NAMES = {
+    "ActiveThreads": "context", "DispatchContext": "context",
+    "Decision": "dispatch", "dispatch": "dispatch",
+    "DispatchFail": "registry", "Predicate": "registry", "Variant": "registry",
+    "candidates": "registry", "predicate": "registry", "register_dispatch": "registry",
+}
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name):
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

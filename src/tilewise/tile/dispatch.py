@@ -274,18 +274,3 @@ def _uses(body, var) -> bool:
     found = []
     walk(body, lambda n: found.append(True) if n is var else None)
     return bool(found)
-
-
-def explain(func: PrimFunc, target) -> str:
-    """Every tile call of ``func``, every candidate, chosen or the reason it declined."""
-    from ..passes.pipeline import lower
-
-    try:
-        log = lower(func, target, until="dispatch").dispatch_log
-        tail = ""
-    except DispatchError as e:
-        log = getattr(e, "dispatch_log", [])
-        tail = f"\n{e}"
-    head = f"dispatch of {func.name} for {target}:"
-    body = "\n".join(d.render() for d in log) or "    (no tile-primitive calls)"
-    return f"{head}\n{body}{tail}"

@@ -7,12 +7,15 @@ from fnmatch import fnmatch
 import numpy as np
 
 from ..ir.expr import BufferRegion
+from ..target import FEATURES
 
 
 def has_feature(ctx, feature: str, what: str):
+    """The target has ``feature``; otherwise the reason names ``what`` (the instruction)
+    and the targets that have it, worded by :data:`tilewise.target.FEATURES`."""
     if ctx.target.has(feature):
         return True
-    return False, f"target {ctx.target} has no {what}"
+    return False, f"target {ctx.target} has no {what} (needs {FEATURES[feature].needs})"
 
 
 def scope_in(ctx, scopes: tuple[str, ...]):

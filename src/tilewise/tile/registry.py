@@ -116,11 +116,7 @@ def load_variants() -> None:
     global _LOADED
     if _LOADED:
         return
-    import importlib
-    import pkgutil
+    from .._discover import import_all
 
-    from .. import variants
-
-    for info in pkgutil.walk_packages(variants.__path__, variants.__name__ + "."):
-        importlib.import_module(info.name)
+    import_all("tilewise.variants")
     _LOADED = True

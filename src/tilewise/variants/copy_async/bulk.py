@@ -116,7 +116,7 @@ def _emit(ctx):
 
 @register_dispatch("copy_async", "cuda", variant="bulk", priority=25, when=[
     predicate("target has TMA", P.has_feature, feature="tma",
-              what="cp.async.bulk (needs sm_90 or newer)"),
+              what="cp.async.bulk"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("compile-time sizes", P.static_sizes),
     predicate("global <-> shared", P.direction, pairs=PAIRS),

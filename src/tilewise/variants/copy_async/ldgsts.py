@@ -61,7 +61,7 @@ def _emit(ctx):
 
 @register_dispatch("copy_async", "cuda", variant="ldgsts", priority=20, when=[
     predicate("target has cp.async", P.has_feature, feature="cp_async",
-              what="cp.async (needs sm_80 or newer)"),
+              what="cp.async"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("no mbarrier", P.no_option, option="mbar",
               why="completion by mbarrier needs a TMA variant; cp.async groups cannot "

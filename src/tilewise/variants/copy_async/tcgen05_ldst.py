@@ -55,17 +55,15 @@ from tilewise.ir import dtype as dt
 from tilewise.ir.expr import BufferLoad, BufferRegion, Cast, IntImm, as_int
 from tilewise.ir.stmt import Buffer, DeclBuffer, Evaluate, seq
 from tilewise.layout import TileLayout, match_atom, tcgen05_warpgroup_atom, tmem_datapath
+from tilewise.ptx import tcgen05
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 
 PAIRS = (("tmem", "local"), ("local", "tmem"))  # (dst, src)
-TCGEN05_TARGETS = "sm_100a, sm_100f, sm_103a or sm_110a"
 WIDE_SHAPES = ("16x256b", "16x128b", "16x64b")  # widest first
-FOOTPRINT = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8}  # 32-bit cols per .num
-REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4}  # Table 49
-MAX_NUM = {s: 128 // r for s, r in REGS_PER_NUM.items()}  # at most 128 registers
-ROWS = {"D": 128, "F": 64}
+SHAPES = tcgen05.SHAPES  # registers, 32-bit columns (footprint) and max .num per shape
+ROWS = {dp: rows for dp, (rows, _) in tcgen05.DATAPATHS.items()}
 THREAD_AXES = {"tid_in_wg": 1, "laneid": 1, "wid_in_wg": 32}  # -> stride on tid_in_wg
 
 
@@ -81,7 +79,7 @@ class Issue:
 
     @property
     def nregs(self) -> int:
-        return REGS_PER_NUM[self.shape] * self.num
+        return SHAPES[self.shape].nregs(self.num)
 
 
 @dataclass(frozen=True)
@@ -107,13 +105,6 @@ class Copy:
 
 
 # ---- predicates ----------------------------------------------------------------------------
-def has_tcgen05(ctx):
-    if ctx.target.has("tcgen05"):
-        return True
-    return False, (f"target {ctx.target} has no tcgen05 tensor memory; tcgen05.ld/st needs "
-                   f"{TCGEN05_TARGETS}")
-
-
 def same_shape(ctx):
     d, s = ctx.dst.shape, ctx.src.shape
     if d == s:
@@ -225,17 +216,17 @@ def _thread_iter(it, layout) -> tuple[int, int, str]:
 
 # ---- step 4: the instruction shape ---------------------------------------------------------
 def _atom(shape: str, num: int, bits: int, dp: str) -> TileLayout | str:
-    if num not in (1, 2, 4, 8, 16, 32, 64, 128):
+    if num not in tcgen05.NUMS:
         return f"needs .x{num}, not a power of two"
-    if num > MAX_NUM[shape]:
-        return f"needs .x{num}, above the .{shape} maximum .x{MAX_NUM[shape]}"
+    if num > SHAPES[shape].max_num:
+        return f"needs .x{num}, above the .{shape} maximum .x{SHAPES[shape].max_num}"
     return tcgen05_warpgroup_atom(shape, num, bits, dp)
 
 
 def _threads_look_like(layout: TileLayout, c: Copy, shape: str, dp: str) -> bool:
     """Whether the first columns (up to one ``.x1`` block) are distributed over threads like
     ``shape``'s ``.x1`` fragment, registers ignored: the user meant that shape."""
-    block = FOOTPRINT[shape] * c.e
+    block = SHAPES[shape].cols * c.e
     cols = min(block, c.width)
     atom = tcgen05_warpgroup_atom(shape, 1, c.bits, dp)
     rr, cc = np.meshgrid(np.arange(c.rows), np.arange(cols), indexing="ij")
@@ -246,7 +237,7 @@ def _threads_look_like(layout: TileLayout, c: Copy, shape: str, dp: str) -> bool
 
 
 def _illegal_combination(c: Copy, shape: str, w32: int) -> str | None:
-    fc, mx = FOOTPRINT[shape], MAX_NUM[shape]
+    fc, mx = SHAPES[shape].cols, SHAPES[shape].max_num
     if w32 % fc:
         return (f"the register layout is the .{shape} fragment, but the copy is {c.width} "
                 f"columns wide ({w32} 32-bit columns), not a multiple of the .{shape} column "
@@ -267,7 +258,7 @@ def match_wide(layout: TileLayout, c: Copy, dp: str, w32: int, why: list[str]):
     """``(shape, num)`` of the widest ``.16x*b`` atom the layout is, else None (reasons in
     ``why``); an existing-fragment-but-illegal-width layout declines outright."""
     for shape in WIDE_SHAPES:
-        fc = FOOTPRINT[shape]
+        fc = SHAPES[shape].cols
         if w32 % fc == 0:
             atom = _atom(shape, w32 // fc, c.bits, dp)
             res = match_atom(layout, atom) if not isinstance(atom, str) else None
@@ -286,7 +277,7 @@ def pieces_32x32b(layout: TileLayout, c: Copy, w32: int, why: list[str]) -> list
     powers of two, largest first; each must be the ``.32x32b`` warpgroup fragment."""
     out, col = [], 0
     while col < w32:
-        num = min(1 << ((w32 - col).bit_length() - 1), MAX_NUM["32x32b"])
+        num = min(1 << ((w32 - col).bit_length() - 1), SHAPES["32x32b"].max_num)
         cols = (col * c.e, (col + num) * c.e)
         try:
             sub = layout.slice([(0, c.rows), cols], shape=(c.rows, c.width))
@@ -322,7 +313,7 @@ def plan(c: Copy) -> tuple[str, list[Issue]]:
     if wide is not None:
         shape, num = wide
         slabs = 2 if dp == "D" else 1
-        n = REGS_PER_NUM[shape] * num
+        n = SHAPES[shape].nregs(num)
         base = _reg_index(c, m0)
         return dp, [Issue(shape, num, 16 * s, col0, base + s * n) for s in range(slabs)]
     if dp == "F":
@@ -363,7 +354,7 @@ def _emit(ctx, c: Copy, issues: list[Issue]):
     view = _reg_view(c, issues)
     op = PTX_OPS["ptx.tcgen05.ld" if c.load else "ptx.tcgen05.st"]
     addr = c.tmem.buffer.allocated_addr
-    lane_base = ((ctx.tid // 32) % 4 * 32) << 16  # the warp's lane slice (§2)
+    lane_base = tcgen05.address(tcgen05.lane_slice(ctx.tid // 32), 0)  # the warp's slice
     taddr = addr + (lane_base if lane_base.dtype == addr.dtype else Cast(addr.dtype, lane_base))
     stmts = [DeclBuffer(view, span=ctx.span)]
     for i in issues:
@@ -381,7 +372,8 @@ def _describe(c: Copy, dp: str, issues: list[Issue]) -> str:
 
 
 @register_dispatch("copy_async", "cuda", variant="tcgen05_ldst", priority=10, when=[
-    predicate("target has tcgen05", has_tcgen05),
+    predicate("target has tcgen05", P.has_feature, feature="tcgen05",
+              what="tcgen05 tensor memory"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("tmem <-> local", P.direction, pairs=PAIRS),
     predicate("scope", P.scope_in, scopes=("warpgroup",)),

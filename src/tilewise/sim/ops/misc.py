@@ -5,6 +5,7 @@
   exactly when it executes with the full CTA active; a partial active set means the other
   threads can never arrive (a divergent barrier: deadlock on hardware).
 * ``ptx.elect_sync``: true for the lowest active lane of each warp.
+* ``ptx.setmaxnreg``: no effect on values; the whole warpgroup must execute it.
 * ``ptx.ld_st``: a synchronous vector load then store, naturally aligned, any spaces.
 * math (libdevice): computed in float32 for the 8/16/32-bit float types (then rounded to
   the result type), in float64 for float64.
@@ -16,12 +17,13 @@ import math
 
 import numpy as np
 
-from ..ir.launch import WARP
-from ..ptx.table import MATH_OPS
-from .access import check_pointer, check_shared_read, mark_shared_write, read_bytes, write_bytes
-from .memory import SHARED
-from .registry import semantics
-from .values import np_dtype
+from ...ir.launch import WARP, WARPGROUP
+from ...ptx.table import MATH_OPS
+from ..access import check_pointer, check_shared_read, mark_shared_write, read_bytes, write_bytes
+from ..collective import whole_groups
+from ..memory import SHARED
+from ..registry import semantics
+from ..values import np_dtype
 
 
 @semantics("cuda.cta_sync")
@@ -44,6 +46,13 @@ def elect_sync(ctx, site, args):
     first = np.ones(len(act), bool)
     first[1:] = warp[1:] != warp[:-1]
     return first
+
+
+@semantics("ptx.setmaxnreg")
+def setmaxnreg(ctx, site, args):
+    """A register-allocation hint with no effect on values: a no-op, once every warpgroup
+    that executes it does so whole (``.sync.aligned``)."""
+    whole_groups(ctx, site.span, "setmaxnreg", WARPGROUP, "warpgroup")
 
 
 @semantics("ptx.ld_st")

@@ -11,78 +11,68 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SimulationError
-from ..ir.launch import WARP
-from .ops_tcgen05 import COLS, LANES, _REGS_PER_NUM, _tmem, _uniform, _warps
-from .registry import semantics
-
-_MAX_NUM = {"16x128b": 64, "16x256b": 32}
+from ...ir.launch import WARP
+from ...ptx import tcgen05
+from ...ptx.tcgen05 import COLS, LANES
+from ..collective import warp_uniform, whole_groups
+from ..registry import semantics
 
 
 def geometry(shape: str, num: int, t: np.ndarray):
     """``(dl, c)`` arrays of shape ``(len(t), regs)`` for lanes-in-warp ``t``."""
+    s = tcgen05.SHAPES[shape]
     t = np.asarray(t, np.int64)[:, None]
-    r = np.arange(_REGS_PER_NUM[shape] * num, dtype=np.int64)[None, :]
-    if shape == "32x32b":
-        return t + 0 * r, r + 0 * t
-    if shape == "16x64b":
-        return (t >> 2) + 8 * (t & 1) + 0 * r, 2 * r + ((t >> 1) & 1)
-    if shape == "16x128b":
-        return (t >> 2) + 8 * (r & 1), 4 * (r >> 1) + (t & 3)
-    if shape == "16x256b":
-        return (t >> 2) + 8 * ((r >> 1) & 1), 8 * (r >> 2) + 2 * (t & 3) + (r & 1)
-    return (t & 15) + 0 * r, r + 0 * t  # 16x32bx2
+    r = np.arange(s.nregs(num), dtype=np.int64)[None, :]
+    return s.dl(t, r), s.c(t, r)
 
 
 def _split(shape, num, packed, t):
-    if shape != "16x32bx2":
-        return 0
-    return np.where(np.asarray(t)[:, None] >= 16, 2 * num if packed else num, 0)
+    """The upper half-warp's column offset (``.16x32bx2`` only)."""
+    return np.where(np.asarray(t)[:, None] >= 16, tcgen05.half_split(shape, num, packed), 0)
 
 
 def _cells(ctx, site, args, what):
     """``(lanes, cols)`` of every register of every active thread, or None (hazard).
     ``cols`` has a trailing axis of 2 (low, high half) when packed."""
     taddr, row, col, shape, num, packed = args[:6]
-    if num > _MAX_NUM.get(shape, 128):
-        raise SimulationError(f"{what}.{shape} allows .num up to x{_MAX_NUM[shape]}, got "
-                              f"x{num}", site.span)
-    _warps(ctx, site, what)
+    whole_groups(ctx, site.span, what)
     act = ctx.active()
-    base = np.broadcast_to(np.asarray(taddr, np.int64), act.shape) + (row << 16) + col
-    _uniform(ctx, site, base, f"{what} taddr")
-    lane, q = act % WARP, (act // WARP) % 4
+    base = (np.broadcast_to(np.asarray(taddr, np.int64), act.shape)
+            + tcgen05.address(row, col))
+    warp_uniform(ctx, site.span, base, f"{what} taddr")
+    lane, first = act % WARP, tcgen05.lane_slice(act // WARP)
     dl, c = geometry(shape, num, lane)
-    lanes = (base >> 16)[:, None] + dl
-    c = (base & 0xFFFF)[:, None] + _split(shape, num, packed, lane) + (2 * c if packed else c)
+    lanes = tcgen05.lane_of(base)[:, None] + dl
+    c = (tcgen05.col_of(base)[:, None] + _split(shape, num, packed, lane)
+         + (2 * c if packed else c))
     cols = np.stack([c, c + 1], -1) if packed else c
-    if not _slice_ok(ctx, site, shape, base >> 16, lanes, q, act, what):
+    if not _slice_ok(ctx, site, shape, tcgen05.lane_of(base), lanes, first, act, what):
         return None
     if not _allocated(ctx, site, lanes, cols, act, what):
         return None
     return lanes, cols
 
 
-def _slice_ok(ctx, site, shape, l0, lanes, q, act, what) -> bool:
-    legal = (l0 == 32 * q) if shape == "32x32b" else ((l0 == 32 * q) | (l0 == 32 * q + 16))
-    inside = ((lanes >= (32 * q)[:, None]) & (lanes < (32 * q + 32)[:, None])).all(1)
-    bad = ~(legal & inside)
+def _slice_ok(ctx, site, shape, l0, lanes, start, act, what) -> bool:
+    """Every lane inside the warp's slice ``[start, start + 32)``, from a legal lane base."""
+    legal = np.isin(l0 - start, tcgen05.SHAPES[shape].lane_bases(0))
+    out = (lanes < start[:, None]) | (lanes >= (start + tcgen05.WARP_LANES)[:, None])
+    bad = ~legal | out.any(1)
     if not bad.any():
         return True
     k = int(np.argmax(bad))
-    w, qk = int(act[k]) // WARP, int(q[k])
-    first = int(lanes[k][~((lanes[k] >= 32 * qk) & (lanes[k] < 32 * qk + 32))][0]) \
-        if not inside[k] else int(l0[k])
-    ctx.hazard(f"{what}: warp {w} (warp {qk} of its warpgroup) may access tensor-memory "
-               f"lanes [{32 * qk}, {32 * qk + 32}) only, but touches lane {first} "
+    w, s = int(act[k]) // WARP, int(start[k])
+    touched = int(lanes[k][out[k]][0]) if out[k].any() else int(l0[k])
+    ctx.hazard(f"{what}: warp {w} (warp {w % 4} of its warpgroup) may access tensor-memory "
+               f"lanes [{s}, {s + tcgen05.WARP_LANES}) only, but touches lane {touched} "
                f"(lane base {int(l0[k])})", site.span,
-               f"issue it from warp {first // 32 % 4} of the warpgroup, or use lane base "
-               f"{32 * qk}", tid=int(act[k]))
+               f"issue it from warp {touched // tcgen05.WARP_LANES % 4} of the warpgroup, or "
+               f"use lane base {s}", tid=int(act[k]))
     return False
 
 
 def _allocated(ctx, site, lanes, cols, act, what) -> bool:
-    tm = _tmem(ctx)
+    tm = ctx.tmem
     c = cols.reshape(len(act), -1)
     inside = (c >= 0) & (c < COLS) & (lanes.reshape(len(act), -1).min() >= 0)
     ok = inside & tm.owned[np.clip(c, 0, COLS - 1)] & (lanes.max() < LANES)
@@ -96,19 +86,15 @@ def _allocated(ctx, site, lanes, cols, act, what) -> bool:
     return False
 
 
-@semantics("ptx.tcgen05.ld", lvalue_varargs=True)
+@semantics("ptx.tcgen05.ld")
 def ld(ctx, site, args):
-    if len(site.regs) != _REGS_PER_NUM[args[3]] * args[4]:
-        raise SimulationError(f"tcgen05.ld.{args[3]}.x{args[4]} needs "
-                              f"{_REGS_PER_NUM[args[3]] * args[4]} registers, got "
-                              f"{len(site.regs)}", site.span)
     where = _cells(ctx, site, args, "tcgen05.ld")
     if where is None:
         return
-    tm, (lanes, cols) = _tmem(ctx), where
+    tm, (lanes, cols) = ctx.tmem, where
     _check_unwaited_st(ctx, site, tm, lanes, cols)
     if cols.ndim == 3:
-        lo = tm.cells[lanes, cols[..., 0]] & 0xFFFF
+        lo = tm.cells[lanes, cols[..., 0]] & 0xFFFF  # .pack::16b: the cells' low halves
         vals = lo | ((tm.cells[lanes, cols[..., 1]] & 0xFFFF) << 16)
     else:
         vals = tm.cells[lanes, cols]
@@ -131,14 +117,10 @@ def _check_unwaited_st(ctx, site, tm, lanes, cols):
 @semantics("ptx.tcgen05.st")
 def st(ctx, site, args):
     regs = args[6:]
-    if len(regs) != _REGS_PER_NUM[args[3]] * args[4]:
-        raise SimulationError(f"tcgen05.st.{args[3]}.x{args[4]} needs "
-                              f"{_REGS_PER_NUM[args[3]] * args[4]} registers, got {len(regs)}",
-                              site.span)
     where = _cells(ctx, site, args, "tcgen05.st")
     if where is None:
         return
-    tm, (lanes, cols), act = _tmem(ctx), where, ctx.active()
+    tm, (lanes, cols), act = ctx.tmem, where, ctx.active()
     vals = np.stack([_bits32(v, len(act)) for v in regs], 1)
     if cols.ndim == 3:
         tm.cells[lanes, cols[..., 0]] = vals & 0xFFFF

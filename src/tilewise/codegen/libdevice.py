@@ -1,10 +1,8 @@
-"""Math through libdevice (``__nv_expf``, ``__nv_powf``, ``__nv_pow`` ...).
-
-Lowering: a call of ``__nv_<name>f`` for float32, ``__nv_<name>`` for float64; float16 and
-bfloat16 compute in float32 and round back. Linking (:func:`link_libdevice`): only the
-functions the kernel calls, taken from a per-function slice of ``libdevice.10.bc`` (the
-slice is internalised and dead-stripped once per process and kept as bitcode, so a link
-costs ~1 ms instead of parsing 465 KB: compat doc §5).
+"""libdevice for the math lowerings (:mod:`.lowerings.math`): finding ``libdevice.10.bc``
+and linking the functions a kernel calls (:func:`link_libdevice`), each from a
+per-function slice (internalised and dead-stripped once per process and kept as bitcode,
+on disk too, so a link costs ~1 ms instead of parsing 465 KB: compat doc §5). Nothing is
+read before a kernel calls a math function.
 """
 
 from __future__ import annotations
@@ -13,29 +11,6 @@ import functools
 import os
 
 from ..errors import CompileError
-from ..ir import dtype as dt
-from ..ptx.table import MATH_OPS
-from . import types as ty
-from .registry import lowering
-
-def libdevice_name(op: str, t) -> str:
-    return f"__nv_{op}" if t.bits == 64 else f"__nv_{op}f"
-
-
-def _math(em, c):
-    t = c.args[0].dtype if c.args else dt.float32
-    if not t.is_float or ty.is_opaque_float(t):
-        raise em.error(f"T.{c.op} needs floating-point operands, got {t}", c,
-                       hint="cast the operand with T.cast(x, \"float32\")")
-    work = dt.DTYPES["float64"] if t.bits == 64 else dt.float32
-    args = [em.typed(a, work) for a in c.args]
-    name = libdevice_name(c.op, work)
-    em.libdevice.add(name)
-    v = em.call(name, ty.value_type(work), args)
-    return em.b.fptrunc(v, ty.value_type(t)) if work != t else v
-
-
-lowering(*sorted(MATH_OPS))(_math)
 
 
 def libdevice_path() -> str:
@@ -96,9 +71,11 @@ def _read(path: str) -> bytes | None:
 
 
 def _make_slice(name: str) -> bytes:
-    import llvmlite.binding as llvm
+    from .emitter import DATA_LAYOUT, TRIPLE
+    from .machine import llvm as _llvm
+    from .machine import target_machine
 
-    from .backend import DATA_LAYOUT, TRIPLE, target_machine
+    llvm = _llvm()
 
     lib = llvm.parse_bitcode(_libdevice_bytes())
     lib.triple, lib.data_layout = TRIPLE, DATA_LAYOUT
@@ -116,7 +93,9 @@ def _make_slice(name: str) -> bytes:
 
 def link_libdevice(mod, names: set[str]) -> None:
     """Link the libdevice functions ``names`` into llvmlite module ``mod``."""
-    import llvmlite.binding as llvm
+    from .machine import llvm as _llvm
+
+    llvm = _llvm()
 
     for name in sorted(names):
         mod.link_in(llvm.parse_bitcode(_slice(name)))

@@ -1,0 +1,71 @@
+"""Hand-written lowerings of the barriers and warp primitives: ``bar.sync``,
+``elect.sync``, the blocking ``mbarrier.try_wait`` loop and the (possibly remote)
+``mbarrier.arrive.expect_tx`` (PTX ISA 9.7.13.15; LLVM 22.1 signatures of
+``/work/shared/reference/nvptx-llvm22-compat.md`` §2, rows "barrier", "elect", "mbarrier",
+"mapa")."""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ...ir import dtype as dt
+from .. import types as ty
+from ..registry import lowering
+from .args import i32
+from .memory import SHARED_CLUSTER
+
+_TRY_WAIT_PARITY = "llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta"
+
+
+@lowering("cuda.cta_sync")
+def _cta_sync(em, c):
+    em.call("llvm.nvvm.barrier.cta.sync.aligned.all", ty.VOID, [i32(0)])
+
+
+@lowering("ptx.elect_sync")
+def _elect_sync(em, c):
+    """``elect.sync %r|%p, -1``: the intrinsic returns ``{i32 lane, i1 elected}``."""
+    pair = em.call("llvm.nvvm.elect.sync", ir.LiteralStructType([ty.I32, ty.I1]), [i32(-1)])
+    return em.b.extract_value(pair, 1)
+
+
+@lowering("ptx.mbarrier.try_wait")
+def _mbar_wait_parity(em, c):
+    """``wait: p = try_wait.parity(mbar, parity); br p, done, wait``. The operands are
+    computed once, before the loop; try_wait may return false spuriously, hence the loop."""
+    bar, _ = em.address(c.args[0], ty.SHARED)
+    parity = em.typed(c.args[1], dt.int32)
+    loop = em.fn.append_basic_block("mbar_wait")
+    done = em.fn.append_basic_block("mbar_wait_done")
+    em.b.branch(loop)
+    em.b.position_at_end(loop)
+    ok = em.call(_TRY_WAIT_PARITY, ty.I1, [bar, parity])
+    em.b.cbranch(ok, done, loop)
+    em.b.position_at_end(done)
+
+
+@lowering("ptx.mbarrier.arrive.expect_tx")
+def _mbar_arrive_tx(em, c):
+    """Local: ``mbarrier.arrive.expect_tx.shared.b64`` (the state it returns is dropped).
+    Remote: ``mapa.shared::cluster`` turns the CTA-local address into CTA ``remote``'s
+    ``shared::cluster`` address, then ``mbarrier.arrive.expect_tx.release.cluster
+    .shared::cluster.b64 _, [addr], tx`` (a remote arrive has no state). ``pred``
+    guards either with a branch (PTX's ``@p``)."""
+    mbar, tx, remote, pred = c.args
+    if pred is None:
+        _arrive_tx(em, mbar, tx, remote)
+        return
+    with em.b.if_then(em.truth(pred)):
+        _arrive_tx(em, mbar, tx, remote)
+
+
+def _arrive_tx(em, mbar, tx, remote):
+    bar, _ = em.address(mbar, ty.SHARED)
+    tx = em.typed(tx, dt.int32)
+    if remote is None:
+        em.call("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta", ty.I64, [bar, tx])
+        return
+    peer = em.call("llvm.nvvm.mapa.shared.cluster", ty.ptr(SHARED_CLUSTER),
+                   [bar, em.typed(remote, dt.int32)])
+    em.call("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cluster.space.cluster", ty.VOID,
+            [peer, tx])

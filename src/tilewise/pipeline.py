@@ -1,0 +1,97 @@
+"""The pipeline driver: kernel IR with tile calls -> flat IR (docs/ir.md), and
+:func:`explain`.
+
+The whole pipeline is the list :data:`PASSES`; each pass is a named function
+``(func, state) -> func`` from :mod:`tilewise.passes` or the dispatch pass of
+:mod:`tilewise.tile`. :func:`lower` runs them in order and returns a :class:`Lowered` with
+the flat function, the dispatch log and the input kernel. This module sits above both
+packages: neither imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import DispatchError
+from .ir.stmt import PrimFunc
+from .ir.verify import verify
+from .passes.check_limits import check_limits
+from .passes.check_targets import check_targets
+from .passes.dead_code import dead_code
+from .passes.flatten import flatten
+from .passes.simplify import simplify
+from .target import Target
+from .tile.dispatch import dispatch
+
+
+@dataclass
+class Lowered:
+    """The result of :func:`lower`, what the code generator and the simulator consume:
+    ``func`` is flat IR, ``kernel`` the input, ``target`` the :class:`~tilewise.target.Target`
+    it was lowered for (built once, here), ``features`` the target features its
+    instructions need and ``uses_math`` whether it calls libdevice."""
+
+    func: PrimFunc
+    target: Target
+    dispatch_log: list = field(default_factory=list)
+    kernel: PrimFunc | None = None
+    features: frozenset[str] = frozenset()
+    uses_math: bool = False
+
+
+def _dispatch(func: PrimFunc, out: Lowered) -> PrimFunc:
+    """Dispatch every tile call. When nothing accepts a call, the user's own instructions
+    are checked against the target first: a missing target feature (a tcgen05 kernel
+    compiled for sm_90a) is the root cause to report, not the copy that could not be
+    dispatched on that target."""
+    try:
+        new, log = dispatch(func, out.target)
+    except DispatchError:
+        check_targets(func, out.target)
+        raise
+    out.dispatch_log.extend(log)
+    return new
+
+
+def _check_targets(func: PrimFunc, out: Lowered) -> PrimFunc:
+    out.features, out.uses_math = check_targets(func, out.target)
+    return func
+
+
+PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
+    ("verify-input", lambda f, out: verify(f)),
+    ("dispatch", _dispatch),
+    ("check-targets", _check_targets),
+    ("flatten", lambda f, out: flatten(f)),
+    ("simplify", lambda f, out: simplify(f)),
+    ("dead-code", lambda f, out: dead_code(f)),
+    ("check-limits", lambda f, out: check_limits(f, out.target)),
+    ("verify-flat", lambda f, out: verify(f, flat=True)),
+]
+
+
+def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Lowered:
+    """Run :data:`PASSES` on ``func`` for ``target`` (a Target or its name, a TargetError
+    if unknown); stop after the pass named ``until`` when given (for debugging and tests)."""
+    out = Lowered(func=func, target=Target(target), kernel=func)
+    f = func
+    for name, run in PASSES:
+        f = run(f, out)
+        if name == until:
+            break
+    out.func = f
+    return out
+
+
+def explain(func: PrimFunc, target) -> str:
+    """Every tile call of ``func``, every candidate, chosen or the reason it declined."""
+    try:
+        log = lower(func, target, until="dispatch").dispatch_log
+        tail = ""
+    except DispatchError as e:
+        log = getattr(e, "dispatch_log", [])
+        tail = f"\n{e}"
+    head = f"dispatch of {func.name} for {target}:"
+    body = "\n".join(d.render() for d in log) or "    (no tile-primitive calls)"
+    return f"{head}\n{body}{tail}"

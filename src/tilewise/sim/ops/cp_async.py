@@ -1,0 +1,73 @@
+"""Simulator semantics of ``cp.async`` (LDGSTS) and its groups, ptx-semantics.md §4. The
+copies in flight, their groups and completion live in the async core
+(:mod:`tilewise.sim.async_core`); this module checks each copy's operands (sizes,
+alignment, spaces, bounds) and hands it over.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..access import check_pointer
+from ..memory import GLOBAL0, SHARED
+from ..registry import semantics
+from ..state import masked
+
+
+@semantics("ptx.cp_async")
+def cp_async(ctx, site, args):
+    """The copy lands at the thread's wait; the L2 prefetch size (last operand) is only a
+    hint with no effect on the result (PTX ISA 9.7.9.25.3.1)."""
+    dst, src, size, src_size, ignore, _prefetch = args
+    tids = ctx.active()
+    n = len(tids)
+    ss = np.broadcast_to(np.asarray(size if src_size is None else src_size, np.int64), (n,))
+    skip = np.broadcast_to(np.asarray(False if ignore is None else ignore, bool), (n,))
+    if (ss < 0).any() or (ss > size).any():
+        k = int(np.argmax((ss < 0) | (ss > size)))
+        ctx.hazard(f"cp.async src-size {int(ss[k])} is outside [0, {size}]", site.span,
+                   "pass 0 <= src_size <= cp_size", tid=tids[k])
+        return
+    d = check_pointer(ctx, dst, size, site.span, "cp.async destination", spaces=(SHARED,))
+    if d is None:
+        return
+    reads = (ss > 0) & ~skip
+    src_sp, src_off = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    if reads.any() and not _check_src(ctx, site, src, size, reads, src_sp, src_off):
+        return
+    ctx.asyncs.cp_issue(tids, d[1], src_sp, src_off, size, np.where(reads, ss, 0), site.span)
+    ctx.stats.cp_async_bytes += size * n
+
+
+def _check_src(ctx, site, src, size, reads, src_sp, src_off) -> bool:
+    tids = ctx.active()
+    src = np.broadcast_to(np.asarray(src, np.int64), tids.shape)[reads]
+    spaces = tuple(GLOBAL0 + k for k in range(len(ctx.mem.globals)))
+    r = masked(ctx, tids[reads], check_pointer, src, size, site.span, "cp.async source",
+               spaces, size)
+    if r is None:
+        return False
+    src_sp[reads], src_off[reads] = r
+    return True
+
+
+@semantics("ptx.cp_async.commit_group")
+def commit_group(ctx, site, args):
+    ctx.asyncs.cp_commit(ctx.active())
+
+
+@semantics("ptx.cp_async.wait_group")
+def wait_group(ctx, site, args):
+    ctx.asyncs.cp_wait(ctx.active(), args[0], site.span)
+
+
+@semantics("ptx.cp_async.wait_all")
+def wait_all(ctx, site, args):
+    ctx.asyncs.cp_commit(ctx.active())
+    ctx.asyncs.cp_wait(ctx.active(), 0, site.span)
+
+
+@semantics("ptx.cp_async.mbarrier_arrive")
+def mbarrier_arrive(ctx, site, args):
+    addrs = np.broadcast_to(np.asarray(args[0], np.int64), ctx.active().shape)
+    ctx.asyncs.cp_track(ctx.active(), addrs, site.span)
