@@ -62,3 +62,21 @@ def test_launch_without_gpu_is_a_launch_error(kernel):
         pytest.skip("a GPU is present")
     with pytest.raises(LaunchError):
         kernel(*(FakeDeviceArray((1024,)) for _ in range(3)))
+
+
+def test_a_symbolic_grid_is_computed_and_checked_before_the_driver():
+    """Sizes bound from the arrays give the grid; a grid that is not a whole number of
+    clusters is a LaunchError before anything reaches the driver."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "core"))
+    import kernels_core as K
+    from tilewise.runtime.launch import prepare
+
+    k = tw.compile(K.axpy, "sm_90a")
+    call, grid = prepare(k, [FakeDeviceArray((1000,)), FakeDeviceArray((1000,)), 0.5])
+    assert grid == (8, 1, 1) and [int(v) for v in call.values[3:]] == [1000]
+    kc = tw.compile(K.axpy, "sm_90a", cluster_dim=2)
+    prepare(kc, [FakeDeviceArray((1000,)), FakeDeviceArray((1000,)), 0.5])
+    with pytest.raises(LaunchError, match="not a whole number of clusters"):
+        prepare(kc, [FakeDeviceArray((300,)), FakeDeviceArray((300,)), 0.5])

@@ -93,19 +93,26 @@ class Launcher:
         import numpy as np
 
         k = self.kernel
-        call = check_arguments(k.func, arrays, self.ordinal)
+        call, grid = prepare(k, arrays, self.ordinal)
         if self.function is None:
             self._load()
         device.make_current(self.ordinal)
         driver = device._driver()
         slots = [_slot(v) for v in call.values]  # kept alive until the launch returns
         pointers = np.array([a.ctypes.data for a in slots], dtype=np.uint64)
-        grid = call.binding.grid(k.lowered)
-        _check_cluster(k, grid)
         handle = driver.CUstream(stream_handle(stream, arrays))
         device.check(driver.cuLaunchKernel(self.function, *grid, k.launch_config.block, 1, 1,
                                            k.dynamic_smem, handle, pointers.ctypes.data, 0),
                      f"cuLaunchKernel({k.name})")
+
+
+def prepare(kernel, arrays, ordinal=None):
+    """Everything a launch checks before touching the driver: the arguments (and the sizes
+    they bind) and the grid they make. Returns ``(Call, grid)``."""
+    call = check_arguments(kernel.func, arrays, ordinal)
+    grid = call.binding.grid(kernel.lowered.func)
+    _check_cluster(kernel, grid)
+    return call, grid
 
 
 def _slot(value):
