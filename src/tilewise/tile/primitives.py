@@ -70,6 +70,16 @@ PRIMITIVES: dict[str, Primitive] = {
             Option("predicate", "expr", "copy only where this is true (zero-fill elsewhere)"),
             Option("cta_group", "int", "tcgen05 CTA group", (1, 2)),
         ), "asynchronous copy; completion (commit/wait/barrier) is the caller's"),
+        Primitive("gemm_async", ("C", "A", "B"), _COMMON + (
+            Option("accum", "expr", "add into C (True, or a run-time bool) instead of "
+                   "overwriting it (False, the default)"),
+            Option("cta_group", "int", "tcgen05 CTA group", (1, 2)),
+        ), "asynchronous C (+)= A @ B on the tensor cores (wgmma, tcgen05.mma); the fences, "
+           "commits and waits are the caller's"),
+        Primitive("gemm", ("C", "A", "B"), _COMMON + (
+            Option("accum", "expr", "add into C (True, or a run-time bool) instead of "
+                   "overwriting it (False, the default)"),
+        ), "synchronous C (+)= A @ B of register or shared tiles (mma.sync)"),
     ]
 }
 
