@@ -44,7 +44,9 @@ def entry_kernel(op) -> PrimFunc:
     bufs = {"global": g, "fglobal": fg, "shared": sh, "local": loc}
     args = [_operand(op, p, bufs) for p in op.params]
     if op.regs is not None:
-        args.append(BufferLoad(loc, (IntImm(1),)))
+        values = {p.name: a for p, a in zip(op.params, args)}
+        n = op.regs.count(values) if op.regs.count else 1
+        args += [BufferLoad(loc, (IntImm(1 + i % 3),)) for i in range(n)]
     call = op.call(args, {})
     if op.math:
         body = BufferStore(fg, (IntImm(1),), call)

@@ -244,3 +244,57 @@ def match_atom(layout: TileLayout, atom: TileLayout) -> MatchResult:
         if x != y:
             return MatchResult(False, f"{what} {x} where the atom has {y}")
     return MatchResult(False, "the layouts differ")  # unreachable: the key has no more
+
+
+# ---- wgmma -----------------------------------------------------------------------------
+def wgmma_accumulator(n: int) -> TileLayout:
+    """The accumulator fragment of ``wgmma.mma_async.m64nN`` as a (64, N) register tile of
+    a warpgroup (:func:`tilewise.ptx.wgmma.acc_coords`): rows ``16w + l // 4 + 8 (i // 2)``,
+    columns ``8j + 2 (l % 4) + i % 2`` for value ``m = 4j + i`` of warp ``w``, lane ``l``.
+    Element ``m`` of the thread's fragment is register ``m`` of a float32 accumulator, half
+    ``m % 2`` of register ``m // 2`` of a float16 one."""
+    from tilewise.ptx import wgmma
+
+    problem = wgmma.n_problem(n) if isinstance(n, int) else f"N = {n!r} is not an int"
+    if problem:
+        raise LayoutError(f"no wgmma accumulator for {problem}",
+                          hint="use N = 8, 16, ..., 256")
+    spec = ((4, 1, "wid_in_wg"), (2, 2, "m"), (8, 4, "laneid"),
+            (n // 8, 4, "m"), (4, 1, "laneid"), (2, 1, "m"))
+    layout = TileLayout._build([Iter(e, s, Axis.get(a)) for e, s, a in spec]).group((64, n))
+    t = np.arange(128)[:, None]
+    v = np.arange(n // 2)[None, :]
+    rows, cols = wgmma.acc_coords(t, v)
+    got = layout.apply_np((rows * n + cols).ravel())
+    want = {"wid_in_wg": np.broadcast_to(t // 32, rows.shape), "laneid":
+            np.broadcast_to(t % 32, rows.shape), "m": np.broadcast_to(v, rows.shape)}
+    for axis, values in want.items():
+        if not np.array_equal(got[axis], values.ravel()):
+            raise RuntimeError(f"wgmma accumulator layout disagrees with the formula on {axis}")
+    return layout
+
+
+# ---- shared operand tiles ----------------------------------------------------------------
+def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128) -> TileLayout:
+    """A (rows, cols) shared tile stored as column blocks ``swizzle`` bytes wide, each
+    block a row-major (rows, block) run with the ``swizzle``-byte swizzle (``swizzle=0``:
+    16-byte blocks, no swizzle). This is what a TMA load of boxes ``swizzle`` bytes wide
+    writes, and a canonical wgmma / tcgen05 operand layout whichever of the two dimensions
+    is K: with ``cols`` = K the tile is K-major, with ``cols`` = M or N it is MN-major.
+    A tile whose ``cols`` fill one block is plain row-major (then swizzled)."""
+    if swizzle not in (0, 32, 64, 128):
+        raise LayoutError(f"swizzle {swizzle!r} is not 0, 32, 64 or 128 bytes",
+                          hint="pass swizzle=128 (the usual), 64, 32 or 0 (no swizzle)")
+    bits = as_int(dtype_bits, "dtype_bits", "pass the element size in bits (16 for bf16)")
+    width = (swizzle or 16) * 8 // bits
+    r = as_int(rows, "rows", "pass the tile's row count")
+    c = as_int(cols, "cols", "pass the tile's column count")
+    if r <= 0 or c <= 0 or c % width:
+        raise LayoutError(
+            f"a ({rows}, {cols}) tile of {bits}-bit elements does not split into column "
+            f"blocks of {width} elements ({swizzle or 16} bytes)",
+            hint=f"make cols a multiple of {width}, or pick a narrower swizzle")
+    base = TileLayout._build([Iter(r, width, Axis.get("m")),
+                              Iter(c // width, r * width, Axis.get("m")),
+                              Iter(width, 1, Axis.get("m"))]).canonicalize()
+    return base.swizzle(swizzle, bits) if swizzle else base
