@@ -31,12 +31,15 @@ from ..ir.dtype import DataType, bool_
 from ..ir.launch import thread_value
 from ..ir.visitor import jumps_out, walk
 from ..ir import alu
+from ..ptx.tma import TENSORMAP_ALIGN, TENSORMAP_BYTES
 from . import arith
 from . import types as ty
 
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 TRIPLE = "nvptx64-nvidia-cuda"
 DYN_SMEM_SYMBOL = "tw_dynamic_smem"
+#: CTA launch kinds -> their special register (%ctaid, %clusterid, %cluster_ctaid)
+_CTA_SREG = {"cta_id": "ctaid", "cluster_id": "clusterid", "cta_id_in_cluster": "cluster.ctaid"}
 
 
 class _NvvmAttributes(ir.values.FunctionAttributes):
@@ -44,6 +47,16 @@ class _NvvmAttributes(ir.values.FunctionAttributes):
 
     def add(self, name):
         set.add(self, name)
+
+
+class _TensorMapAttributes(ir.values.ArgumentAttributes):
+    """A CUtensorMap parameter: ``byval([128 x i8]) align 64 "nvvm.grid_constant"`` (the
+    NVPTX guide: without grid_constant a byval whose address escapes is copied to local
+    memory, and the copy engine cannot read a tensor map there)."""
+
+    def _to_list(self, typ):
+        return [f"byval([{TENSORMAP_BYTES} x i8])", *super()._to_list(typ),
+                '"nvvm.grid_constant"']
 
 
 @dataclass
@@ -181,6 +194,10 @@ class Emitter:
                 self.vars[id(p)] = self.b.icmp_unsigned("!=", arg, ir.Constant(ty.I8, 0))
             elif p.dtype.kind == "handle":
                 self.vars[id(p)] = self.b.ptrtoint(arg, ty.I64)
+            elif p.dtype.kind == "tensormap":
+                arg.attributes = _TensorMapAttributes()
+                arg.attributes.align = TENSORMAP_ALIGN
+                self.vars[id(p)] = arg
             else:
                 self.vars[id(p)] = arg
         for v in self.func.attr("size_vars", ()):
@@ -194,8 +211,9 @@ class Emitter:
         tid = E.Var("threadIdx_x")
         tid_x = None
         for t in self.func.launch:
-            if t.kind == "cta_id":
-                value = self.call(f"llvm.nvvm.read.ptx.sreg.ctaid.{'xyz'[t.dim]}", ty.I32, [])
+            if t.kind in _CTA_SREG:
+                value = self.call(f"llvm.nvvm.read.ptx.sreg.{_CTA_SREG[t.kind]}."
+                                  f"{'xyz'[t.dim]}", ty.I32, [])
             else:
                 if tid_x is None:
                     tid_x = self.call("llvm.nvvm.read.ptx.sreg.tid.x", ty.I32, [])

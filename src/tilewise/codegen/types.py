@@ -67,10 +67,12 @@ def is_opaque_float(t: DataType) -> bool:
 
 
 def param_type(t: DataType) -> ir.Type:
-    """The LLVM type of a kernel parameter: a global pointer for a handle, a byte for a
-    bool, the value type otherwise."""
+    """The LLVM type of a kernel parameter: a global pointer for a handle, a generic pointer
+    for a tensor map (passed ``byval``), a byte for a bool, the value type otherwise."""
     if t.kind == "handle":
         return ptr(GLOBAL)
+    if t.kind == "tensormap":  # byval: a pointer to the 128 bytes in the parameter space
+        return ptr(GENERIC)
     return I8 if t.kind == "bool" else _SCALAR[t.name]
 
 

@@ -113,6 +113,9 @@ class CtaMemory:
         self.views: dict = {}  # typed views of placed buffers, built on first use
         self.bulk_tagged = False  # some owner is a bulk-copy tag (see barrier)
         self.bulk_seen: set[int] = set()  # tags of bulk copies a thread observed complete
+        # the thread whose generic-proxy write of each byte is not fenced yet (-1: none)
+        self.gen_writer = np.full(self.shared.size, -1, np.int32)
+        self.gen_dirty = False  # some gen_writer is set (skip the checks otherwise)
 
     def reset(self) -> None:
         """Fresh contents for the next CTA (poisoned, nothing written, nothing pending)."""
@@ -123,6 +126,9 @@ class CtaMemory:
         self.n_pending = 0
         self.bulk_tagged = False
         self.bulk_seen.clear()
+        if self.gen_dirty:
+            self.gen_writer.fill(-1)
+            self.gen_dirty = False
 
     def space_bytes(self, space: int) -> np.ndarray | None:
         """The flat byte array of a non-local space (None for an unknown space)."""

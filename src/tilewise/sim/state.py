@@ -81,6 +81,20 @@ class Ctx:
         self.loop = None  # the innermost executing loop (break/continue)
         self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
+        self.cluster = None  # sim/cluster.Cluster when the kernel declares one
+        self.rank = 0  # %cluster_ctarank
+
+    def peer(self, rank: int, span, what: str):
+        """The context of CTA ``rank`` of this CTA's cluster (this CTA for its own rank)."""
+        if self.cluster is not None:
+            return self.cluster.peer(self, rank, span, what)
+        if rank != 0:
+            from ..errors import SimulationError
+
+            raise SimulationError(f"{what} names CTA rank {rank} of the cluster, but the "
+                                  "kernel declares no cluster (a cluster of one CTA)", span,
+                                  "declare the cluster with T.cta_id_in_cluster([n])")
+        return self
 
     @property
     def tmem(self) -> TensorMemory:
