@@ -61,8 +61,9 @@ def declared_cluster(options: dict, func, target) -> dict:
                            f"need sm_90 or newer, target is {target}", decl.span,
                            hint="compile for sm_90a or newer")
     given = options.get("cluster_dim")
-    if given is not None and tuple(given) != cluster:
-        raise CompileError(f"cluster_dim={tuple(given)} but the kernel declares clusters of "
+    given = None if given is None else tuple(given) + (1,) * (3 - len(given))
+    if given is not None and given != cluster:
+        raise CompileError(f"cluster_dim={given} but the kernel declares clusters of "
                            f"{cluster} (T.cta_id_in_cluster)", decl.span,
                            hint="drop cluster_dim= (the declaration sets it)")
     return {**options, "cluster_dim": cluster}

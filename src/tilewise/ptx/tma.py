@@ -38,8 +38,14 @@ DEFAULT_L2_PROMOTION = 128
 #: ``createpolicy.fractional.L2::<hint>.b64 p, 1.0``, as CUTLASS's CacheHintSm90 spells them).
 CACHE_POLICY = {"normal": 0x1000000000000000, "evict_first": 0x12F0000000000000,
                 "evict_last": 0x14F0000000000000}
-#: ``use_tma_reduce=``: the ``cp.reduce.async.bulk.tensor`` operations on stores.
-REDUCE_OPS = ("add", "min", "max")
+#: ``use_tma_reduce=``: the ``cp.reduce.async.bulk.tensor`` operations on stores, and the
+#: element types each takes (the tensor map's type decides the operation's).
+REDUCE_TYPES = {
+    "add": ("float16", "bfloat16", "float32", "int32", "uint32", "uint64"),
+    "min": ("float16", "bfloat16", "int32", "uint32", "int64", "uint64"),
+    "max": ("float16", "bfloat16", "int32", "uint32", "int64", "uint64"),
+}
+REDUCE_OPS = tuple(REDUCE_TYPES)
 #: Element types a tensor map takes (CUtensorMapDataType); 8-bit floats travel as bytes.
 DATA_TYPES = {"int8": 0, "uint8": 0, "float8_e4m3": 0, "float8_e5m2": 0,
               "int16": 1, "uint16": 1, "uint32": 2, "int32": 3, "uint64": 4, "int64": 5,

@@ -99,14 +99,15 @@ def _shared_layout(ctx):
     if swz is None:
         return True
     if swz.dtype_bits != buf.dtype.bits:
-        return False, (f"swizzle mismatch: {buf.name!r}'s {swz.mode}B swizzle is laid out for "
-                       f"{swz.dtype_bits}-bit elements but the tile is {buf.dtype}; swizzle "
+        return False, (f"swizzle mismatch: the {swz.mode}B swizzle of {buf.name!r} is laid out "
+                       f"for {swz.dtype_bits}-bit elements but the tile is {buf.dtype}; swizzle "
                        f"with dtype_bits={buf.dtype.bits}")
     repeat = tma.swizzle_repeat(swz.mode)
-    if max(buf.align, 16) % repeat:
-        return False, (f"{buf.name!r} is {swz.mode}B-swizzled but only {max(buf.align, 16)}-"
-                       f"byte aligned; the copy engine swizzles absolute addresses: allocate "
-                       f"it with align={repeat}")
+    root = buf.storage_root()  # a view starts where the allocation it views does
+    if max(root.align, 16) % repeat:
+        return False, (f"{buf.name!r} is {swz.mode}B-swizzled but {root.name!r} is only "
+                       f"{max(root.align, 16)}-byte aligned; the copy engine swizzles absolute "
+                       f"addresses: allocate it with align={repeat}")
     return True
 
 
@@ -117,6 +118,10 @@ def _options(ctx):
         return False, f"a tensor map cannot hold {t} elements"
     if ctx.option("oob") == "nan" and t.name not in tma.FLOAT_TYPES:
         return False, f"oob=\"nan\" fills with NaN, which {t} does not have (use oob=\"zero\")"
+    op = ctx.option("use_tma_reduce")
+    if op is not None and t.name not in tma.REDUCE_TYPES[op]:
+        return False, (f"a TMA {op} reduction takes {', '.join(tma.REDUCE_TYPES[op])} "
+                       f"elements, not {t}")
     if ctx.option("cta_mask") is not None and ctx.launch.cluster_size == 1:
         return False, ("cta_mask= multicasts into the CTAs of a cluster; declare one with "
                        "T.cta_id_in_cluster([n])")
@@ -140,7 +145,8 @@ def _flat_view(s: Side) -> Buffer:
     address of a box's first element *before* the swizzle (the engine applies it)."""
     b = s.buffer
     size = storage_size(b.shape, b.layout)
-    return Buffer(f"{b.name}_flat", (size,), b.dtype, b.scope, view_of=b, span=b.span)
+    return Buffer(f"{b.name}_flat", (size,), b.dtype, b.scope, view_of=b.storage_root(),
+                  span=b.span)
 
 
 def _shared_base(s: Side):
