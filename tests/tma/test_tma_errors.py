@@ -195,3 +195,41 @@ def test_row_pitch_known_at_launch_only():
     check_error(info.value, "the tensor map of 'A' (2-D box 64x64, 128B swizzle, oob zero) "
                 "cannot describe this array: the stride of dimension 1 (innermost first) is "
                 "200 bytes", "pad the array", src, FILE)
+
+
+OPTIONS = [
+    ("prefetch-not-bool", "option prefetch_tensormap= of copy_async must be True or False",
+     kernel(LOAD.format(", prefetch_tensormap=1", MARK))),
+    ("oob-unknown", "option oob='inf' of copy_async is not one of 'zero', 'nan'",
+     kernel(LOAD.format(', oob="inf"', MARK))),
+    ("l2-promotion-unknown", "option l2_promotion=100 of copy_async is not one of 0, 64, 128, "
+     "256", kernel(LOAD.format(", l2_promotion=100", MARK))),
+    ("reduce-unknown", "option use_tma_reduce='mul' of copy_async is not one of 'add', 'min', "
+     "'max'", kernel(STORE.format(', use_tma_reduce="mul"', MARK))),
+    ("cluster-extent", "T.cta_id_in_cluster takes a list of up to 3 positive compile-time "
+     "int(s), got [0]",
+     kernel("c = T.cta_id_in_cluster([0])" + MARK)),
+]
+
+
+@pytest.mark.parametrize("case", OPTIONS, ids=[c[0] for c in OPTIONS])
+def test_options_checked_at_the_call(case):
+    _, message, src = case
+    with pytest.raises(tw.ScriptError) as info:
+        from_source(src, filename=FILE, env=ENV)
+    check_error(info.value, message, None, src, FILE)
+
+
+def test_explain_shows_why_tma_was_chosen():
+    """A swizzled load with an mbarrier: bulk and ldgsts decline with their reasons, tma
+    takes it and says what it planned."""
+    from tilewise.pipeline import explain
+
+    src = kernel("if tid == 0:", EXPECT.format(TILE),
+                 "Tx.cta.copy_async(Sh[:, :], A[0:64, :], mbar=T.address_of(bar[0]))", WAIT,
+                 a=(64, 64))
+    text = explain(from_source(src, filename=FILE, env=ENV), "sm_90a")
+    assert "bulk (priority 25): declined: shared buffer 'Sh' is swizzled" in text
+    assert "ldgsts (priority 20): declined: completion by mbarrier needs a TMA variant" in text
+    assert ("tma (priority 10): chosen (1 TMA load(s) of a 2-D box 64x64, 128B swizzle, oob "
+            "zero (8192 bytes each))") in text

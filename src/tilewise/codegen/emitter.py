@@ -31,7 +31,7 @@ from ..ir.dtype import DataType, bool_
 from ..ir.launch import thread_value
 from ..ir.visitor import jumps_out, walk
 from ..ir import alu
-from ..ptx.tma import TENSORMAP_ALIGN, TENSORMAP_BYTES
+from ..ptx.tma import TENSORMAP_ALIGN
 from . import arith
 from . import types as ty
 
@@ -40,23 +40,6 @@ TRIPLE = "nvptx64-nvidia-cuda"
 DYN_SMEM_SYMBOL = "tw_dynamic_smem"
 #: CTA launch kinds -> their special register (%ctaid, %clusterid, %cluster_ctaid)
 _CTA_SREG = {"cta_id": "ctaid", "cluster_id": "clusterid", "cta_id_in_cluster": "cluster.ctaid"}
-
-
-class _NvvmAttributes(ir.values.FunctionAttributes):
-    """Function attributes that also take LLVM string attributes (``"nvvm.reqntid"="128"``)."""
-
-    def add(self, name):
-        set.add(self, name)
-
-
-class _TensorMapAttributes(ir.values.ArgumentAttributes):
-    """A CUtensorMap parameter: ``byval([128 x i8]) align 64 "nvvm.grid_constant"`` (the
-    NVPTX guide: without grid_constant a byval whose address escapes is copied to local
-    memory, and the copy engine cannot read a tensor map there)."""
-
-    def _to_list(self, typ):
-        return [f"byval([{TENSORMAP_BYTES} x i8])", *super()._to_list(typ),
-                '"nvvm.grid_constant"']
 
 
 @dataclass
@@ -147,7 +130,7 @@ class Emitter:
         fnty = ir.FunctionType(ty.VOID, [ty.param_type(p.dtype) for p in f.params])
         self.fn = ir.Function(self.module, fnty, name=name)
         self.fn.calling_convention = "ptx_kernel"
-        self.fn.attributes = _NvvmAttributes()
+        self.fn.attributes = ty.NvvmAttributes()
         for k, v in self._kernel_attributes().items():
             self.fn.attributes.add(f'"{k}"="{v}"')
         slots = self.fn.append_basic_block("slots")  # allocas only, then a branch to entry
@@ -195,7 +178,7 @@ class Emitter:
             elif p.dtype.kind == "handle":
                 self.vars[id(p)] = self.b.ptrtoint(arg, ty.I64)
             elif p.dtype.kind == "tensormap":
-                arg.attributes = _TensorMapAttributes()
+                arg.attributes = ty.TensorMapAttributes()
                 arg.attributes.align = TENSORMAP_ALIGN
                 self.vars[id(p)] = arg
             else:

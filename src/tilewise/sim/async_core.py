@@ -212,11 +212,15 @@ class AsyncCore(BulkCore):
         a = int(addrs[k])
         if a not in self.mbars:
             return
+        hint = ("make sure the expected number of threads arrive (mbarrier.arrive) before "
+                "this wait, or fix the parity")
+        if self.mbars[a].tx:
+            hint = ("announce exactly the bytes the copies deliver "
+                    "(mbarrier.arrive.expect_tx: a TMA box counts in full, out-of-bounds fill "
+                    "included; a multicast counts in every CTA it lands in)")
         self.ctx.hazard(f"mbarrier wait can never complete (deadlock): waiting for parity "
                         f"{int(parity[k])} but {self.describe(a)}, and nothing pending can "
-                        f"arrive", span, "make sure the expected number of threads arrive "
-                        "(mbarrier.arrive) before this wait, or fix the parity",
-                        tid=int(tids[k]), addr=a)
+                        f"arrive", span, hint, tid=int(tids[k]), addr=a)
 
     # ================================================================== cp.async
     def cp_issue(self, tids, dst, src_sp, src_off, size: int, src_size, span) -> None:

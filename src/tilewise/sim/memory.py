@@ -69,6 +69,7 @@ class StoragePlan:
         self.param_names = [b.name for b in func.param_buffers()]
         self.shared_bytes = 0
         self.local_bytes = 0
+        self.shared_names: list[tuple[int, int, str, int]] = []  # base, bytes, name, elem
         for k, b in enumerate(func.param_buffers()):  # nbytes -1: the array's, at launch
             nbytes = -1 if b.symbolic else b.size * b.dtype.bytes
             self.places[id(b)] = Placement(GLOBAL0 + k, 0, nbytes)
@@ -91,6 +92,7 @@ class StoragePlan:
         if buf.scope in ("shared", "shared.dyn"):
             base = -(-self.shared_bytes // align) * align
             self.shared_bytes = base + n
+            self.shared_names.append((base, n, buf.name, buf.dtype.bytes))
             return Placement(SHARED, base, n)
         base = -(-self.local_bytes // align) * align
         self.local_bytes = base + n
@@ -99,11 +101,19 @@ class StoragePlan:
     def of(self, buf) -> Placement:
         return self.places[id(buf)]
 
+    def shared_element(self, off: int) -> str | None:
+        """``name[i]``: the shared allocation element holding byte ``off`` (for messages)."""
+        for base, n, name, eb in self.shared_names:
+            if base <= off < base + n:
+                return f"{name}[{(off - base) // eb}]"
+        return None
+
 
 class CtaMemory:
     """The shared and local memories of one CTA, plus the shared-memory shadows."""
 
     def __init__(self, plan: StoragePlan, n_threads: int, globals_: list[np.ndarray]):
+        self.plan = plan
         self.globals = globals_
         self.shared = np.full(max(plan.shared_bytes, 1), 0xA5, np.uint8)
         self.local = np.full((n_threads, max(plan.local_bytes, 1)), 0xA5, np.uint8)

@@ -132,7 +132,8 @@ class Ctx:
     def describe_addr(self, addr: int) -> str:
         sp, off = int(space_of(addr)), int(offset_of(addr))
         if sp == SHARED:
-            return f"shared+{off:#x}"
+            name = self.mem.plan.shared_element(off)
+            return f"shared+{off:#x}" + (f" ({name})" if name else "")
         return f"{space_name(sp, self.params)}+{off:#x}"
 
     def hazard(self, message, span, hint=None, tid=None, addr=None) -> None:
