@@ -48,16 +48,19 @@ def test_pow(example, torch):
     np.testing.assert_allclose(c.cpu().numpy(), want, rtol=4 * np.finfo(np.float32).eps)
 
 
+def _random(torch, shape, dtype):
+    tdt = getattr(torch, dtype)
+    if dtype == "int8":
+        return torch.randint(-128, 127, shape, dtype=tdt, device="cuda")
+    return torch.randn(shape, device="cuda").to(tdt)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int8"])
 @pytest.mark.parametrize("shape", [(1024, 2048), (1000, 1000), (333, 777)])
 def test_tiled_copy_exact(example, torch, dtype, shape):
     ex = example("tiled_copy")
     k = tw.compile(ex.make_tiled_copy(*shape, dtype), _target())
-    tdt = getattr(torch, dtype)
-    if dtype == "int8":
-        a = torch.randint(-128, 127, shape, dtype=tdt, device="cuda")
-    else:
-        a = torch.randn(shape, device="cuda").to(tdt)
+    a = _random(torch, shape, dtype)
     b = torch.zeros_like(a)
     k(a, b)
     torch.cuda.synchronize()
@@ -78,12 +81,8 @@ def test_tma_copy_one_kernel_every_size(example, torch, dtype):
     load and skipped on store; the tensor maps are encoded per array at launch."""
     ex = example("tma_copy")
     k = tw.compile(ex.make_tma_copy(dtype), _target())
-    tdt = getattr(torch, dtype)
     for shape in [(4096, 4096), (1000, 1008), (333, 784), (1, 16)]:
-        if dtype == "int8":
-            a = torch.randint(-128, 127, shape, dtype=tdt, device="cuda")
-        else:
-            a = torch.randn(shape, device="cuda").to(tdt)
+        a = _random(torch, shape, dtype)
         b = torch.zeros_like(a)
         k(a, b)
         torch.cuda.synchronize()

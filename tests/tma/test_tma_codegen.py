@@ -173,3 +173,22 @@ def test_geometry_is_checked_before_encoding():
     with pytest.raises(tw.LaunchError, match="not on a 16-byte boundary"):
         tma.launch_geometry(m, lambda e: 104 if e == 100 else e, 8)
     assert np.asarray(tma.launch_geometry(m, lambda e: 104 if e == 100 else e, 0)[1]) == 208
+
+
+class _DeviceArray:
+    def __init__(self, shape, typestr="<f2", ptr=0x10000):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr,
+                                         "data": (ptr, False), "strides": None, "version": 3}
+
+
+def test_launch_checks_tensor_maps_before_the_driver():
+    """The geometry the driver would refuse is a LaunchError in prepare(), naming the
+    buffer; a good one passes and binds the sizes the maps are encoded from."""
+    from tilewise.runtime.launch import prepare
+
+    k = tw.compile(make_roundtrip(2, "float16", 128, (8, 64)), "sm_90a")
+    r = _DeviceArray((4, 1024), "|u1")
+    call, grid = prepare(k, [_DeviceArray((40, 104)), _DeviceArray((40, 104)), r])
+    assert grid == (4, 1, 1)
+    with pytest.raises(tw.LaunchError, match="the tensor map of 'A' .* 200 bytes"):
+        prepare(k, [_DeviceArray((40, 100)), _DeviceArray((40, 100)), r])

@@ -15,7 +15,7 @@ import sys
 from ..errors import LaunchError
 from . import device
 from .args import check_arguments
-from .tensormap import launch_slots
+from .tensormap import check_tensor_maps, launch_slots
 
 _DEFAULT_SMEM_LIMIT = 48 * 1024
 
@@ -114,6 +114,7 @@ def prepare(kernel, arrays, ordinal=None):
     call = check_arguments(kernel.func, arrays, ordinal)
     grid = call.binding.grid(kernel.lowered.func)
     _check_cluster(kernel, grid)
+    check_tensor_maps(kernel, call)
     return call, grid
 
 

@@ -89,15 +89,23 @@ def encode(spec: tma.TensorMapSpec, address: int, dims: list[int], strides: list
     return out
 
 
-def launch_slots(kernel, call) -> list:
-    """The bytes of every tensor-map parameter of ``kernel`` for checked launch ``call``."""
+def _geometries(kernel, call):
+    """``(map, address, extents, byte strides)`` of every tensor map of a launch, checked."""
     maps = kernel.lowered.func.attr("tensor_maps", ())
-    if not maps:
-        return []
     params = sig.declared_params(kernel.func)
-    out = []
     for m in maps:
         info = call.values[next(i for i, p in enumerate(params) if p is m.buffer.data)]
-        dims, strides = tma.launch_geometry(m, call.binding.value, info.ptr)
-        out.append(encode(m.spec, info.ptr, dims, strides))
-    return out
+        yield (m, info.ptr, *tma.launch_geometry(m, call.binding.value, info.ptr))
+
+
+def check_tensor_maps(kernel, call) -> None:
+    """What the driver would refuse of the launch's tensor maps, as LaunchErrors naming the
+    buffer, before the driver is touched."""
+    for _ in _geometries(kernel, call):
+        pass
+
+
+def launch_slots(kernel, call) -> list:
+    """The bytes of every tensor-map parameter of ``kernel`` for checked launch ``call``."""
+    return [encode(m.spec, ptr, dims, strides)
+            for m, ptr, dims, strides in _geometries(kernel, call)]

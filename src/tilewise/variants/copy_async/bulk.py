@@ -114,6 +114,18 @@ def _emit(ctx):
     return IfThenElse(cmp("==", ctx.scope_tid, 0), body, span=ctx.span)
 
 
+#: The rules every copy-engine variant shares (bulk, tma, dsmem): one thread of the scope
+#: issues the whole copy, of one dtype and one size, and it is not predicated per element.
+ISSUED_BY_ONE_THREAD = (
+    predicate("no predicate", P.no_option, option="predicate",
+              why="a copy by the copy engine cannot be predicated per element"),
+    predicate("scope", P.scope_in, scopes=SCOPES),
+    predicate("first thread active", P.first_thread_active),
+    predicate("same dtype", P.same_dtype),
+    predicate("same size", P.same_size),
+)
+
+
 @register_dispatch("copy_async", "cuda", variant="bulk", priority=25, when=[
     predicate("target has TMA", P.has_feature, feature="tma",
               what="cp.async.bulk"),
@@ -126,14 +138,9 @@ def _emit(ctx):
     predicate("completion", _direction),
     predicate("no cache policy", P.no_option, option="cache_hint",
               why="bulk does not implement cache_hint= (.L2::cache_hint) yet"),
-    predicate("no predicate", P.no_option, option="predicate",
-              why="a bulk copy cannot be predicated per element"),
     predicate("no prefetch size", P.no_option, option="prefetch_size",
               why="prefetch_size= is a cp.async hint; bulk copies have none"),
-    predicate("scope", P.scope_in, scopes=SCOPES),
-    predicate("first thread active", P.first_thread_active),
-    predicate("same dtype", P.same_dtype),
-    predicate("same size", P.same_size),
+    *ISSUED_BY_ONE_THREAD,
     predicate("plain shared layout", _plain_shared),
 ])
 def bulk(ctx):

@@ -34,9 +34,7 @@ from tilewise.tile import predicates as P
 from tilewise.tile.partition import Side, emit
 from tilewise.tile.registry import predicate, register_dispatch
 
-from .bulk import plan_runs
-
-SCOPES = ("thread", "warp", "warpgroup", "cta")
+from .bulk import ISSUED_BY_ONE_THREAD, plan_runs
 
 
 def _options(ctx):
@@ -87,16 +85,11 @@ def _emit(ctx):
     predicate("options", _options),
     predicate("no cache policy", P.no_option, option="cache_hint",
               why="dsmem does not implement cache_hint="),
-    predicate("no predicate", P.no_option, option="predicate",
-              why="a bulk copy cannot be predicated per element"),
     predicate("no prefetch size", P.no_option, option="prefetch_size",
               why="prefetch_size= is a cp.async hint"),
     predicate("no cta_group", P.no_option, option="cta_group",
               why="cta_group= is for TMA and tcgen05 copies"),
-    predicate("scope", P.scope_in, scopes=SCOPES),
-    predicate("first thread active", P.first_thread_active),
-    predicate("same dtype", P.same_dtype),
-    predicate("same size", P.same_size),
+    *ISSUED_BY_ONE_THREAD,
     predicate("memory layouts", _memory_layouts),
 ])
 def dsmem(ctx):

@@ -54,9 +54,9 @@ from tilewise.tile import predicates as P
 from tilewise.tile.partition import Side, unravel
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 
+from .bulk import ISSUED_BY_ONE_THREAD
 from .tma_plan import check_global, global_strides, plan_boxes
 
-SCOPES = ("thread", "warp", "warpgroup", "cta")
 PAIRS = (("shared*", "global"), ("global", "shared*"))
 UNROLLED = 16  # boxes emitted one after another; more become an unrolled loop
 
@@ -259,19 +259,13 @@ def _emit(ctx):
     predicate("operands are regions", P.operands_are_regions),
     predicate("global <-> shared", P.direction, pairs=PAIRS),
     predicate("completion", _completion),
-    predicate("no predicate", P.no_option, option="predicate",
-              why="a TMA copy cannot be predicated per element (elements outside the array "
-                  "are filled or skipped by the engine)"),
     predicate("no prefetch size", P.no_option, option="prefetch_size",
               why="prefetch_size= is a cp.async hint; TMA takes l2_promotion="),
     predicate("no dsmem rank", P.no_option, option="remote_cta_id",
               why="remote_cta_id= names the CTA of a shared -> shared (dsmem) copy"),
     predicate("cta_group target", P.option_needs_feature, option="cta_group",
               feature="tcgen05", what="TMA cta_group="),
-    predicate("scope", P.scope_in, scopes=SCOPES),
-    predicate("first thread active", P.first_thread_active),
-    predicate("same dtype", P.same_dtype),
-    predicate("same size", P.same_size),
+    *ISSUED_BY_ONE_THREAD,
     predicate("shared layout", _shared_layout),
     predicate("options", _options),
 ])
