@@ -192,3 +192,35 @@ def test_launch_checks_tensor_maps_before_the_driver():
     assert grid == (4, 1, 1)
     with pytest.raises(tw.LaunchError, match="the tensor map of 'A' .* 200 bytes"):
         prepare(k, [_DeviceArray((40, 100)), _DeviceArray((40, 100)), r])
+
+
+def test_encoder_entry_point_through_the_driver(monkeypatch):
+    """The encoder is the function pointer the driver's cuGetProcAddress returns, called
+    through ctypes with the C signature of cuTensorMapEncodeTiled (here a Python callback
+    stands in for the driver's function)."""
+    import ctypes
+    import types
+
+    from cuda.bindings import driver
+
+    seen = []
+
+    @rt._PROTO
+    def encode_tiled(out, dtype, rank, addr, dims, strides, box, estrides, il, swz, l2, oob):
+        seen.append((dtype, rank, addr, [dims[i] for i in range(rank)],
+                     [box[i] for i in range(rank)], swz, l2, oob))
+        ctypes.memset(out, 0x5A, 128)
+        return 0
+
+    pfn = ctypes.cast(encode_tiled, ctypes.c_void_p).value
+    fake = types.SimpleNamespace(
+        CUresult=driver.CUresult, CUdriverProcAddress_flags=driver.CUdriverProcAddress_flags,
+        cuGetProcAddress=lambda sym, ver, flags: (driver.CUresult.CUDA_SUCCESS, pfn, 0))
+    monkeypatch.setattr(rt.device, "_driver", lambda: fake)
+    monkeypatch.setattr(rt, "_ENCODE", None)
+    rt._CACHE.clear()
+    spec = tma.TensorMapSpec("float16", 2, (64, 32), (64,), (64, 32), 128, "zero", 128)
+    out = rt.encode(spec, 0x20000, [64, 32], [128])
+    assert seen == [(6, 2, 0x20000, [64, 32], [64, 32], 3, 2, 0)]
+    assert bytes(out) == b"\x5a" * 128 and out.ctypes.data % 128 == 0
+    rt._CACHE.clear()

@@ -44,9 +44,11 @@ def _encoder():
     if _ENCODE is None:
         driver = device._driver()
         flags = driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
-        pfn, status = device.check(driver.cuGetProcAddress(b"cuTensorMapEncodeTiled", 12000,
-                                                           flags), "cuGetProcAddress")
-        if not pfn or status != driver.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS:
+        found = device.check(driver.cuGetProcAddress(b"cuTensorMapEncodeTiled", 12000, flags),
+                             "cuGetProcAddress")
+        # (pfn, symbol status) since CUDA 12.5's bindings; pfn alone before
+        pfn = found[0] if isinstance(found, tuple) else found
+        if not int(pfn):
             raise LaunchError("this CUDA driver has no cuTensorMapEncodeTiled (TMA needs a "
                               "CUDA 12 driver or newer)", hint="update the NVIDIA driver")
         _ENCODE = _PROTO(int(pfn))
