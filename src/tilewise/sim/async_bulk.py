@@ -127,7 +127,7 @@ class BulkCore:
         are being read until its bulk group is retired for reading."""
         st = self.bulk
         offs = np.asarray(offs, np.int64)
-        np.add.at(st.reading, offs, 1)
+        st.reading[offs] += 1  # one store's offsets are distinct (a permutation at most)
         st.n_reading += offs.size
         st.stores.append(_Store(tid, int(st.committed[tid]), offs, span, what))
 
@@ -146,7 +146,7 @@ class BulkCore:
         keep = []
         for s in st.stores:
             if s.group < st.read_retired[s.tid]:
-                np.subtract.at(st.reading, s.offs, 1)
+                st.reading[s.offs] -= 1
                 st.n_reading -= s.offs.size
             else:
                 keep.append(s)
