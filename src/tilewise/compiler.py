@@ -218,7 +218,6 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
         raise CompileError(f"tw.compile needs a @T.prim_func kernel, got {type(func).__name__}",
                            hint="decorate the kernel function with @T.prim_func")
     lowered = _lower(func, target)
-    options = declared_cluster(check_options(options, lowered.target), lowered.func,
-                               lowered.target)
+    options = declared_cluster(check_options(options, lowered.target), lowered.func)
     check_launch(options, lowered.func)
     return Kernel(func, options, lowered)

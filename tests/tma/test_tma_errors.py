@@ -233,3 +233,15 @@ def test_explain_shows_why_tma_was_chosen():
     assert "ldgsts (priority 20): declined: completion by mbarrier needs a TMA variant" in text
     assert ("tma (priority 10): chosen (1 TMA load(s) of a 2-D box 64x64, 128B swizzle, oob "
             "zero (8192 bytes each))") in text
+
+
+@pytest.mark.parametrize("target, decl, message", [
+    ("sm_80", "[2]", "T.cta_id_in_cluster declares a cluster; thread-block clusters need sm_90 "
+     "or newer, target is sm_80"),
+    ("sm_90a", "[4, 4, 2]", "a cluster of (4, 4, 2) has 32 CTAs; a cluster has at most 16"),
+])
+def test_cluster_declaration_is_checked_for_the_target(target, decl, message):
+    src = kernel(f"c = T.cta_id_in_cluster({decl})" + MARK)
+    with pytest.raises(tw.CompileError) as info:
+        lower(from_source(src, filename=FILE, env=ENV), target)
+    check_error(info.value, message, None, src, FILE)

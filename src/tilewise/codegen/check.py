@@ -49,17 +49,14 @@ def check_options(options: dict, target) -> dict:
 MAX_CLUSTER = 8  # CTAs per cluster, portable; 16 with the non-portable opt-in
 
 
-def declared_cluster(options: dict, func, target) -> dict:
+def declared_cluster(options: dict, func) -> dict:
     """``options`` with ``cluster_dim`` taken from the kernel's ``T.cta_id_in_cluster``
-    declaration, when it has one (the option, if also given, must agree)."""
+    declaration, when it has one (the option, if also given, must agree; the pipeline has
+    checked the target and the size)."""
     cluster = func.launch_config.cluster
     if cluster == (1, 1, 1):
         return options
     decl = next(b for b in func.launch if b.kind == "cta_id_in_cluster")
-    if not target.has("cluster"):
-        raise CompileError(f"T.cta_id_in_cluster declares a cluster; thread-block clusters "
-                           f"need sm_90 or newer, target is {target}", decl.span,
-                           hint="compile for sm_90a or newer")
     given = options.get("cluster_dim")
     given = None if given is None else tuple(given) + (1,) * (3 - len(given))
     if given is not None and given != cluster:
