@@ -260,3 +260,54 @@ def reduce_expected(a, b, op):
     else:
         out = (np.minimum if op == "min" else np.maximum)(a, b)
     return [a, out]
+
+
+def make_staged_k_loop(BM=64, BK=64, stages=3, dtype="bfloat16"):
+    """The shape of a GEMM's producer loop: ``A[m0:m0 + BM, k0:k0 + BK]`` tiles of a symbolic
+    ``M x K`` array stream through a ring of ``stages`` 128B-swizzled shared tiles
+    (``A_smem[s, :, :]``, ``s = k % stages``, parity ``k // stages % 2``); each tile, once its
+    mbarrier phase completes, is stored to ``B`` at the same place by a TMA store, and its
+    buffer is refilled ``stages`` steps ahead."""
+    M, K = T.int32(), T.int32()
+    nbytes = BM * BK * elem_bits(dtype) // 8
+    layout = TileLayout(S[(stages, BM, BK)]).swizzle(128, dtype_bits=elem_bits(dtype))
+
+    @T.prim_func
+    def staged_k_loop(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (M, K), dtype)
+        B = T.match_buffer(B_ptr, (M, K), dtype)
+        T.device_entry()
+        bm = T.cta_id([T.ceildiv(M, BM)])
+        tid = T.thread_id([THREADS])
+        A_smem = T.alloc_buffer((stages, BM, BK), dtype, scope="shared.dyn", layout=layout)
+        bar = T.alloc_shared([stages], "uint64")
+        m0 = bm * BM
+        nk = T.ceildiv(K, BK)
+        if tid == 0:
+            for s in T.static_range(stages):
+                T.ptx.mbarrier.init(T.address_of(bar[s]), 1)
+        T.cuda.cta_sync()
+        if tid == 0:
+            for s in T.static_range(stages):
+                if s < nk:
+                    T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[s]), nbytes)
+                    Tx.thread.copy_async(A_smem[s, :, :], A[m0:m0 + BM, s * BK:s * BK + BK],
+                                         dispatch="tma", mbar=T.address_of(bar[s]))
+        for k in range(nk):
+            s = k % stages
+            T.ptx.mbarrier.wait_parity(T.address_of(bar[s]), k // stages % 2)
+            if tid == 0:
+                Tx.thread.copy_async(B[m0:m0 + BM, k * BK:k * BK + BK], A_smem[s, :, :],
+                                     dispatch="tma")
+                T.ptx.cp_async.bulk.commit_group()
+                T.ptx.cp_async.bulk.wait_group_read(0)
+                if k + stages < nk:
+                    T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[s]), nbytes)
+                    Tx.thread.copy_async(A_smem[s, :, :],
+                                         A[m0:m0 + BM, (k + stages) * BK:(k + stages) * BK + BK],
+                                         dispatch="tma", mbar=T.address_of(bar[s]))
+            T.cuda.cta_sync()
+        if tid == 0:
+            T.ptx.cp_async.bulk.wait_group(0)
+
+    return staged_k_loop

@@ -69,3 +69,15 @@ def test_store_reduction(op, dtype):
 
     arrays = reduce_inputs(np.random.default_rng(14), dtype)
     _three_ways(make_reduce(dtype, op), arrays, reduce_expected(*arrays, op))
+
+
+@pytest.mark.parametrize("shape", [(128, 448), (100, 200), (1000, 1000)])
+def test_gemm_producer_loop(shape):
+    from kernels_tma import make_staged_k_loop
+
+    from tilewise.runner import random_bits
+
+    rng = np.random.default_rng(15)
+    a = random_bits(rng, shape, "bfloat16")
+    b = random_bits(rng, shape, "bfloat16", fill=0xA5)
+    _three_ways(make_staged_k_loop(), [a, b], [a, a.copy()])
