@@ -120,8 +120,9 @@ def word_view(root, need: int, what: str):
     than ``need`` whole words."""
     from ..ir import dtype as dt
     from ..ir.stmt import Buffer
+    from ..passes.indexing import storage_size
 
-    nbits = root.size * root.dtype.bits
+    nbits = storage_size(root.shape, root.layout) * root.dtype.bits  # one thread's part
     if nbits % 32 or nbits // 32 < need:
         raise DispatchFail(f"register buffer {root.name!r} holds {nbits // 8} bytes per thread; "
                            f"{what} needs {need} whole 32-bit registers")
