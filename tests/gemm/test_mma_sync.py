@@ -87,14 +87,19 @@ def _tol(kw) -> float:
     return 1e-5
 
 
-def test_int32_accumulators_wrap_around():
-    kw = dict(M=16, N=8, K=32, a="int8", acc="int32", accum=True)
+def _near_overflow():
+    """C just below 2^31 plus 32 * 127 * 127: the int32 accumulator wraps to negative."""
     a = np.full((16, 32), 127, np.int8)
     b = np.full((32, 8), 127, np.int8)
     c = np.full((16, 8), 2**31 - 10, np.int32)
     want = ((c.astype(np.int64) + 32 * 127 * 127 + 2**31) % 2**32 - 2**31).astype(np.int32)
-    tw.simulate(G.make_mma(**kw), a, b, c, target="sm_80")
-    assert np.array_equal(c, want) and (c < 0).all()
+    return G.make_mma(M=16, N=8, K=32, a="int8", acc="int32", accum=True), [a, b, c], want
+
+
+def test_int32_accumulators_wrap_around():
+    func, arrays, want = _near_overflow()
+    tw.simulate(func, *arrays, target="sm_80")
+    assert np.array_equal(arrays[2], want) and (want < 0).all()
 
 
 @pytest.mark.gpu
@@ -114,13 +119,9 @@ def test_mma_on_the_gpu(cid, kw, target):
 def test_int32_wraparound_on_the_gpu():
     from tilewise.runner import _run_gpu
 
-    kw = dict(M=16, N=8, K=32, a="int8", acc="int32", accum=True)
-    a = np.full((16, 32), 127, np.int8)
-    b = np.full((32, 8), 127, np.int8)
-    c = np.full((16, 8), 2**31 - 10, np.int32)
-    want = ((c.astype(np.int64) + 32 * 127 * 127 + 2**31) % 2**32 - 2**31).astype(np.int32)
-    _run_gpu(G.make_mma(**kw), [a, b, c], "sm_90a")
-    assert np.array_equal(c, want)
+    func, arrays, want = _near_overflow()
+    _run_gpu(func, arrays, "sm_90a")
+    assert np.array_equal(arrays[2], want)
 
 
 # ---- dispatch decisions, PTX and cubins ------------------------------------------------------

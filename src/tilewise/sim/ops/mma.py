@@ -140,6 +140,15 @@ def _element_offsets(rows: np.ndarray, j: int, half: int, trans: bool) -> np.nda
     return rows[j, row] + 2 * col
 
 
+def _halves(where, num: int, trans: bool):
+    """``(sel, j, h, offsets)``: per fully active warp, register ``j`` and half ``h``, the
+    shared byte offset of that 16-bit element in every lane."""
+    for sel, rows in where:
+        for j in range(num):
+            for h in range(2):
+                yield sel, j, h, _element_offsets(rows, j, h, trans)
+
+
 @semantics("ptx.ldmatrix")
 def ldmatrix(ctx, site, args):
     src, num, trans = args[:3]
@@ -148,14 +157,10 @@ def ldmatrix(ctx, site, args):
         return
     act = ctx.active()
     words = np.zeros((len(act), num), np.uint32)
-    for sel, rows in where:
-        for j in range(num):
-            for h in range(2):
-                offs = _element_offsets(rows, j, h, bool(trans))
-                check_shared_read(ctx, offs, 2, act[sel], site.span)
-                lo, hi = ctx.mem.shared[offs], ctx.mem.shared[offs + 1]
-                half = lo.astype(np.uint32) | (hi.astype(np.uint32) << 8)
-                words[sel, j] |= half << (16 * h)
+    for sel, j, h, offs in _halves(where, num, bool(trans)):
+        check_shared_read(ctx, offs, 2, act[sel], site.span)
+        lo, hi = ctx.mem.shared[offs], ctx.mem.shared[offs + 1]
+        words[sel, j] |= (lo.astype(np.uint32) | (hi.astype(np.uint32) << 8)) << (16 * h)
     _write(ctx, site.regs, words, [sel for sel, _ in where])
 
 
@@ -167,11 +172,8 @@ def stmatrix(ctx, site, args):
         return
     act = ctx.active()
     words = np.stack([_u32(v, len(act)) for v in args[3:]], 1)
-    for sel, rows in where:
-        for j in range(num):
-            for h in range(2):
-                offs = _element_offsets(rows, j, h, bool(trans))
-                mark_shared_write(ctx, offs, 2, act[sel], site.span)
-                half = (words[sel, j] >> (16 * h)) & 0xFFFF
-                ctx.mem.shared[offs] = (half & 0xFF).astype(np.uint8)
-                ctx.mem.shared[offs + 1] = (half >> 8).astype(np.uint8)
+    for sel, j, h, offs in _halves(where, num, bool(trans)):
+        mark_shared_write(ctx, offs, 2, act[sel], site.span)
+        half = (words[sel, j] >> (16 * h)) & 0xFFFF
+        ctx.mem.shared[offs] = (half & 0xFF).astype(np.uint8)
+        ctx.mem.shared[offs + 1] = (half >> 8).astype(np.uint8)
