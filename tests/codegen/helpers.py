@@ -4,6 +4,7 @@ from tilewise.ir import dtype as dt
 from tilewise.ir.expr import AddressOf, BufferLoad, Cast, IntImm, Var
 from tilewise.ir.stmt import (Buffer, BufferStore, DeclBuffer, Evaluate, PrimFunc, ThreadBinding,
                               seq)
+from tilewise.ptx.operands import regs_written
 from tilewise.ptx.table import REQUIRED
 
 F32 = dt.DTYPES["float32"]
@@ -60,7 +61,7 @@ def entry_kernel(op) -> PrimFunc:
         body = BufferStore(g, (IntImm(2),), Cast(dt.uint32, call))
     else:
         body = Evaluate(call)
-    if op.name == "ptx.tcgen05.ld":
+    if regs_written(op.regs):  # keep the result alive (mma.sync, ldmatrix: no side effect)
         body = seq(body, BufferStore(g, (IntImm(3),), BufferLoad(loc, (IntImm(1),))))
     tid = Var("tid")
     return PrimFunc(f"k_{op.name.replace('.', '_')}", params, ((pa, g), (pb, fg)),

@@ -22,6 +22,8 @@ kind           operand
                of ``step``
 ``flag``       a compile-time bool
 ``str``        a compile-time string, one of ``choices`` (spelt into the opcode)
+``reg32``      one 32-bit register value (an mma.sync fragment register); a float is
+               passed by its bits
 ``regs_in``    trailing 32-bit register values (``tcgen05.st``)
 ``regs_out``   trailing destination registers: 32-bit buffer elements (``tcgen05.ld``)
 ``regs_inout`` trailing registers read and written (wgmma accumulators)
@@ -202,6 +204,15 @@ def _str(op, p, v, span):
         raise _error(op, p, f"is {s!r}; expected one of {', '.join(map(repr, p.choices))}",
                      span)
     return StringImm(s)
+
+
+@kind("reg32")
+def _reg32(op, p, v, span):
+    e = _as_expr(op, p, v, span)
+    if e.dtype.bits != 32:
+        raise _error(op, p, f"is a 32-bit register and must be a 32-bit value, got {e.dtype}",
+                     span, "pass an element of a 32-bit (uint32) view of the fragment")
+    return e
 
 
 def _register(op, p, v, span, k):

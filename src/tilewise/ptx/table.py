@@ -27,7 +27,7 @@ from ..errors import ScriptError, did_you_mean
 from ..ir import dtype as dt
 from ..ir.dtype import DataType
 from ..ir.expr import Call
-from . import tcgen05, tma, wgmma
+from . import mma, tcgen05, tma, wgmma
 from .operands import KINDS, REQUIRED, Param
 
 __all__ = ["Asm", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "ROWS", "lookup",
@@ -205,6 +205,42 @@ _CACHE_HINT = _p("cache_hint", "str", None, tuple(tma.CACHE_POLICY))
 
 def _coords() -> Param:
     return _p("coords", "coords", count=lambda v: v["dim"])
+
+
+def _mma_regs(values) -> int:
+    return mma.c_regs(values["acc"])
+
+
+def _mma_check(values) -> str | None:
+    return mma.combination_problem(values["a_type"], values["b_type"], values["acc"])
+
+
+def _mma_params(inputs: tuple[str, ...]) -> tuple[Param, ...]:
+    return ((_p("a_type", "str", choices=inputs), _p("b_type", "str", choices=inputs),
+             _p("acc", "str", choices=tuple(mma.ACC_TYPE)))
+            + tuple(_p(f"a{i}", "reg32") for i in range(mma.A_REGS))
+            + tuple(_p(f"b{i}", "reg32") for i in range(mma.B_REGS)))
+
+
+def _mma_row(name: str, inputs: tuple[str, ...], feature: str, doc: str) -> PtxOp:
+    return PtxOp(name, _mma_params(inputs),
+                 "mma.sync.aligned.m16n8k<K>.row.col.<acc>.<a>.<b>.<acc> {d}, {a0, a1, a2, a3}, "
+                 "{b0, b1}, {d}", feature, regs=_p("acc_regs", "regs_inout", count=_mma_regs),
+                 check=_mma_check,
+                 doc=doc + "; D = A @ B + D in place: A (16 x K) in a0..a3 and B (K x 8) in "
+                 "b0, b1 (32-bit registers of packed inputs), D (16 x 8) the accumulator "
+                 "registers (4 float32 / int32, or 2 float16x2), read and written "
+                 "(ptx/mma.py gives the fragments); the whole warp executes it")
+
+
+def _matrix_row(name: str, what: str, feature: str, doc: str) -> PtxOp:
+    pointer = "src" if name.endswith("ldmatrix") else "dst"
+    spelling = ("{regs}, [src]" if pointer == "src" else "[dst], {regs}")
+    return PtxOp(name, (_shared(pointer), _p("num", "imm", choices=mma.LDMATRIX_NUMS),
+                        _p("trans", "flag")),
+                 f"{what}.sync.aligned.m8n8.x<num>{{.trans}}.shared.b16 {spelling}", feature,
+                 regs=_p("regs", "regs_out" if pointer == "src" else "regs_in",
+                         count=lambda v: v["num"]), doc=doc)
 
 
 _PROXY_SPACES = (("shared::cta", ".shared_cta"), ("shared::cluster", ".shared_cluster"),
@@ -386,6 +422,20 @@ _OPS = [
               "their matrix descriptors (ptx/wgmma.py), D the warpgroup's accumulator "
               "fragment (n/2 float32 or n/4 float16x2 registers per thread); trans_a / "
               "trans_b: the operand is MN-major"),
+    # ---- warp-level matrix instructions, PTX ISA §9.7.14
+    _mma_row("ptx.mma_sync", mma.SYNC_INPUTS, "mma_sync",
+             "mma.sync m16n8k16 (float16, bfloat16), m16n8k8 (float32 as tf32), m16n8k32 "
+             "(int8, uint8)"),
+    _mma_row("ptx.mma_sync_fp8", mma.FP8_INPUTS, "mma_fp8",
+             "mma.sync m16n8k32 with fp8 inputs (e4m3, e5m2; float32 accumulators)"),
+    _matrix_row("ptx.ldmatrix", "ldmatrix", "ldmatrix",
+                "load num (1, 2, 4) 8x8 matrices of 16-bit elements from shared memory: lanes "
+                "8j..8j+7 pass the 16-byte row addresses of matrix j, register j of every lane "
+                "receives its part of matrix j (trans: transposed); destinations are 32-bit "
+                "buffer elements"),
+    _matrix_row("ptx.stmatrix", "stmatrix", "stmatrix",
+                "store num (1, 2, 4) 8x8 matrices of 16-bit elements to shared memory, the "
+                "inverse of ldmatrix (same lanes, rows and registers)"),
     # ---- tcgen05 tensor memory, PTX ISA §9.7.16
     PtxOp("ptx.tcgen05.alloc", (_shared("dst"), _N_COLS, _CTA_GROUP),
           "tcgen05.alloc.cta_group::N.sync.aligned.shared::cta.b32 [dst], nCols", "tcgen05",
