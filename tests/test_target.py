@@ -219,7 +219,7 @@ def test_order_agrees_with_encoding_within_a_family():
 # Features
 
 FEATURE_NAMES = ["cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "wgmma",
-                 "setmaxnreg"]
+                 "setmaxnreg", "f32x2"]
 # target -> features it has
 FEATURE_TABLE = {
     "sm_70": set(),
@@ -229,21 +229,28 @@ FEATURE_TABLE = {
     "sm_89": {"cp_async"},
     "sm_90": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
     "sm_90a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "wgmma", "setmaxnreg"},
-    "sm_100": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_100a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_100f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_101a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_103": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_103a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_103f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_110": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_110a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_110f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_120": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_120a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
-    "sm_120f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
-    "sm_121a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
-    "sm_121f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
+    "sm_100": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "f32x2"},
+    "sm_100a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg",
+               "f32x2"},
+    "sm_100f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg",
+               "f32x2"},
+    "sm_101a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg",
+               "f32x2"},
+    "sm_103": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "f32x2"},
+    "sm_103a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg",
+               "f32x2"},
+    "sm_103f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg",
+               "f32x2"},
+    "sm_110": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "f32x2"},
+    "sm_110a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg",
+               "f32x2"},
+    "sm_110f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg",
+               "f32x2"},
+    "sm_120": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "f32x2"},
+    "sm_120a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg", "f32x2"},
+    "sm_120f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg", "f32x2"},
+    "sm_121a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg", "f32x2"},
+    "sm_121f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg", "f32x2"},
 }
 
 
@@ -269,7 +276,7 @@ def test_unknown_feature_is_value_error():
     with pytest.raises(ValueError) as ei:
         Target("sm_90a").has("tmaa")
     assert str(ei.value) == ("unknown target feature 'tmaa'; known: cluster, cp_async, "
-                             "elect_sync, mbarrier_tx, setmaxnreg, tcgen05, tma, wgmma")
+                             "elect_sync, f32x2, mbarrier_tx, setmaxnreg, tcgen05, tma, wgmma")
     with pytest.raises(ValueError):
         Target("sm_90a").require("wgmma_sp")
 

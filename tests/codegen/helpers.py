@@ -9,7 +9,7 @@ from tilewise.ptx.table import REQUIRED
 F32 = dt.DTYPES["float32"]
 
 
-def _operand(op, p, bufs):
+def _operand(op, p, bufs, k=0):
     if p.kind == "ptr":
         if p.space == "any":  # global -> global (shared would be undef, folded away)
             return AddressOf(bufs["global" if p.name == "dst" else "fglobal"], (IntImm(0),))
@@ -24,8 +24,12 @@ def _operand(op, p, bufs):
         return False
     if p.kind == "str":
         return p.choices[0]
-    if op.math:
-        return BufferLoad(bufs["fglobal"], (IntImm(0),))
+    if op.math or (p.kind == "value" and p.dtype.is_float):
+        return BufferLoad(bufs["fglobal"], (IntImm(k),))  # distinct operands: none folded
+    if p.kind == "value" and p.dtype.bits == 64:
+        return Cast(p.dtype, BufferLoad(bufs["global"], (IntImm(k),)))
+    if p.kind == "value" and p.dtype != dt.int32:
+        return BufferLoad(bufs["global"], (IntImm(k),))
     if p.kind == "taddr":
         return BufferLoad(bufs["local"], (IntImm(0),))
     if p.name == "nbytes":
@@ -42,13 +46,13 @@ def entry_kernel(op) -> PrimFunc:
     sh = Buffer("S", (64,), dt.uint32, scope="shared")
     loc = Buffer("R", (4,), dt.uint32, scope="local")
     bufs = {"global": g, "fglobal": fg, "shared": sh, "local": loc}
-    args = [_operand(op, p, bufs) for p in op.params]
+    args = [_operand(op, p, bufs, k) for k, p in enumerate(op.params)]
     if op.regs is not None:
         args.append(BufferLoad(loc, (IntImm(1),)))
     call = op.call(args, {})
     if op.math:
         body = BufferStore(fg, (IntImm(1),), call)
-    elif op.returns is not None:
+    elif call.type != dt.handle:
         body = BufferStore(g, (IntImm(2),), Cast(dt.uint32, call))
     else:
         body = Evaluate(call)

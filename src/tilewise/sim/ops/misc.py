@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from ...ir import alu
 from ...ir.launch import WARP, WARPGROUP
 from ...ptx.table import MATH_OPS
 from ..access import check_pointer, check_shared_read, mark_shared_write, read_bytes, write_bytes
@@ -85,7 +86,8 @@ _MATH = {
     "tan": np.tan, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil, "fabs": np.abs,
     "erf": lambda x: _erf(x).astype(x.dtype), "trunc": np.trunc, "round": _round_half_away,
     "pow": np.power, "atan2": np.arctan2, "fmod": np.fmod,
-    "fma": lambda a, b, c: (a.astype(np.float64) * b + c).astype(a.dtype),
+    "fma": lambda a, b, c: (alu.numpy_fma(a, b, c, a.dtype) if a.dtype.itemsize <= 4 else
+                            a * b + c),
 }
 
 
