@@ -328,6 +328,24 @@ for _name, _lanes in packed.CVT_PACK.items():
                       check=_typed("a", "b", t=dt.float32),
                       doc=f"two float32 values rounded to {_lanes.elem} and packed: a in the "
                           "upper half, b in the lower"))
+def _same_float(values) -> str | None:
+    t = values["a"].dtype
+    if t.name not in ("float16", "bfloat16", "float32"):
+        return f"fma.rn takes float16, bfloat16 or float32 values, got {t}"
+    bad = [n for n in "bc" if values[n].dtype != t]
+    return f"operand {bad[0]!r} must be {t} like 'a', got {values[bad[0]].dtype}" if bad \
+        else None
+
+
+_OPS += [
+    PtxOp("ptx.fma.rn", tuple(_p(n, dtype=dt.float32) for n in "abc"),
+          "fma.rn.<type> d, a, b, c", None,
+          result=lambda v: v["a"].dtype, check=_same_float,
+          doc="a * b + c rounded once, in the operands' type (float16, bfloat16, float32)"),
+    PtxOp("ptx.sqrt.rn", (_p("x", dtype=dt.float32),), "sqrt.rn.f32 d, x", None,
+          returns=dt.float32, llvm="llvm.nvvm.sqrt.rn.f", check=_typed("x", t=dt.float32),
+          doc="the correctly rounded square root"),
+]
 for _ap in packed.APPROX.values():
     _OPS.append(PtxOp(_ap.name, (_p("x", dtype=dt.float32),), f"{_ap.ptx} d, x", None,
                       returns=dt.float32, llvm=_ap.llvm, check=_typed("x", t=dt.float32),

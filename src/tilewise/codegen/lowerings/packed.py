@@ -43,6 +43,13 @@ class _Pair(ir.VectorType):
         return f"v{self.count}{self.element.intrinsic_name}"
 
 
+@lowering("ptx.fma.rn")
+def _fma_rn(em, c):
+    t = c.args[0].dtype
+    xs = [em.typed(a, t) for a in c.args]
+    return em.llvm_intrinsic("llvm.fma", ty.value_type(t), xs)
+
+
 def _vector(lanes) -> ir.VectorType:
     return _Pair(ty.value_type(lanes.elem), 2)
 

@@ -132,6 +132,19 @@ def _cvt_pack(ctx, site, args):
 
 semantics(*sorted(CVT_PACK))(_cvt_pack)
 
+@semantics("ptx.fma.rn")
+def fma_rn(ctx, site, args):
+    d = np_dtype(site.call.type)
+    return alu.numpy_fma(*(np.asarray(a).astype(d) for a in args), d)
+
+
+@semantics("ptx.sqrt.rn")
+def sqrt_rn(ctx, site, args):
+    with np.errstate(all="ignore"):
+        r = np.sqrt(np.asarray(args[0], np.float32))  # IEEE: correctly rounded
+    return alu.canonical_nan(r, np.dtype(np.float32))
+
+
 _EXACT = {"ptx.ex2.approx": np.exp2, "ptx.lg2.approx": np.log2,
           "ptx.rsqrt.approx": lambda x: 1.0 / np.sqrt(x)}
 
