@@ -67,7 +67,8 @@ Instruction atoms
 Built from the PTX formulas, never typed in: ``tcgen05_atom(shape, num, dtype_bits)``
 (one warp, ``laneid`` x register element ``m``) and ``tcgen05_warpgroup_atom`` (four warps,
 ``tid_in_wg``, datapath ``"D"`` or ``"F"``), ``tmem_datapath("D"|"F", cols)``,
-``mma_m8n8_fragment(dtype_bits)``, ``ldmatrix_m8n8(num, trans)``. ``match_atom(layout,
+``mma_m8n8_fragment(dtype_bits)``, ``ldmatrix_m8n8(num, trans)``,
+``wgmma_accumulator(n)`` (a warpgroup's ``wgmma .m64nNk16`` accumulator fragment). ``match_atom(layout,
 atom)`` returns a truthy ``MatchResult``, or one whose ``reason`` says what differs.
 """
 
@@ -80,6 +81,7 @@ from tilewise.layout.atoms import (
     tcgen05_shape,
     tcgen05_warpgroup_atom,
     tmem_datapath,
+    wgmma_accumulator,
 )
 from tilewise.layout.axes import (
     Axis,
@@ -139,5 +141,6 @@ __all__ = [
     "tx",
     "warpid",
     "wgid",
+    "wgmma_accumulator",
     "wid_in_wg",
 ]

@@ -194,6 +194,41 @@ def ldmatrix_m8n8(num: int = 1, trans: bool = False) -> TileLayout:
     return _fit((8 * n, 8), table())
 
 
+# ---- wgmma -----------------------------------------------------------------------------
+def _wgmma_place(t: int, j: int, h: int, c: int) -> tuple[tuple[int, int], Place]:
+    """PTX ISA "Register Fragments and Shared Memory Matrix Layouts" for wgmma .m64nNk16,
+    matrix D: thread ``t`` of the warpgroup holds, for each 8-column group ``j``, rows
+    ``16 * (t // 32) + (t % 32) // 4 + 8 h`` and columns ``8 j + 2 (t % 4) + c``, in
+    accumulator register ``4 j + 2 h + c``."""
+    row = 16 * (t // 32) + (t % 32) // 4 + 8 * h
+    return (row, 8 * j + 2 * (t % 4) + c), {"tid_in_wg": t, "m": 4 * j + 2 * h + c}
+
+
+def wgmma_accumulator(n: int, dtype_bits: int = 32) -> TileLayout:
+    """Register layout of one warpgroup's ``wgmma.mma_async .m64nNk16`` accumulator: the
+    logical ``64 x n`` tile -> ``tid_in_wg`` and the accumulator element index ``m``
+    (``d[m]`` of the instruction; for a float16 accumulator two elements share a 32-bit
+    register, ``m`` still counts elements). ``n`` is a multiple of 8 from 8 to 256."""
+    cols = as_int(n, "n", "n is the wgmma N: a multiple of 8 from 8 to 256")
+    if cols % 8 or not 8 <= cols <= 256:
+        raise LayoutError(f"n={cols} is not a wgmma N", hint="use a multiple of 8 from 8 to 256")
+    if as_int(dtype_bits, "dtype_bits", "pass 16 or 32") not in (16, 32):
+        raise LayoutError(f"dtype_bits {dtype_bits} is not a wgmma accumulator type",
+                          hint="pass dtype_bits=32 (float32/int32) or 16 (float16)")
+    t, m = Axis.get("tid_in_wg"), Axis.get("m")
+    iters = [Iter(4, 32, t), Iter(2, 2, m), Iter(8, 4, t),  # rows: warp, half, lane // 4
+             Iter(cols // 8, 4, m), Iter(4, 1, t), Iter(2, 1, m)]  # cols: group, lane % 4, c
+    layout = TileLayout._build(iters).group((64, cols))
+    table = [_wgmma_place(tt, j, h, c) for tt in range(128) for j in range(cols // 8)
+             for h in range(2) for c in range(2)]
+    coords = np.array([rc for rc, _ in table])
+    got = layout.apply_np(coords, shape=(64, cols))
+    for axis in ("tid_in_wg", "m"):
+        if not np.array_equal(got[axis], [p[axis] for _, p in table]):
+            raise RuntimeError(f"wgmma accumulator layout disagrees with the ISA on {axis}")
+    return layout
+
+
 # ---- structural matching -------------------------------------------------------------
 @dataclass(frozen=True)
 class MatchResult:
