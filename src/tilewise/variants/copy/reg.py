@@ -9,8 +9,9 @@ Algorithm (``ld``/``st``, PTX ISA §9.7.9.8 / §9.7.9.10):
 
 1. Accept exactly one ``local`` side (the whole view) and one global / shared side of the
    same dtype and size, in scope thread / warp / warpgroup / cta with all threads of each
-   scope instance active. The register layout must have no replica (a broadcast store
-   would race), and every thread must hold one element in each of its ``R`` registers.
+   scope instance active. Every thread must hold one element in each of its ``R``
+   registers; a replica (several threads holding an element) is loaded by each holder, but
+   not stored (the stores would race).
 2. Vector width: the widest of 16 / 8 / 4 / 2 bytes such that, in every thread, each run
    of registers ``r0 .. r0 + v - 1`` (``r0`` a multiple of ``v``) holds elements that are
    consecutive in memory, the first aligned to the vector size (its byte offset from the
@@ -61,8 +62,11 @@ def register_layout_ok(ctx):
     if reg.shape != b.shape or any(r.start is not None and _nonzero(r.start)
                                    for r in reg.region):
         return False, f"the register side must be the whole view {b.name}"
-    if layout.replica or not layout.is_injective():
-        return False, f"register layout {layout!r} replicates or overlaps elements"
+    if layout.replica and reg is ctx.src:
+        return False, (f"register layout {layout!r} replicates elements; storing replicas "
+                       "would write each element several times (a race)")
+    if not layout.is_injective():
+        return False, f"register layout {layout!r} overlaps elements"
     if not layout.storage().is_bijective_on("m"):
         return False, f"register layout {layout!r} does not use registers densely"
     for it in layout.shard:
