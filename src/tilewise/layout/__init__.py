@@ -68,8 +68,9 @@ Built from the PTX formulas, never typed in: ``tcgen05_atom(shape, num, dtype_bi
 (one warp, ``laneid`` x register element ``m``) and ``tcgen05_warpgroup_atom`` (four warps,
 ``tid_in_wg``, datapath ``"D"`` or ``"F"``), ``tmem_datapath("D"|"F", cols)``,
 ``mma_m8n8_fragment(dtype_bits)``, ``ldmatrix_m8n8(num, trans)``,
-``wgmma_accumulator(n)`` (a warpgroup's ``wgmma .m64nNk16`` accumulator fragment). ``match_atom(layout,
-atom)`` returns a truthy ``MatchResult``, or one whose ``reason`` says what differs.
+``wgmma_accumulator(n)`` (a warpgroup's ``wgmma .m64nNk16`` accumulator fragment).
+``match_atom(layout, atom)`` returns a truthy ``MatchResult``, or one whose ``reason`` says
+what differs.
 """
 
 from tilewise.layout.atoms import (
