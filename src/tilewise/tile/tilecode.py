@@ -147,6 +147,18 @@ def vector_view(buf: Buffer, word) -> Buffer:
                   view_of=base, span=buf.span)
 
 
+def shuffle_mask(ctx) -> int:
+    """The ``membermask`` of a shuffle every lane of its warp executes: all 32 lanes, or
+    the lanes a CTA of fewer than 32 threads has (DispatchFail for a partial last warp)."""
+    block = ctx.launch.block
+    if block < 32:
+        return (1 << block) - 1
+    if block % 32:
+        raise DispatchFail(f"the CTA's {block} threads end in a partial warp; shuffles need "
+                           "whole warps")
+    return 0xFFFFFFFF
+
+
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 

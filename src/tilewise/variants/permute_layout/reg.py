@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from tilewise.ir import dtype as dt
 from tilewise.ir.expr import BufferLoad, IntImm, binop
 from tilewise.ir.stmt import Buffer, BufferStore, DeclBuffer, Evaluate, SeqStmt
 from tilewise.layout.ops import split_into
@@ -26,6 +27,7 @@ from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
 from tilewise.tile.regtile import RegTile, is_reg_tile
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
+from tilewise.tile.tilecode import shuffle_mask
 
 SCOPES = ("warp", "warpgroup", "cta")
 
@@ -132,8 +134,9 @@ def shfl(ctx):
     body = [DeclBuffer(sflat), DeclBuffer(dflat)]
     if sflat.view_of is dflat.view_of:
         raise DispatchFail("src and dst share registers; shuffle into another buffer")
+    mask = IntImm(shuffle_mask(ctx), dt.uint32)
     for r, (rs, lane) in enumerate(zip(src_regs, lanes)):
-        v = op.call(["idx", BufferLoad(sflat, (IntImm(rs),)), lane], {}, ctx.span)
+        v = op.call(["idx", BufferLoad(sflat, (IntImm(rs),)), lane, 31, mask], {}, ctx.span)
         body.append(BufferStore(dflat, (IntImm(r),), v))
     ctx.info.append(f"{dst.regs} shfl.sync.idx per thread")
     return SeqStmt(tuple(body), span=ctx.span)

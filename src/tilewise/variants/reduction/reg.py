@@ -20,6 +20,7 @@ value). Summation order is fixed by the IR, so the simulator and the GPU agree b
 
 from __future__ import annotations
 
+from tilewise.ir import dtype as dt
 from tilewise.ir.expr import BufferLoad, IntImm, Var, binop, cmp
 from tilewise.ir.stmt import Buffer, BufferStore, DeclBuffer, IfThenElse, LetStmt, SeqStmt
 from tilewise.ptx.table import PTX_OPS
@@ -27,6 +28,7 @@ from tilewise.tile import predicates as P
 from tilewise.tile.compute import REDUCTIONS
 from tilewise.tile.regtile import is_reg_tile
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
+from tilewise.tile.tilecode import shuffle_mask
 from tilewise.variants.reduction.plan import plan
 
 SCOPES = ("thread", "warp", "warpgroup", "cta")
@@ -86,9 +88,10 @@ class _Emit:
 
     def shuffle(self, acc: list) -> list:
         shfl = PTX_OPS["ptx.shfl_sync"]
+        mask = IntImm(shuffle_mask(self.ctx), dt.uint32) if self.p.lane_bits else None
         for b in self.p.lane_bits:
             acc = [self.let(f"bfly{1 << b}_{j}", self.red.combine(
-                a, shfl.call(["bfly", a, 1 << b], {}, self.ctx.span)))
+                a, shfl.call(["bfly", a, 1 << b, 31, mask], {}, self.ctx.span)))
                 for j, a in enumerate(acc)]
         return acc
 
