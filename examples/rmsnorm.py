@@ -2,9 +2,10 @@
 written with the tile compute primitives (as ``torch.nn.functional.rms_norm(X, (cols,), W,
 eps)``).
 
-The rows are laid out in registers as in ``examples/softmax.py`` (``R`` rows per CTA, ``G``
-threads per row, ``K`` 16-byte vectors per thread); the weight row ``W`` is loaded once per
-CTA into a register tile replicated over the CTA's rows, so each thread holds exactly the
+The rows are laid out in registers as in ``examples/softmax.py``
+(``tilewise.layout.RowTiling``: ``R`` rows per CTA, ``G`` threads per row, ``K`` 16-byte
+vectors per thread); the weight row ``W`` is loaded once per CTA into a register tile
+replicated over the CTA's rows (``RowTiling.columns()``), so each thread holds exactly the
 weights of its columns::
 
     Tx.cta.copy(x, X[rows]);  Tx.cta.copy(w, W)       # 16-byte vector loads
@@ -22,42 +23,20 @@ Accuracy: float32 throughout; ``rsqrt.approx.f32`` has a relative error of at mo
 import numpy as np
 
 from tilewise import T, Tx
-from tilewise.layout import R, S, tx
+from tilewise.layout import RowTiling
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
-
-
-def plan(cols: int, dtype: str, threads: int | None = None, vectors: int = 4):
-    """``(R, G, K, vec)`` as :func:`examples.softmax.plan` (rows per CTA, threads per row,
-    16-byte vectors per thread, elements per vector); ValueError when a row does not split
-    into whole vectors over a power-of-two number of threads."""
-    vec = 16 // ITEMSIZE[dtype]
-    while cols % vec:
-        vec //= 2
-    chunks = cols // vec
-    g = 1
-    while g * 2 <= min(chunks, 1024) and chunks // (g * 2) >= vectors and chunks % (g * 2) == 0:
-        g *= 2
-    if chunks // g > 64 or chunks % g:
-        raise ValueError(f"{cols} columns of {dtype} do not split into whole vectors over a "
-                         "power-of-two number of threads")
-    return max(1, (threads or 256) // g), g, chunks // g, vec
 
 
 def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
                  threads: int | None = None, vectors: int = 4):
     """A kernel ``k(X, W, Y)``: X and Y ``rows x cols``, W ``cols``, all of ``dtype``."""
     try:
-        R_, G, K, vec = plan(cols, dtype, threads, vectors)
+        t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors)
     except ValueError:
         return make_rmsnorm_smem(rows, cols, dtype, eps)
-    while rows % R_:
-        R_ //= 2
-    layout = S[(R_, K, G, vec):(G @ tx, vec, 1 @ tx, 1)]
-    per_row = S[(R_, 1):(G @ tx, 1)] + R[G:1 @ tx]
-    weights = S[(K, G, vec):(vec, 1 @ tx, 1)] + R[R_:G @ tx]
-    n = K * vec
+    R_, layout, per_row, weights, n = t.rows, t.tile(), t.per_row(), t.columns(), t.regs
 
     @T.prim_func
     def rmsnorm(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle):
@@ -66,7 +45,7 @@ def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6
         Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
         T.device_entry()
         bx = T.cta_id([rows // R_])
-        tid = T.thread_id([R_ * G])  # noqa: F841 (the layouts name it as tx)
+        tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
         xr = T.alloc_local((n,), dtype)
         x = xr.view(R_, cols, layout=layout)
         fr = T.alloc_local((n,), "float32")

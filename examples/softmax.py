@@ -21,9 +21,9 @@ warp's loads are contiguous (coalesced 16-byte ``ld.global.v4``)::
 ``m`` and ``s`` hold one value per row, replicated in the row's threads
 (``S[(R, 1) : (G@tx, 1)] + R[G : 1@tx]``), so the broadcasts read registers. A row of
 ``G <= 32`` threads is reduced with warp shuffles only; a wider row also through shared
-memory (one barrier per reduction). The defaults (:func:`plan`) put 4 vectors (64 bytes)
-in flight per thread and 256 threads in a CTA: 8192 columns of float16 are one row of 256
-threads per CTA, 1024 columns are 8 rows of a warp each.
+memory (one barrier per reduction). The tiling is ``tilewise.layout.RowTiling.plan``: 4
+vectors (64 bytes) in flight per thread and 256 threads in a CTA by default: 8192 columns
+of float16 are one row of 256 threads per CTA, 1024 columns are 8 rows of a warp each.
 
 Accuracy: ``exp`` uses ``ex2.approx.f32`` (relative error at most 2^-22.5, PTX ISA); the
 sums and the normalisation are float32; the result is rounded once to the output type.
@@ -32,28 +32,10 @@ sums and the normalisation are float32; the result is rounded once to the output
 import numpy as np
 
 from tilewise import T, Tx
-from tilewise.layout import R, S, tx
+from tilewise.layout import RowTiling
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
-
-
-def plan(cols: int, dtype: str, threads: int | None = None, vectors: int = 4):
-    """``(R, G, K, vec)``: rows per CTA, threads per row, vectors per thread, elements per
-    vector. ``threads`` (per CTA, default 256) and ``vectors`` (16-byte vectors per thread
-    wanted) steer it; every row must be whole vectors."""
-    vec = 16 // ITEMSIZE[dtype]
-    while cols % vec:
-        vec //= 2
-    chunks = cols // vec
-    g = 1
-    while g * 2 <= min(chunks, 1024) and chunks // (g * 2) >= vectors and chunks % (g * 2) == 0:
-        g *= 2
-    if chunks // g > 64 or chunks % g:
-        raise ValueError(f"{cols} columns of {dtype} do not split into whole vectors over a "
-                         f"power-of-two number of threads")
-    r = max(1, (threads or 256) // g)
-    return r, g, chunks // g, vec
 
 
 def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | None = None,
@@ -62,14 +44,10 @@ def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | No
     of ``dtype`` (float16, bfloat16 or float32). Rows that do not split into 16-byte
     vectors over a power-of-two number of threads take :func:`make_softmax_smem`."""
     try:
-        R_, G, K, vec = plan(cols, dtype, threads, vectors)
+        t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors)
     except ValueError:
         return make_softmax_smem(rows, cols, dtype)
-    while rows % R_:
-        R_ //= 2
-    layout = S[(R_, K, G, vec):(G @ tx, vec, 1 @ tx, 1)]
-    per_row = S[(R_, 1):(G @ tx, 1)] + R[G:1 @ tx]
-    n = K * vec
+    R_, layout, per_row, n = t.rows, t.tile(), t.per_row(), t.regs
 
     @T.prim_func
     def softmax(X_ptr: T.handle, Y_ptr: T.handle):
@@ -77,7 +55,7 @@ def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | No
         Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
         T.device_entry()
         bx = T.cta_id([rows // R_])
-        tid = T.thread_id([R_ * G])  # noqa: F841 (the layouts name it as tx)
+        tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
         xr = T.alloc_local((n,), dtype)
         x = xr.view(R_, cols, layout=layout)
         fr = T.alloc_local((n,), "float32")

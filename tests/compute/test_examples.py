@@ -4,25 +4,13 @@ float64 references, and what their PTX must hold for the bandwidth targets on th
 the approximate instructions, packed conversions, no local memory and no spills
 (nvJitLink's report, on this CPU machine)."""
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
 import tilewise as tw
 from ckernels import np_dtype
+from exload import load_example as example
 from tilewise.pipeline import lower
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples",
-                                                                     name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def close(got, want, rtol, atol) -> bool:

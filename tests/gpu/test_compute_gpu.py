@@ -4,9 +4,6 @@ exact (float32 sums in the reduction's fixed tree order, max, packed float16 ari
 fma, packed conversions), within the PTX ISA's bound where one is approximate
 (``ex2.approx.f32``: 2^-22.5 relative)."""
 
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
@@ -14,17 +11,9 @@ import tilewise as tw
 from tilewise.ptx.packed import APPROX
 from tilewise.runner import _run_gpu
 from tilewise.runtime import device_target
+from exload import load_example as _example
 
 pytestmark = pytest.mark.gpu
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples",
-                                                                     name + ".py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _target():

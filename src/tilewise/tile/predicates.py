@@ -100,3 +100,16 @@ def static_sizes(ctx):
             return False, (f"{b.name!r} has the symbolic size {script(sym)}; this variant "
                            "needs sizes known at compile time")
     return True
+
+
+def register_tiles(ctx, roles: tuple[str, ...] = ("dst", "src")):
+    """The named operands are register tiles (local views whose layouts have thread
+    axes)."""
+    from .regtile import is_reg_tile
+
+    for role in roles:
+        r = getattr(ctx, role)
+        if not is_reg_tile(r):
+            return False, (f"{role} {r.buffer.name!r} is not a register tile (a local view "
+                           "whose layout has thread axes); this variant works on registers")
+    return True

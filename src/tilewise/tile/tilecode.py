@@ -50,6 +50,15 @@ def unravel(p, shape) -> list:
     return out[::-1]
 
 
+def linear(coords, shape):
+    """The row-major linear index of coordinates (IR expressions) in ``shape``."""
+    lin, inner = IntImm(0), 1
+    for c, e in zip(reversed(coords), reversed(shape)):
+        lin = binop("+", lin, binop("*", c, inner))
+        inner *= e
+    return lin
+
+
 def absolute(region: BufferRegion, rel: list) -> tuple:
     return tuple(r.start + c for r, c in zip(region.region, rel))
 

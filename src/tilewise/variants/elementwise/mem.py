@@ -24,10 +24,9 @@ from __future__ import annotations
 from tilewise.ir.expr import IntImm, Var, binop, cmp
 from tilewise.ir.stmt import BufferStore, For
 from tilewise.tile import predicates as P
-from tilewise.tile.compute import ELEMENTWISE
-from tilewise.tile.registry import predicate, register_dispatch
+from tilewise.tile.registry import predicate
 from tilewise.tile.tilecode import absolute, ceil_div, guard, in_bounds, unravel
-from tilewise.variants.elementwise.reg import element, sources
+from tilewise.variants.elementwise.reg import element, register_each, sources
 
 SCOPES = ("thread", "warp", "warpgroup", "cta")
 
@@ -77,17 +76,8 @@ def emit_mem(ctx, op):
     return For(f, IntImm(0), IntImm(steps), kind, body, span=ctx.span)
 
 
-def _register(name: str) -> None:
-    op = ELEMENTWISE[name]
-
-    @register_dispatch(name, "cuda", variant="mem", priority=20, when=[
-        predicate("scope", P.scope_in, scopes=SCOPES),
-        predicate("all threads active", P.all_active),
-        predicate("memory destination", dst_is_memory),
-    ])
-    def mem(ctx):
-        return emit_mem(ctx, op)
-
-
-for _name in ELEMENTWISE:
-    _register(_name)
+register_each("mem", 20, [
+    predicate("scope", P.scope_in, scopes=SCOPES),
+    predicate("all threads active", P.all_active),
+    predicate("memory destination", dst_is_memory),
+], emit_mem)

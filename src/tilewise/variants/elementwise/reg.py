@@ -162,18 +162,19 @@ class _Coords:
         return self.cache[r]
 
 
-def _register(name: str) -> None:
-    op = ELEMENTWISE[name]
+def register_each(variant: str, priority: int, when: list, emit) -> None:
+    """Register ``emit(ctx, op)`` as ``variant`` of every elementwise primitive."""
+    for name, op in ELEMENTWISE.items():
+        def impl(ctx, op=op):
+            return emit(ctx, op)
 
-    @register_dispatch(name, "cuda", variant="reg", priority=30, when=[
-        predicate("scope", P.scope_in, scopes=SCOPES),
-        predicate("all threads active", P.all_active),
-        predicate("register destination", dst_is_registers),
-        predicate("compile-time sizes", no_symbolic_memory),
-    ])
-    def reg(ctx):
-        return emit_reg(ctx, op)
+        impl.__module__ = emit.__module__
+        register_dispatch(name, "cuda", variant=variant, priority=priority, when=when)(impl)
 
 
-for _name in ELEMENTWISE:
-    _register(_name)
+register_each("reg", 30, [
+    predicate("scope", P.scope_in, scopes=SCOPES),
+    predicate("all threads active", P.all_active),
+    predicate("register destination", dst_is_registers),
+    predicate("compile-time sizes", no_symbolic_memory),
+], emit_reg)

@@ -25,19 +25,11 @@ from tilewise.ir.stmt import Buffer, BufferStore, DeclBuffer, Evaluate, SeqStmt
 from tilewise.layout.ops import split_into
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
-from tilewise.tile.regtile import RegTile, is_reg_tile
+from tilewise.tile.regtile import RegTile
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
-from tilewise.tile.tilecode import shuffle_mask
+from tilewise.tile.tilecode import linear, shuffle_mask
 
 SCOPES = ("warp", "warpgroup", "cta")
-
-
-def registers(ctx):
-    for role, r in (("dst", ctx.dst), ("src", ctx.src)):
-        if not is_reg_tile(r):
-            return False, (f"{role} {r.buffer.name!r} is not a register tile; this variant "
-                           "re-lays out registers (between memory and registers: Tx.copy)")
-    return True
 
 
 def _tiles(ctx):
@@ -46,14 +38,6 @@ def _tiles(ctx):
     if np.unique(src.elems).size != src.elems.size:
         raise DispatchFail("src is replicated (an element held by several threads)")
     return src, dst
-
-
-def _linear(coords, shape):
-    lin, inner = IntImm(0), 1
-    for c, e in zip(reversed(coords), reversed(shape)):
-        lin = binop("+", lin, binop("*", c, inner))
-        inner *= e
-    return lin
 
 
 def smem(ctx):
@@ -69,12 +53,12 @@ def smem(ctx):
     sflat, dflat = src.flat(), dst.flat()
     body = [DeclBuffer(scratch), DeclBuffer(sflat), DeclBuffer(dflat)]
     for r in range(src.regs):
-        at = binop("+", base, _linear(src.coords(r, ctx.scope_tid), src.shape))
+        at = binop("+", base, linear(src.coords(r, ctx.scope_tid), src.shape))
         body.append(BufferStore(scratch, (at,), BufferLoad(sflat, (IntImm(r),))))
     sync = Evaluate(PTX_OPS["cuda.cta_sync"].call([], {}, ctx.span))
     body.append(sync)
     for r in range(dst.regs):
-        at = binop("+", base, _linear(dst.coords(r, ctx.scope_tid), dst.shape))
+        at = binop("+", base, linear(dst.coords(r, ctx.scope_tid), dst.shape))
         body.append(BufferStore(dflat, (IntImm(r),), BufferLoad(scratch, (at,))))
     if ctx.in_loop:
         body.append(sync)
@@ -151,6 +135,6 @@ def _holder(src: RegTile, elems: np.ndarray) -> np.ndarray:
 
 _COMMON = [predicate("scope", P.scope_in, scopes=SCOPES),
            predicate("all threads active", P.all_active),
-           predicate("register tiles", registers)]
+           predicate("register tiles", P.register_tiles)]
 register_dispatch("permute_layout", "cuda", variant="shfl", priority=30, when=_COMMON)(shfl)
 register_dispatch("permute_layout", "cuda", variant="smem", priority=20, when=_COMMON)(smem)

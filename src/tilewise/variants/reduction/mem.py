@@ -26,7 +26,7 @@ from tilewise.tile import predicates as P
 from tilewise.tile.compute import REDUCTIONS, reduced_shapes
 from tilewise.tile.regtile import RegTile, is_reg_tile
 from tilewise.tile.registry import predicate, register_dispatch
-from tilewise.tile.tilecode import absolute, guard, in_bounds, unravel
+from tilewise.tile.tilecode import absolute, guard, in_bounds, linear, unravel
 from tilewise.variants.elementwise.mem import positions
 
 SCOPES = ("thread", "warp", "warpgroup", "cta")
@@ -90,14 +90,6 @@ class _Fold:
         return stmts, acc
 
 
-def _linear(coords, shape):
-    lin, inner = IntImm(0), 1
-    for c, e in zip(reversed(coords), reversed(shape)):
-        lin = binop("+", lin, binop("*", c, inner))
-        inner *= e
-    return lin
-
-
 def mem(ctx):
     f = _Fold(ctx)
     accum = bool(ctx.option("accum"))
@@ -106,7 +98,7 @@ def mem(ctx):
         flat = tile.flat()
         body = [DeclBuffer(flat)]
         for rd in range(tile.regs):
-            lin = _linear(tile.coords(rd, ctx.scope_tid), tile.shape)
+            lin = linear(tile.coords(rd, ctx.scope_tid), tile.shape)
             old = BufferLoad(flat, (IntImm(rd),)) if accum else None
             stmts, acc = f.fold(lin, old, str(rd))
             body += stmts + [BufferStore(flat, (IntImm(rd),), acc, span=ctx.span)]

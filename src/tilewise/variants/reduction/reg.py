@@ -26,20 +26,11 @@ from tilewise.ir.stmt import Buffer, BufferStore, DeclBuffer, IfThenElse, LetStm
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
 from tilewise.tile.compute import REDUCTIONS
-from tilewise.tile.regtile import is_reg_tile
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 from tilewise.tile.tilecode import shuffle_mask
 from tilewise.variants.reduction.plan import plan
 
 SCOPES = ("thread", "warp", "warpgroup", "cta")
-
-
-def registers(ctx):
-    for role, r in (("dst", ctx.dst), ("src", ctx.src)):
-        if not is_reg_tile(r):
-            return False, (f"{role} {r.buffer.name!r} is not a register tile (a local view "
-                           "with thread axes); this variant reduces registers")
-    return True
 
 
 def tree(values: list, combine):
@@ -180,7 +171,7 @@ def smem(ctx):
 def _register(name: str) -> None:
     common = [predicate("scope", P.scope_in, scopes=SCOPES),
               predicate("all threads active", P.all_active),
-              predicate("register tiles", registers)]
+              predicate("register tiles", P.register_tiles)]
     register_dispatch(name, "cuda", variant="thread", priority=40, when=common)(thread_local)
     register_dispatch(name, "cuda", variant="warp", priority=30, when=common)(warp)
     register_dispatch(name, "cuda", variant="smem", priority=20, when=common)(smem)
