@@ -4,17 +4,17 @@ RMSNorm kernel, with torch ``copy_`` of the same bytes as the yardstick, in one 
 Every kernel is checked against a float32 RMSNorm first (error relative to the largest
 result, at most 2^-7), then timed (rowbench.py). GB/s count the bytes read plus written
 (X and Y once, W once). Targets (issue 14): tilewise >= 0.9 x the copy and >= Triton.
-Extra tilewise configurations are ``threads:vectors`` (threads per CTA, 16-byte vectors per
-thread).
+Extra tilewise configurations are ``threads:vectors[:ctas]`` (threads per CTA, 16-byte
+vectors per thread, a persistent grid of ``ctas`` CTAs loading W once each, 0 = auto).
 
     PYTHONPATH=src python benchmarks/bench_rmsnorm.py [--shapes 16384x4096]
-        [--dtypes float16 bfloat16] [--configs 512:4 256:2 1024:1 128:4]
+        [--dtypes float16 bfloat16] [--configs 512:4 256:2 128:4 256:4:0 256:4:264 512:4:0]
 """
 
 import rowbench
 
 SHAPES = ["16384x4096"]
-CONFIGS = ["512:4", "256:2", "1024:1", "128:4"]
+CONFIGS = ["512:4", "256:2", "128:4", "256:4:0", "256:4:264", "512:4:0"]
 EPS = 1e-6
 
 
@@ -53,7 +53,7 @@ def case(torch, rows, cols, dtype):
     ref = xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + EPS) * w.float()
     return rowbench.Case(
         (x, w), ref, "torch rms_norm", lambda x, w: F.rms_norm(x, (cols,), w, EPS), TRITON,
-        lambda t, v: ex.make_rmsnorm(rows, cols, dtype, EPS, t, v),
+        lambda t, v, c: ex.make_rmsnorm(rows, cols, dtype, EPS, t, v, c),
         lambda o, ref: float((o.float() - ref).abs().max() / ref.abs().max()), 2.0 ** -7,
         ex.bytes_moved(rows, cols, dtype))
 

@@ -5,17 +5,18 @@ Every kernel is checked against torch.softmax (computed in float32) first -- two
 the last place at 1 -- then timed (rowbench.py: CUDA events, interleaved, median). GB/s
 count the bytes read plus written (2 x rows x cols x itemsize). Targets (issue 14):
 tilewise >= 0.9 x the copy and >= Triton. Several tilewise configurations
-(``threads:vectors``: threads per CTA, 16-byte vectors per thread) are timed; the default
-plan is ``tilewise``.
+(``threads:vectors[:ctas]``: threads per CTA, 16-byte vectors per thread, and a persistent
+grid of ``ctas`` CTAs, two row groups in flight, 0 = the example's choice) are timed; the
+default plan is ``tilewise``.
 
     PYTHONPATH=src python benchmarks/bench_softmax.py [--shapes 8192x8192 32768x1024]
-        [--dtypes float16 bfloat16] [--configs 512:2 1024:1 256:8 128:4]
+        [--dtypes float16 bfloat16] [--configs 512:2 1024:1 128:4 256:4:0 256:4:264 512:2:0]
 """
 
 import rowbench
 
 SHAPES = ["8192x8192", "32768x1024"]
-CONFIGS = ["512:2", "1024:1", "256:8", "128:4"]
+CONFIGS = ["512:2", "1024:1", "128:4", "256:4:0", "256:4:264", "512:2:0"]
 
 
 def triton_softmax():
@@ -48,8 +49,8 @@ def case(torch, rows, cols, dtype):
     x = torch.randn(rows, cols, device="cuda").mul_(3).to(getattr(torch, dtype))
     return rowbench.Case(
         (x,), torch.softmax(x.float(), dim=-1), "torch.softmax",
-        lambda x: torch.softmax(x, dim=-1), TRITON, lambda t, v: ex.make_softmax(
-            rows, cols, dtype, t, v), lambda o, ref: float((o.float() - ref).abs().max()),
+        lambda x: torch.softmax(x, dim=-1), TRITON, lambda t, v, c: ex.make_softmax(
+            rows, cols, dtype, t, v, c), lambda o, ref: float((o.float() - ref).abs().max()),
         2 * torch.finfo(x.dtype).eps, ex.bytes_moved(rows, cols, dtype))
 
 

@@ -34,7 +34,8 @@ class Case:
     """One shape of one operation: the kernels' inputs (the output is their last
     argument, shaped as ``inputs[0]``), a float32 reference, the torch operation, the
     Triton peer ``triton(*inputs, out)``, the tilewise kernel factory ``make(threads,
-    vectors)``, the allowed error, the bytes moved."""
+    vectors, ctas)`` (``ctas``: None, or a persistent grid), the allowed error, the bytes
+    moved."""
 
     inputs: tuple
     ref: object
@@ -58,11 +59,13 @@ def warm_up(torch):
 
 def main(op: str, shapes: list[str], configs: list[str], make_case: Callable, doc: str):
     """``make_case(torch, rows, cols, dtype) -> Case`` for each ``--shapes`` x ``--dtypes``;
-    the tilewise kernel at its default plan and at each ``threads:vectors`` config."""
+    the tilewise kernel at its default plan and at each ``threads:vectors[:ctas]`` config
+    (``ctas``: a persistent grid of that many CTAs, 0 for the example's choice)."""
     p = argparse.ArgumentParser(description=doc)
     p.add_argument("--shapes", nargs="+", default=shapes, help="ROWSxCOLS")
     p.add_argument("--dtypes", nargs="+", default=["float16", "bfloat16"])
-    p.add_argument("--configs", nargs="*", default=configs, help="extra threads:vectors")
+    p.add_argument("--configs", nargs="*", default=configs,
+                   help="extra threads:vectors[:ctas] (ctas: persistent, 0 = auto)")
     p.add_argument("--samples", type=int, default=15)
     p.add_argument("--reps", type=int, default=20)
     a = p.parse_args()
@@ -101,10 +104,10 @@ def _kernels(torch, case: Case, configs):
     y_tri = torch.empty_like(x)
     case.triton(*case.inputs, y_tri)
     runs["triton"], outs["triton"] = (lambda: case.triton(*case.inputs, y_tri)), y_tri
-    kernels = {"tilewise": case.make(None, 4)}
+    kernels = {"tilewise": case.make(None, 4, None)}
     for cfg in configs:
-        t, v = (int(n) for n in cfg.split(":"))
-        kernels[f"tilewise {cfg}"] = case.make(t, v)
+        t, v, *c = (int(n) for n in cfg.split(":"))
+        kernels[f"tilewise {cfg}"] = case.make(t, v, c[0] if c else None)
     target = str(device_target())
     for name, func in kernels.items():
         k = tw.compile(func, target)

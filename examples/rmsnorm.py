@@ -24,19 +24,29 @@ import numpy as np
 
 from tilewise import T, Tx
 from tilewise.layout import RowTiling
+from tilewise.layout.rows import persistent_ctas
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
 def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
-                 threads: int | None = None, vectors: int = 4):
-    """A kernel ``k(X, W, Y)``: X and Y ``rows x cols``, W ``cols``, all of ``dtype``."""
+                 threads: int | None = None, vectors: int = 4, ctas: int | None = None):
+    """A kernel ``k(X, W, Y)``: X and Y ``rows x cols``, W ``cols``, all of ``dtype``.
+
+    ``ctas`` makes the kernel persistent (W is then loaded once per CTA): that many CTAs
+    walk the row groups with a stride of ``ctas``, two register tiles deep; ``ctas=0`` picks
+    ``tilewise.layout.rows.persistent_ctas`` at 2 CTAs per SM (the persistent kernel keeps
+    W in float32 and two row tiles: 128 registers at 256 threads)."""
     try:
         t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors)
     except ValueError:
         return make_rmsnorm_smem(rows, cols, dtype, eps)
     R_, layout, per_row, weights, n = t.rows, t.tile(), t.per_row(), t.columns(), t.regs
+    groups = rows // R_
+    persistent = ctas is not None
+    G_ = (ctas or persistent_ctas(groups, per_sm=2)) if persistent else groups
+    iters = -(-groups // (2 * G_))
 
     @T.prim_func
     def rmsnorm(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle):
@@ -44,10 +54,12 @@ def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6
         W = T.match_buffer(W_ptr, (cols,), dtype)
         Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
         T.device_entry()
-        bx = T.cta_id([rows // R_])
+        bx = T.cta_id([G_])
         tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
-        xr = T.alloc_local((n,), dtype)
-        x = xr.view(R_, cols, layout=layout)
+        ar = T.alloc_local((n,), dtype)
+        xa = ar.view(R_, cols, layout=layout)
+        br = T.alloc_local((n,), dtype)
+        xb = br.view(R_, cols, layout=layout)
         fr = T.alloc_local((n,), "float32")
         xf = fr.view(R_, cols, layout=layout)
         qr = T.alloc_local((n,), "float32")
@@ -58,18 +70,24 @@ def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6
         wf = vr.view(cols, layout=weights)
         rr = T.alloc_local((1,), "float32")
         r = rr.view(R_, 1, layout=per_row)
-        r0 = bx * R_
-        Tx.cta.copy(x, X[r0:r0 + R_, 0:cols])
+        Tx.cta.copy(xa, X[bx * R_:bx * R_ + R_, 0:cols])
         Tx.cta.copy(w, W[0:cols])
-        Tx.cta.cast(xf, x)
-        Tx.cta.mul(sq, xf, xf)
-        Tx.cta.sum(r, sq, axes=-1)
-        Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
-        Tx.cta.mul(xf, xf, r)
         Tx.cta.cast(wf, w)
-        Tx.cta.mul(xf, xf, wf)
-        Tx.cta.cast(x, xf)
-        Tx.cta.copy(Y[r0:r0 + R_, 0:cols], x)
+        for i in range(iters) if persistent else T.static_range(1):
+            for h in T.static_range(2 if persistent else 1):
+                x = [xa, xb][h]
+                g = bx + (2 * i + h) * G_
+                if persistent and g + G_ < groups:  # prefetch the next group
+                    Tx.cta.copy([xb, xa][h], X[(g + G_) * R_:(g + G_) * R_ + R_, 0:cols])
+                if g < groups:
+                    Tx.cta.cast(xf, x)
+                    Tx.cta.mul(sq, xf, xf)
+                    Tx.cta.sum(r, sq, axes=-1)
+                    Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
+                    Tx.cta.mul(xf, xf, r)
+                    Tx.cta.mul(xf, xf, wf)
+                    Tx.cta.cast(x, xf)
+                    Tx.cta.copy(Y[g * R_:g * R_ + R_, 0:cols], x)
 
     return rmsnorm
 

@@ -33,48 +33,65 @@ import numpy as np
 
 from tilewise import T, Tx
 from tilewise.layout import RowTiling
+from tilewise.layout.rows import persistent_ctas
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
 def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | None = None,
-                 vectors: int = 4):
+                 vectors: int = 4, ctas: int | None = None):
     """A kernel ``k(X, Y)``: ``Y = softmax(X)`` over the last axis, X and Y ``rows x cols``
     of ``dtype`` (float16, bfloat16 or float32). Rows that do not split into 16-byte
-    vectors over a power-of-two number of threads take :func:`make_softmax_smem`."""
+    vectors over a power-of-two number of threads take :func:`make_softmax_smem`.
+
+    ``ctas`` makes the kernel persistent: that many CTAs walk the row groups with a stride
+    of ``ctas``, two register tiles deep (the next group's loads are issued before the
+    current group is computed); ``ctas=0`` picks ``tilewise.layout.rows.persistent_ctas``."""
     try:
         t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors)
     except ValueError:
         return make_softmax_smem(rows, cols, dtype)
     R_, layout, per_row, n = t.rows, t.tile(), t.per_row(), t.regs
+    groups = rows // R_
+    persistent = ctas is not None
+    G_ = (ctas or persistent_ctas(groups)) if persistent else groups
+    iters = -(-groups // (2 * G_))
 
     @T.prim_func
     def softmax(X_ptr: T.handle, Y_ptr: T.handle):
         X = T.match_buffer(X_ptr, (rows, cols), dtype)
         Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
         T.device_entry()
-        bx = T.cta_id([rows // R_])
+        bx = T.cta_id([G_])
         tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
-        xr = T.alloc_local((n,), dtype)
-        x = xr.view(R_, cols, layout=layout)
+        ar = T.alloc_local((n,), dtype)
+        xa = ar.view(R_, cols, layout=layout)
+        br = T.alloc_local((n,), dtype)
+        xb = br.view(R_, cols, layout=layout)
         fr = T.alloc_local((n,), "float32")
         xf = fr.view(R_, cols, layout=layout)
         mr = T.alloc_local((1,), "float32")
         m = mr.view(R_, 1, layout=per_row)
         sr = T.alloc_local((1,), "float32")
         s = sr.view(R_, 1, layout=per_row)
-        r0 = bx * R_
-        Tx.cta.copy(x, X[r0:r0 + R_, 0:cols])
-        Tx.cta.cast(xf, x)
-        Tx.cta.max(m, xf, axes=-1)
-        Tx.cta.mul(m, m, -1.0)
-        Tx.cta.exp(xf, xf, bias=m)
-        Tx.cta.sum(s, xf, axes=-1)
-        Tx.cta.reciprocal(s)
-        Tx.cta.mul(xf, xf, s)
-        Tx.cta.cast(x, xf)
-        Tx.cta.copy(Y[r0:r0 + R_, 0:cols], x)
+        Tx.cta.copy(xa, X[bx * R_:bx * R_ + R_, 0:cols])
+        for i in range(iters) if persistent else T.static_range(1):
+            for h in T.static_range(2 if persistent else 1):
+                x = [xa, xb][h]
+                g = bx + (2 * i + h) * G_
+                if persistent and g + G_ < groups:  # prefetch the next group
+                    Tx.cta.copy([xb, xa][h], X[(g + G_) * R_:(g + G_) * R_ + R_, 0:cols])
+                if g < groups:
+                    Tx.cta.cast(xf, x)
+                    Tx.cta.max(m, xf, axes=-1)
+                    Tx.cta.mul(m, m, -1.0)
+                    Tx.cta.exp(xf, xf, bias=m)
+                    Tx.cta.sum(s, xf, axes=-1)
+                    Tx.cta.reciprocal(s)
+                    Tx.cta.mul(xf, xf, s)
+                    Tx.cta.cast(x, xf)
+                    Tx.cta.copy(Y[g * R_:g * R_ + R_, 0:cols], x)
 
     return softmax
 

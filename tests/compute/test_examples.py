@@ -22,22 +22,25 @@ def close(got, want, rtol, atol) -> bool:
 RTOL = {"float16": 2.0 ** -9, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -18}
 
 
-@pytest.mark.parametrize("rows,cols,dtype", [(64, 1024, "float16"), (4, 8192, "float16"),
-                                             (4, 8192, "bfloat16"), (6, 96, "float32"),
-                                             (3, 1000, "bfloat16")])
-def test_softmax(rows, cols, dtype):
+@pytest.mark.parametrize("rows,cols,dtype,ctas", [
+    (64, 1024, "float16", None), (4, 8192, "float16", None), (4, 8192, "bfloat16", None),
+    (6, 96, "float32", None), (3, 1000, "bfloat16", None), (64, 1024, "float16", 3),
+    (10, 4096, "bfloat16", 0)])
+def test_softmax(rows, cols, dtype, ctas):
+    """``ctas``: persistent, two row groups in flight per CTA (3 CTAs: a tail to guard)."""
     ex = example("softmax")
     x, y = ex.inputs(np.random.default_rng(1), (rows, cols), np_dtype(dtype))
-    tw.simulate(ex.make_softmax(rows, cols, dtype), x, y, strict=True)
+    tw.simulate(ex.make_softmax(rows, cols, dtype, ctas=ctas), x, y, strict=True)
     assert close(y, ex.reference(x, y)[1], RTOL[dtype], ex.ATOL)
 
 
-@pytest.mark.parametrize("rows,cols,dtype", [(8, 4096, "float16"), (16, 2048, "bfloat16"),
-                                             (4, 256, "float32"), (3, 1000, "float16")])
-def test_rmsnorm(rows, cols, dtype):
+@pytest.mark.parametrize("rows,cols,dtype,ctas", [
+    (8, 4096, "float16", None), (16, 2048, "bfloat16", None), (4, 256, "float32", None),
+    (3, 1000, "float16", None), (16, 2048, "float16", 3), (10, 4096, "float16", 0)])
+def test_rmsnorm(rows, cols, dtype, ctas):
     ex = example("rmsnorm")
     x, w, y = ex.inputs(np.random.default_rng(2), (rows, cols), np_dtype(dtype))
-    tw.simulate(ex.make_rmsnorm(rows, cols, dtype), x, w, y, strict=True)
+    tw.simulate(ex.make_rmsnorm(rows, cols, dtype, ctas=ctas), x, w, y, strict=True)
     assert close(y, ex.reference(x, w, y)[2], RTOL[dtype], ex.ATOL)
 
 

@@ -20,12 +20,13 @@ def _target():
     return str(device_target())
 
 
-@pytest.mark.parametrize("rows,cols", [(8192, 8192), (32768, 1024), (1000, 1000),
-                                       (333, 4096), (64, 96)])
+@pytest.mark.parametrize("rows,cols,ctas", [(8192, 8192, None), (32768, 1024, None),
+                                            (1000, 1000, None), (333, 4096, None),
+                                            (64, 96, None), (8192, 8192, 0), (32768, 1024, 0)])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_softmax_matches_torch(torch, rows, cols, dtype):
+def test_softmax_matches_torch(torch, rows, cols, ctas, dtype):
     """Two units in the last place at 1 (the result is rounded once to the type)."""
-    k = tw.compile(_example("softmax").make_softmax(rows, cols, dtype), _target())
+    k = tw.compile(_example("softmax").make_softmax(rows, cols, dtype, ctas=ctas), _target())
     x = (torch.randn(rows, cols, device="cuda") * 3).to(getattr(torch, dtype))
     y = torch.full_like(x, float("nan"))
     k(x, y)
@@ -33,13 +34,14 @@ def test_softmax_matches_torch(torch, rows, cols, dtype):
     assert float((y.float() - ref).abs().max()) <= 2 * torch.finfo(x.dtype).eps
 
 
-@pytest.mark.parametrize("rows,cols", [(16384, 4096), (1000, 1000), (64, 512)])
+@pytest.mark.parametrize("rows,cols,ctas", [(16384, 4096, None), (1000, 1000, None),
+                                            (64, 512, None), (16384, 4096, 0)])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_rmsnorm_matches_a_float32_rmsnorm(torch, rows, cols, dtype):
+def test_rmsnorm_matches_a_float32_rmsnorm(torch, rows, cols, ctas, dtype):
     """Within two units in the last place of each result (float32 inside, one rounding,
     rsqrt.approx's 2^-22.9)."""
     td = getattr(torch, dtype)
-    k = tw.compile(_example("rmsnorm").make_rmsnorm(rows, cols, dtype), _target())
+    k = tw.compile(_example("rmsnorm").make_rmsnorm(rows, cols, dtype, ctas=ctas), _target())
     x = torch.randn(rows, cols, device="cuda").to(td)
     w = (1 + 0.5 * torch.randn(cols, device="cuda")).to(td)
     y = torch.full_like(x, float("nan"))

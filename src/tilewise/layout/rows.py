@@ -79,3 +79,15 @@ class RowTiling:
         over the CTA's rows."""
         g = self.threads_per_row
         return S[(self.vectors, g, self.vec):(self.vec, 1 @ tx, 1)] + R[self.rows:g @ tx]
+
+
+def persistent_ctas(groups: int, sms: int = 132, per_sm: int = 3) -> int:
+    """CTAs of a persistent kernel walking ``groups`` row groups two at a time:
+    ``sms * per_sm`` (the H200's 132 SMs; 3 CTAs of 256 threads fit at up to 85 registers),
+    or the nearest number at most 10 % below it that gives every CTA the same even number
+    of groups (no tail)."""
+    want = min(sms * per_sm, groups)
+    for c in range(want, int(want * 0.9), -1):
+        if groups % (2 * c) == 0:
+            return c
+    return want
