@@ -189,3 +189,25 @@ def test_reduction_in_a_loop_protects_its_scratch():
         mx = want.max(axis=1)
         want = want + mx[:, None]
     assert same_bits(m, mx[np.arange(256) // 64])
+
+
+def test_thread_scope_and_memory_into_registers(executor):
+    """A per-thread array reduced by its thread; a shared tile reduced into a replicated
+    register tile (each holder folds its rows from memory)."""
+    _, threads, _, ml, _ = LAYOUTS[1]
+    k = kernel([("X", (4, 256), "int32"), ("M", (threads,), "int32"),
+                ("P", (threads,), "int32")], [
+        'a = T.alloc_local((8,), "int32")', 'acc = T.alloc_local((1,), "int32")',
+        "for i in T.static_range(8):", "    a[i] = X[tid % 4, tid // 4 * 8 + i]",
+        "Tx.thread.sum(acc, a, axes=-1)", "P[tid] = acc[0]",
+        'Sh = T.alloc_shared((4, 256), "int32")', "Tx.cta.copy(Sh, X)", "T.cuda.cta_sync()",
+        'mr = T.alloc_local((1,), "int32")', f"m = mr.view(4, 1, layout={ml})",
+        "Tx.cta.max(m, Sh, axes=-1)", "M[tid] = mr[0]"], threads)
+    assert dispatched(k)[0] == "mem" and dispatched(k)[2] == "mem"
+    x = rand((4, 256), "int32")
+    m, p = np.zeros(threads, np.int32), np.zeros(threads, np.int32)
+    run(executor, k, [x, m, p])
+    t = np.arange(threads)
+    parts = np.stack([x[t % 4, t // 4 * 8 + i] for i in range(8)]).sum(axis=0)
+    assert same_bits(p, parts.astype(np.int32))
+    assert same_bits(m, x.max(axis=1)[_row_of_thread(ml, threads)])
