@@ -79,7 +79,7 @@ def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6
                 g = bx + (2 * i + h) * G_
                 if persistent and g + G_ < groups:  # prefetch the next group
                     Tx.cta.copy([xb, xa][h], X[(g + G_) * R_:(g + G_) * R_ + R_, 0:cols])
-                if g < groups:
+                if not persistent or g < groups:
                     Tx.cta.cast(xf, x)
                     Tx.cta.mul(sq, xf, xf)
                     Tx.cta.sum(r, sq, axes=-1)

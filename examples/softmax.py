@@ -82,7 +82,7 @@ def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | No
                 g = bx + (2 * i + h) * G_
                 if persistent and g + G_ < groups:  # prefetch the next group
                     Tx.cta.copy([xb, xa][h], X[(g + G_) * R_:(g + G_) * R_ + R_, 0:cols])
-                if g < groups:
+                if not persistent or g < groups:
                     Tx.cta.cast(xf, x)
                     Tx.cta.max(m, xf, axes=-1)
                     Tx.cta.mul(m, m, -1.0)
