@@ -16,16 +16,14 @@ from tilewise.ptx.packed import APPROX
 FILE = "compute_kernels.py"
 
 
-def kernel(params: str, *body: str, threads: int = 64):
-    lines = "".join(f"    {ln}\n" for ln in ["T.device_entry()",
-                                                f"tid = T.thread_id([{threads}])", *body])
-    return tw.from_source(f"@T.prim_func\ndef k({params}):\n{lines}", filename=FILE)
-
-
-def _io(dtype_in, dtype_out, n=64, extra=""):
-    return (f"A_ptr: T.handle, B_ptr: T.handle{extra}",
-            f'A = T.match_buffer(A_ptr, ({n},), "{dtype_in}")',
-            f'B = T.match_buffer(B_ptr, ({n},), "{dtype_out}")')
+def io_kernel(a, b, threads: int, *body: str):
+    """Buffers A and B ((n, dtype) each), ``threads`` threads, then ``body``."""
+    lines = [f'A = T.match_buffer(A_ptr, ({a[0]},), "{a[1]}")',
+             f'B = T.match_buffer(B_ptr, ({b[0]},), "{b[1]}")', "T.device_entry()",
+             f"tid = T.thread_id([{threads}])", *body]
+    src = "@T.prim_func\ndef k(A_ptr: T.handle, B_ptr: T.handle):\n" + "".join(
+        f"    {ln}\n" for ln in lines)
+    return tw.from_source(src, filename=FILE)
 
 
 @pytest.mark.parametrize("mode,b,want", [
@@ -35,15 +33,8 @@ def _io(dtype_in, dtype_out, n=64, extra=""):
     ("idx", 7, lambda lane: np.full_like(lane, 7)),
 ])
 def test_shfl_sync_reads_the_lane_the_isa_names(mode, b, want):
-    params, a_decl, b_decl = _io("float32", "float32")
-    k = tw.from_source(f"""@T.prim_func
-def k({params}):
-    {a_decl}
-    {b_decl}
-    T.device_entry()
-    tid = T.thread_id([64])
-    B[tid] = T.ptx.shfl_sync("{mode}", A[tid], {b})
-""", filename=FILE)
+    k = io_kernel((64, "float32"), (64, "float32"), 64,
+                  f'B[tid] = T.ptx.shfl_sync("{mode}", A[tid], {b})')
     a = np.arange(64, dtype=np.float32) * 1.5
     out = poison(64, np.float32)
     tw.simulate(k, a, out)
@@ -52,14 +43,8 @@ def k({params}):
 
 
 def test_shfl_sync_segments_and_integer_values():
-    k = tw.from_source("""@T.prim_func
-def k(A_ptr: T.handle, B_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (32,), "int32")
-    B = T.match_buffer(B_ptr, (32,), "int32")
-    T.device_entry()
-    tid = T.thread_id([32])
-    B[tid] = T.ptx.shfl_sync("down", A[tid], 1, 0x1807)
-""", filename=FILE)
+    k = io_kernel((32, "int32"), (32, "int32"), 32,
+                  'B[tid] = T.ptx.shfl_sync("down", A[tid], 1, 0x1807)')
     a = np.arange(32, dtype=np.int32) * 7
     out = poison(32, np.int32)
     tw.simulate(k, a, out)
@@ -70,28 +55,17 @@ def k(A_ptr: T.handle, B_ptr: T.handle):
 
 
 def test_shfl_sync_from_part_of_a_warp_is_a_hazard():
-    k = tw.from_source("""@T.prim_func
-def k(A_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (32,), "float32")
-    T.device_entry()
-    tid = T.thread_id([32])
-    if tid < 16:
-        A[tid] = T.ptx.shfl_sync("bfly", A[tid], 16)  # <-
-""", filename=FILE)
+    k = io_kernel((32, "float32"), (32, "float32"), 32, "if tid < 16:",
+                  '    B[tid] = T.ptx.shfl_sync("bfly", A[tid], 16)  # <-')
     with pytest.raises(tw.HazardError) as info:
-        tw.simulate(k, np.zeros(32, np.float32), strict=True)
-    assert "shfl.sync" in str(info.value) and info.value.span.line == 7
+        tw.simulate(k, np.zeros(32, np.float32), np.zeros(32, np.float32), strict=True)
+    assert "shfl.sync" in str(info.value) and "# <-" in info.value.span.source_line
 
 
 def test_shfl_sync_takes_32_bit_values_only():
     with pytest.raises(tw.TilewiseError, match="shuffles move 32-bit values"):
-        tw.from_source("""@T.prim_func
-def k(A_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (32,), "float16")
-    T.device_entry()
-    tid = T.thread_id([32])
-    A[tid] = T.ptx.shfl_sync("bfly", A[tid], 1)
-""", filename=FILE)
+        io_kernel((32, "float16"), (32, "float16"), 32,
+                  'B[tid] = T.ptx.shfl_sync("bfly", A[tid], 1)')
 
 
 def _words(rng, elem, n, lanes=2):
@@ -143,14 +117,8 @@ def k(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, D_ptr: T.handle):
 
 
 def test_cvt_pack_puts_a_in_the_upper_half():
-    k = tw.from_source("""@T.prim_func
-def k(A_ptr: T.handle, B_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (64,), "float32")
-    B = T.match_buffer(B_ptr, (32,), "uint32")
-    T.device_entry()
-    tid = T.thread_id([32])
-    B[tid] = T.ptx.cvt.f16x2.f32(A[2 * tid], A[2 * tid + 1])
-""", filename=FILE)
+    k = io_kernel((64, "float32"), (32, "uint32"), 32,
+                  "B[tid] = T.ptx.cvt.f16x2.f32(A[2 * tid], A[2 * tid + 1])")
     a = (np.random.default_rng(2).standard_normal(64) * 100).astype(np.float32)
     out = poison(32, np.uint32)
     tw.simulate(k, a, out)
@@ -163,14 +131,8 @@ def k(A_ptr: T.handle, B_ptr: T.handle):
     ("ex2", np.exp2, -30.0, 30.0), ("lg2", np.log2, 1e-3, 1e6),
     ("rsqrt", lambda x: 1 / np.sqrt(x), 1e-6, 1e6)])
 def test_approx_math_is_within_the_isa_bound(name, fn, lo, hi):
-    k = tw.from_source(f"""@T.prim_func
-def k(A_ptr: T.handle, B_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (256,), "float32")
-    B = T.match_buffer(B_ptr, (256,), "float32")
-    T.device_entry()
-    tid = T.thread_id([256])
-    B[tid] = T.ptx.{name}.approx(A[tid])
-""", filename=FILE)
+    k = io_kernel((256, "float32"), (256, "float32"), 256,
+                  f"B[tid] = T.ptx.{name}.approx(A[tid])")
     a = np.random.default_rng(3).uniform(lo, hi, 256).astype(np.float32)
     out = poison(256, np.float32)
     tw.simulate(k, a, out)
@@ -184,16 +146,9 @@ def k(A_ptr: T.handle, B_ptr: T.handle):
 
 
 def test_approx_math_special_values():
-    k = tw.from_source("""@T.prim_func
-def k(A_ptr: T.handle, B_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (8,), "float32")
-    B = T.match_buffer(B_ptr, (24,), "float32")
-    T.device_entry()
-    tid = T.thread_id([8])
-    B[tid] = T.ptx.ex2.approx(A[tid])
-    B[8 + tid] = T.ptx.lg2.approx(A[tid])
-    B[16 + tid] = T.ptx.rsqrt.approx(A[tid])
-""", filename=FILE)
+    k = io_kernel((8, "float32"), (24, "float32"), 8, "B[tid] = T.ptx.ex2.approx(A[tid])",
+                  "B[8 + tid] = T.ptx.lg2.approx(A[tid])",
+                  "B[16 + tid] = T.ptx.rsqrt.approx(A[tid])")
     a = np.array([-np.inf, np.inf, 0.0, -0.0, np.nan, -1.0, 1.0, 4.0], np.float32)
     out = poison(24, np.float32)
     tw.simulate(k, a, out)
