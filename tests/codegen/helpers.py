@@ -34,6 +34,8 @@ def _operand(op, p, bufs, k=0):
         return BufferLoad(bufs["local"], (IntImm(0),))
     if p.name == "nbytes":
         return 16  # bulk copies move a multiple of 16 bytes
+    if p.name == "count":
+        return 128  # named barriers count whole warps (also a fine mbarrier count)
     return 1
 
 
@@ -48,7 +50,9 @@ def entry_kernel(op) -> PrimFunc:
     bufs = {"global": g, "fglobal": fg, "shared": sh, "local": loc}
     args = [_operand(op, p, bufs, k) for k, p in enumerate(op.params)]
     if op.regs is not None:
-        args.append(BufferLoad(loc, (IntImm(1),)))
+        values = {p.name: a for p, a in zip(op.params, args)}
+        n = op.regs.count(values) if op.regs.count else 1
+        args += [BufferLoad(loc, (IntImm(1 + i % 3),)) for i in range(n)]
     call = op.call(args, {})
     if op.math:
         body = BufferStore(fg, (IntImm(1),), call)

@@ -151,34 +151,3 @@ def test_match_atom_reasons():
     assert not match_atom(tcgen05_atom("16x128b", num=2), wide)
     assert match_atom(tcgen05_atom("16x256b", num=1), wide)
 
-
-@pytest.mark.parametrize("n", [8, 24, 64, 256])
-def test_wgmma_accumulator_is_the_isa_fragment(n):
-    """PTX ISA, wgmma .m64nNk16 accumulator D: thread t, 8-column group j, row half h,
-    column c of the pair -> row 16 (t // 32) + (t % 32) // 4 + 8 h, column 8 j + 2 (t % 4)
-    + c, register d[4 j + 2 h + c]; every element once."""
-    from tilewise.layout import wgmma_accumulator
-
-    lay = wgmma_accumulator(n)
-    seen = set()
-    for t in range(128):
-        for j in range(n // 8):
-            for h in range(2):
-                for c in range(2):
-                    row = 16 * (t // 32) + (t % 32) // 4 + 8 * h
-                    col = 8 * j + 2 * (t % 4) + c
-                    assert lay.apply(row, col, shape=(64, n)) == {"tid_in_wg": t,
-                                                                  "m": 4 * j + 2 * h + c}
-                    seen.add((row, col))
-    assert len(seen) == 64 * n and lay.storage().span("m") == n // 2
-
-
-@pytest.mark.parametrize("n,bits,message", [(12, 32, "n=12 is not a wgmma N"),
-                                            (264, 32, "n=264 is not a wgmma N"),
-                                            (64, 8, "dtype_bits 8 is not a wgmma accumulator")])
-def test_wgmma_accumulator_errors(n, bits, message):
-    from tilewise.errors import LayoutError
-    from tilewise.layout import wgmma_accumulator
-
-    with pytest.raises(LayoutError, match=message):
-        wgmma_accumulator(n, bits)

@@ -74,9 +74,10 @@ Built from the PTX formulas, never typed in: ``tcgen05_atom(shape, num, dtype_bi
 (one warp, ``laneid`` x register element ``m``) and ``tcgen05_warpgroup_atom`` (four warps,
 ``tid_in_wg``, datapath ``"D"`` or ``"F"``), ``tmem_datapath("D"|"F", cols)``,
 ``mma_m8n8_fragment(dtype_bits)``, ``ldmatrix_m8n8(num, trans)``,
-``wgmma_accumulator(n)`` (a warpgroup's ``wgmma .m64nNk16`` accumulator fragment).
-``match_atom(layout, atom)`` returns a truthy ``MatchResult``, or one whose ``reason`` says
-what differs.
+``wgmma_accumulator(n)`` (the (64, n) accumulator fragment of one warpgroup).
+``swizzled_tile(rows, cols, dtype_bits, swizzle)`` is the shared tile TMA writes in
+boxes ``swizzle`` bytes wide: a canonical wgmma / tcgen05 operand. ``match_atom(layout,
+atom)`` returns a truthy ``MatchResult``, or one whose ``reason`` says what differs.
 """
 
 from tilewise.layout.atoms import (
@@ -87,6 +88,7 @@ from tilewise.layout.atoms import (
     tcgen05_atom,
     tcgen05_shape,
     tcgen05_warpgroup_atom,
+    swizzled_tile,
     tmem_datapath,
     wgmma_accumulator,
 )
@@ -149,6 +151,7 @@ __all__ = [
     "tmem_datapath",
     "tx",
     "warpid",
+    "swizzled_tile",
     "wgid",
     "wgmma_accumulator",
     "wid_in_wg",

@@ -194,41 +194,6 @@ def ldmatrix_m8n8(num: int = 1, trans: bool = False) -> TileLayout:
     return _fit((8 * n, 8), table())
 
 
-# ---- wgmma -----------------------------------------------------------------------------
-def _wgmma_place(t: int, j: int, h: int, c: int) -> tuple[tuple[int, int], Place]:
-    """PTX ISA "Register Fragments and Shared Memory Matrix Layouts" for wgmma .m64nNk16,
-    matrix D: thread ``t`` of the warpgroup holds, for each 8-column group ``j``, rows
-    ``16 * (t // 32) + (t % 32) // 4 + 8 h`` and columns ``8 j + 2 (t % 4) + c``, in
-    accumulator register ``4 j + 2 h + c``."""
-    row = 16 * (t // 32) + (t % 32) // 4 + 8 * h
-    return (row, 8 * j + 2 * (t % 4) + c), {"tid_in_wg": t, "m": 4 * j + 2 * h + c}
-
-
-def wgmma_accumulator(n: int, dtype_bits: int = 32) -> TileLayout:
-    """Register layout of one warpgroup's ``wgmma.mma_async .m64nNk16`` accumulator: the
-    logical ``64 x n`` tile -> ``tid_in_wg`` and the accumulator element index ``m``
-    (``d[m]`` of the instruction; for a float16 accumulator two elements share a 32-bit
-    register, ``m`` still counts elements). ``n`` is a multiple of 8 from 8 to 256."""
-    cols = as_int(n, "n", "n is the wgmma N: a multiple of 8 from 8 to 256")
-    if cols % 8 or not 8 <= cols <= 256:
-        raise LayoutError(f"n={cols} is not a wgmma N", hint="use a multiple of 8 from 8 to 256")
-    if as_int(dtype_bits, "dtype_bits", "pass 16 or 32") not in (16, 32):
-        raise LayoutError(f"dtype_bits {dtype_bits} is not a wgmma accumulator type",
-                          hint="pass dtype_bits=32 (float32/int32) or 16 (float16)")
-    t, m = Axis.get("tid_in_wg"), Axis.get("m")
-    iters = [Iter(4, 32, t), Iter(2, 2, m), Iter(8, 4, t),  # rows: warp, half, lane // 4
-             Iter(cols // 8, 4, m), Iter(4, 1, t), Iter(2, 1, m)]  # cols: group, lane % 4, c
-    layout = TileLayout._build(iters).group((64, cols))
-    table = [_wgmma_place(tt, j, h, c) for tt in range(128) for j in range(cols // 8)
-             for h in range(2) for c in range(2)]
-    coords = np.array([rc for rc, _ in table])
-    got = layout.apply_np(coords, shape=(64, cols))
-    for axis in ("tid_in_wg", "m"):
-        if not np.array_equal(got[axis], [p[axis] for _, p in table]):
-            raise RuntimeError(f"wgmma accumulator layout disagrees with the ISA on {axis}")
-    return layout
-
-
 # ---- structural matching -------------------------------------------------------------
 @dataclass(frozen=True)
 class MatchResult:
@@ -279,3 +244,64 @@ def match_atom(layout: TileLayout, atom: TileLayout) -> MatchResult:
         if x != y:
             return MatchResult(False, f"{what} {x} where the atom has {y}")
     return MatchResult(False, "the layouts differ")  # unreachable: the key has no more
+
+
+# ---- wgmma -----------------------------------------------------------------------------
+def wgmma_accumulator(n: int) -> TileLayout:
+    """The accumulator fragment of ``wgmma.mma_async.m64nN`` as a (64, N) register tile of
+    a warpgroup (:func:`tilewise.ptx.wgmma.acc_coords`): rows ``16w + l // 4 + 8 (i // 2)``,
+    columns ``8j + 2 (l % 4) + i % 2`` for value ``m = 4j + i`` of warp ``w``, lane ``l``.
+    Element ``m`` of the thread's fragment is register ``m`` of a float32 accumulator, half
+    ``m % 2`` of register ``m // 2`` of a float16 one."""
+    from tilewise.ptx import wgmma
+
+    problem = wgmma.n_problem(n) if isinstance(n, int) else f"N = {n!r} is not an int"
+    if problem:
+        raise LayoutError(f"no wgmma accumulator for {problem}",
+                          hint="use N = 8, 16, ..., 256")
+    spec = ((4, 1, "wid_in_wg"), (2, 2, "m"), (8, 4, "laneid"),
+            (n // 8, 4, "m"), (4, 1, "laneid"), (2, 1, "m"))
+    layout = TileLayout._build([Iter(e, s, Axis.get(a)) for e, s, a in spec]).group((64, n))
+    t = np.arange(128)[:, None]
+    v = np.arange(n // 2)[None, :]
+    rows, cols = wgmma.acc_coords(t, v)
+    got = layout.apply_np((rows * n + cols).ravel())
+    want = {"wid_in_wg": np.broadcast_to(t // 32, rows.shape), "laneid":
+            np.broadcast_to(t % 32, rows.shape), "m": np.broadcast_to(v, rows.shape)}
+    for axis, values in want.items():
+        if not np.array_equal(got[axis], values.ravel()):
+            raise RuntimeError(f"wgmma accumulator layout disagrees with the formula on {axis}")
+    return layout
+
+
+# ---- shared operand tiles ----------------------------------------------------------------
+def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128,
+                  stages: int | None = None) -> TileLayout:
+    """A (rows, cols) shared tile stored as column blocks ``swizzle`` bytes wide, each
+    block a row-major (rows, block) run with the ``swizzle``-byte swizzle (``swizzle=0``:
+    16-byte blocks, no swizzle). This is what a TMA load of boxes ``swizzle`` bytes wide
+    writes, and a canonical wgmma / tcgen05 operand layout whichever of the two dimensions
+    is K: with ``cols`` = K the tile is K-major, with ``cols`` = M or N it is MN-major.
+    A tile whose ``cols`` fill one block is plain row-major (then swizzled). With
+    ``stages`` the layout is of a (stages, rows, cols) ring of such tiles, one after
+    another (a pipeline's shared buffers)."""
+    if swizzle not in (0, 32, 64, 128):
+        raise LayoutError(f"swizzle {swizzle!r} is not 0, 32, 64 or 128 bytes",
+                          hint="pass swizzle=128 (the usual), 64, 32 or 0 (no swizzle)")
+    bits = as_int(dtype_bits, "dtype_bits", "pass the element size in bits (16 for bf16)")
+    width = (swizzle or 16) * 8 // bits
+    r = as_int(rows, "rows", "pass the tile's row count")
+    c = as_int(cols, "cols", "pass the tile's column count")
+    n = 1 if stages is None else as_int(stages, "stages", "pass the number of stages")
+    if r <= 0 or c <= 0 or c % width:
+        raise LayoutError(
+            f"a ({rows}, {cols}) tile of {bits}-bit elements does not split into column "
+            f"blocks of {width} elements ({swizzle or 16} bytes)",
+            hint=f"make cols a multiple of {width}, or pick a narrower swizzle")
+    if n <= 0:
+        raise LayoutError(f"stages={stages!r} is not a positive count", hint="pass stages >= 1")
+    iters = [(r, width), (c // width, r * width), (width, 1)]
+    if stages is not None:
+        iters.insert(0, (n, r * c))
+    base = TileLayout._build([Iter(e, st, Axis.get("m")) for e, st in iters]).canonicalize()
+    return base.swizzle(swizzle, bits) if swizzle else base

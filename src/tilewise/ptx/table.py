@@ -27,7 +27,7 @@ from ..errors import ScriptError, did_you_mean
 from ..ir import dtype as dt
 from ..ir.dtype import DataType
 from ..ir.expr import Call
-from . import packed, tcgen05
+from . import packed, tcgen05, wgmma
 from .operands import KINDS, REQUIRED, Param
 
 __all__ = ["Asm", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "ROWS", "lookup",
@@ -162,6 +162,28 @@ def _ldst_check(values) -> str | None:
     return tcgen05.shape_num_problem(values["shape"], values["num"])
 
 
+def _wgmma_regs(values) -> int:
+    return wgmma.acc_regs(values["n"], values["acc"])
+
+
+def _wgmma_check(values) -> str | None:
+    k_dtype = values["ab"]
+    if values["trans_a"] or values["trans_b"]:
+        if k_dtype not in ("float16", "bfloat16"):
+            return (f"a transposed (MN-major) operand needs float16 or bfloat16 inputs, not "
+                    f"{k_dtype}")
+    if values["acc"] == "float16" and k_dtype != "float16":
+        return f"a float16 accumulator needs float16 inputs, not {k_dtype}"
+    return None
+
+
+_WGMMA = (_p("a_desc", "desc64"), _p("b_desc", "desc64"),
+          _p("scale_d", "value", dtype=dt.bool_),
+          _p("n", "imm", lo=wgmma.N_MIN, hi=wgmma.N_MAX, step=wgmma.N_STEP),
+          _p("ab", "str", choices=tuple(wgmma.PTX_TYPE)),
+          _p("acc", "str", "float32", choices=tuple(wgmma.ACC_TYPE)),
+          _p("trans_a", "flag", False), _p("trans_b", "flag", False))
+
 _PROXY_SPACES = (("shared::cta", ".shared_cta"), ("shared::cluster", ".shared_cluster"),
                  ("global", ".global"))
 
@@ -217,6 +239,14 @@ _OPS = [
           doc="copy nbytes (naturally aligned) as one vector load and one vector store"),
     # ---- barriers, warp primitives, registers
     PtxOp("cuda.cta_sync", (), "bar.sync 0", None, doc="__syncthreads()"),
+    PtxOp("ptx.bar.sync", (_p("id"), _p("count")), "bar.sync id, count", None,
+          llvm="llvm.nvvm.barrier.cta.sync.aligned.count",
+          doc="named barrier `id` (1..15; 0 is __syncthreads's): wait until `count` threads "
+              "(a multiple of 32, whole warps) have arrived, this one included"),
+    PtxOp("ptx.bar.arrive", (_p("id"), _p("count")), "bar.arrive id, count", None,
+          llvm="llvm.nvvm.barrier.cta.arrive.aligned.count",
+          doc="arrive on named barrier `id` without waiting (a producer signalling the "
+              "`count` - k threads that bar.sync on it)"),
     PtxOp("ptx.elect_sync", (), "elect.sync %r|%p, 0xffffffff", "elect_sync", returns=dt.bool_,
           doc="true in one active lane of each warp (the lowest)"),
     PtxOp("ptx.setmaxnreg", (_p("inc", "flag", spell=((1, "inc"), (0, "dec"))),
@@ -255,6 +285,30 @@ _OPS = [
           "mbarrier_tx", aliases=("ptx.mbarrier.wait_parity",),
           doc="block until the phase of parity `parity` has completed: a try_wait.parity "
               "loop (TIRx's spelling; also T.ptx.mbarrier.wait_parity)"),
+    PtxOp("ptx.smem_addr", (_shared("ptr"),), "mov.b64 a, ptr (its shared-window offset)", None,
+          returns=dt.uint32,
+          doc="the 32-bit shared-window address of a shared-memory location (what matrix "
+              "descriptors and shared::cta operands hold)"),
+    # ---- wgmma, PTX ISA §9.7.15 (warpgroup matrix multiply-accumulate, sm_90a)
+    PtxOp("ptx.wgmma.fence", (), "wgmma.fence.sync.aligned", "wgmma",
+          llvm="llvm.nvvm.wgmma.fence.sync.aligned",
+          doc="order the warpgroup's register accesses before the next wgmma.mma_async "
+              "(needed before the first one and after writing accumulators or A registers)"),
+    PtxOp("ptx.wgmma.commit_group", (), "wgmma.commit_group.sync.aligned", "wgmma",
+          llvm="llvm.nvvm.wgmma.commit_group.sync.aligned",
+          doc="close a group of the warpgroup's uncommitted wgmma.mma_async operations"),
+    PtxOp("ptx.wgmma.wait_group", (_p("n", "imm", 0, lo=0, hi=2**31 - 1),),
+          "wgmma.wait_group.sync.aligned n", "wgmma",
+          doc="wait until at most n wgmma groups of the warpgroup are pending; then their "
+              "accumulators may be read and their shared operands reused"),
+    PtxOp("ptx.wgmma.mma_async", _WGMMA,
+          "wgmma.mma_async.sync.aligned.m64n<n>k<K>.<acc>.<ab>.<ab> {d}, a-desc, b-desc, "
+          "scale-d, 1, 1{, trans-a, trans-b}", "wgmma",
+          regs=_p("acc_regs", "regs_inout", count=_wgmma_regs), check=_wgmma_check,
+          doc="D = A @ B (+ D where scale_d): A (64 x K) and B (K x n) in shared memory by "
+              "their matrix descriptors (ptx/wgmma.py), D the warpgroup's accumulator "
+              "fragment (n/2 float32 or n/4 float16x2 registers per thread); trans_a / "
+              "trans_b: the operand is MN-major"),
     # ---- tcgen05 tensor memory, PTX ISA §9.7.16
     PtxOp("ptx.tcgen05.alloc", (_shared("dst"), _N_COLS, _CTA_GROUP),
           "tcgen05.alloc.cta_group::N.sync.aligned.shared::cta.b32 [dst], nCols", "tcgen05",

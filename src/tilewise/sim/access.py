@@ -44,8 +44,9 @@ def _static_size(buf):
     return buf.size if isinstance(buf.size, int) else None
 
 
-def make_load(plan, buf, span):
-    """``fn(ctx, idx) -> values`` reading element ``idx`` of ``buf``."""
+def make_load(plan, buf, span, operand: bool = False):
+    """``fn(ctx, idx) -> values`` reading element ``idx`` of ``buf`` (``operand``: a
+    register operand of an instruction, which orders itself with the async work on it)."""
     place, d, size = plan.of(buf), np_dtype(buf.dtype), _static_size(buf)
 
     def load(ctx, idx):
@@ -53,6 +54,9 @@ def make_load(plan, buf, span):
         view = typed_view(ctx, place, d)
         idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids)
         if place.space == LOCAL:
+            w = ctx.asyncs.wgmma_if_used
+            if w is not None and not operand:
+                w.register_access(tids, place.base + idx * d.itemsize, d.itemsize, span, False)
             return view[tids, idx]
         if place.space == SHARED:
             check_shared_read(ctx, place.base + idx * d.itemsize, d.itemsize, tids, span)
@@ -62,8 +66,9 @@ def make_load(plan, buf, span):
     return load
 
 
-def make_store(plan, buf, span):
-    """``fn(ctx, idx, values)`` writing element ``idx`` of ``buf``."""
+def make_store(plan, buf, span, operand: bool = False):
+    """``fn(ctx, idx, values)`` writing element ``idx`` of ``buf`` (``operand``: an
+    instruction's destination register)."""
     place, d, size = plan.of(buf), np_dtype(buf.dtype), _static_size(buf)
 
     def store(ctx, idx, vals):
@@ -71,6 +76,9 @@ def make_store(plan, buf, span):
         view = typed_view(ctx, place, d)
         idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids)
         if place.space == LOCAL:
+            w = ctx.asyncs.wgmma_if_used
+            if w is not None and not operand:
+                w.register_access(tids, place.base + idx * d.itemsize, d.itemsize, span, True)
             view[tids, idx] = vals
             return
         if place.space == SHARED:

@@ -6,7 +6,8 @@ about bytes in flight. No op module reaches into another.
 **mbarriers** (§6). State lives out of band, keyed by the barrier's shared address:
 ``phase``, ``expected`` and ``pending`` arrivals, the ``tx`` count. A phase completes
 (``phase += 1``, ``pending = expected``) when ``pending == 0 and tx == 0``.
-``wait(parity P)`` is satisfied iff ``P != phase & 1``.
+``wait(parity P)`` is satisfied iff ``P != phase & 1``. A completed phase releases what
+its arriving threads wrote to shared memory: it becomes visible to every thread.
 
 **cp.async** (§4). Per thread: ``committed`` groups so far and ``completed`` groups. An
 issued copy belongs to group ``committed[t]`` (the group the next commit closes);
@@ -25,8 +26,9 @@ read* until their bulk group is retired (``wait_group[_read]``).
 
 **Drains.** Threads run in program order, warp-synchronously: a wait that is not
 satisfied when it executes first completes the cp.async copies its mbarrier tracks (they
-may complete at any time, so this is a legal schedule); if it is still unsatisfied it can
-never be, and it is reported as a deadlock.
+may complete at any time, so this is a legal schedule); if it is still unsatisfied, the
+other sides of a forked warp-specialised branch run until it is (:mod:`.fibers`); when
+none can make progress it never will be, and it is reported as a deadlock.
 """
 
 from __future__ import annotations
@@ -52,11 +54,15 @@ class _Mbar:
     init_span: object
     phase: int = 0
     tx: int = 0
+    arrivers: list = None  # the threads that arrived in the open phase
 
-    def settle(self) -> None:
+    def settle(self, mem) -> None:
         if self.pending == 0 and self.tx == 0:
             self.phase += 1
             self.pending = self.expected
+            if self.arrivers:  # release: their writes are seen by whoever waits
+                mem.release(self.arrivers)
+            self.arrivers = None
 
 
 # ------------------------------------------------------------------------ cp.async
@@ -148,6 +154,7 @@ class AsyncCore:
         self.mbars: dict[int, _Mbar] = {}
         self._cp: _CpAsync | None = None
         self._bulk: _Bulk | None = None
+        self._wgmma = None
 
     @property
     def cp(self) -> _CpAsync:
@@ -160,6 +167,20 @@ class AsyncCore:
         if self._bulk is None:
             self._bulk = _Bulk(self.ctx.n, self.ctx.mem.shared.size)
         return self._bulk
+
+    @property
+    def wgmma(self):
+        """The wgmma groups, accumulators in flight and operands being read
+        (:mod:`.async_wgmma`)."""
+        if self._wgmma is None:
+            from .async_wgmma import WgmmaState
+
+            self._wgmma = WgmmaState(self.ctx)
+        return self._wgmma
+
+    @property
+    def wgmma_if_used(self):
+        return self._wgmma
 
     # ================================================================== mbarriers
     def mbar_init(self, addr: int, count: int, tid: int, span) -> None:
@@ -190,12 +211,15 @@ class AsyncCore:
         token = m.phase
         m.tx += tx
         m.pending -= count
+        if m.arrivers is None:
+            m.arrivers = []
+        m.arrivers.append(tid)
         if m.pending < 0:
             self.ctx.hazard(f"more arrivals than the {m.expected} the mbarrier was "
                             f"initialised with (at {m.init_span})", span,
                             "arrive once per expected participant", tid=tid, addr=addr)
             m.pending = 0
-        m.settle()
+        m.settle(self.ctx.mem)
         return token
 
     def expect_tx(self, addr: int, nbytes: int, tid: int, span) -> None:
@@ -211,7 +235,7 @@ class AsyncCore:
             return None
         phase = m.phase
         m.tx -= nbytes
-        m.settle()
+        m.settle(self.ctx.mem)
         return phase
 
     def phase(self, addr: int) -> int | None:
@@ -229,12 +253,19 @@ class AsyncCore:
 
     def wait_parity(self, tids, addrs, parity, span) -> np.ndarray:
         """Which threads' ``try_wait.parity`` succeed: polled, then (for those that do not)
-        after draining the cp.async copies their mbarriers track; a wait still unsatisfied
-        is a deadlock. Successful waits observe the bulk copies of the completed phases."""
-        ok = self._poll(tids, addrs, parity, span)
-        if not ok.all() and any(self._drain(a) for a in np.unique(addrs[~ok]).tolist()):
+        after draining the cp.async copies their mbarriers track, and while other forked
+        thread sets run (:mod:`.fibers`); a wait no thread set can satisfy is a deadlock.
+        Successful waits observe the bulk copies of the completed phases."""
+        ok = None
+
+        def poll():
+            nonlocal ok
             ok = self._poll(tids, addrs, parity, span)
-        if not ok.all():
+            if not ok.all() and any(self._drain(a) for a in np.unique(addrs[~ok]).tolist()):
+                ok = self._poll(tids, addrs, parity, span)
+            return bool(ok.all())
+
+        if not self.ctx.block(poll, lambda: self._waiting(tids, addrs, parity, ok, span)):
             self._deadlock(tids, addrs, parity, ok, span)
         if self._bulk is not None and ok.any():
             self._acquire(tids[ok], addrs[ok])
@@ -247,15 +278,22 @@ class AsyncCore:
             out[k] = m is not None and p != (m.phase & 1)
         return out
 
+    def _waiting(self, tids, addrs, parity, ok, span) -> str:
+        k = int(np.argmin(ok))
+        return (f"{self.ctx.where(int(tids[k]), int(addrs[k]))} waits at line {span.line} "
+                f"for parity {int(parity[k])}, {self.describe(int(addrs[k]))}"
+                if span is not None else "")
+
     def _deadlock(self, tids, addrs, parity, ok, span) -> None:
         k = int(np.argmin(ok))
         a = int(addrs[k])
         if a not in self.mbars:
             return
+        also = self.ctx.blocked_elsewhere()
         self.ctx.hazard(f"mbarrier wait can never complete (deadlock): waiting for parity "
                         f"{int(parity[k])} but {self.describe(a)}, and nothing pending can "
-                        f"arrive", span, "make sure the expected number of threads arrive "
-                        "(mbarrier.arrive) before this wait, or fix the parity",
+                        f"arrive{also}", span, "make sure the expected number of threads "
+                        "arrive (mbarrier.arrive) before this wait, or fix the parity",
                         tid=int(tids[k]), addr=a)
 
     # ================================================================== cp.async
@@ -413,6 +451,8 @@ class AsyncCore:
             self._report_pending_write(int(span_b[k, j]), int(tids[k]), span)
         if self._bulk is not None:
             self._check_bulk_write(span_b, tids, span)
+        if self._wgmma is not None:
+            self._wgmma.check_shared_write(span_b, tids, span)
 
     def _filter_bulk_reads(self, own, tids, bad, span_b, span):
         tagged = bad & (own <= BULK_TAG0) & (own > UNWRITTEN)
@@ -454,7 +494,9 @@ class AsyncCore:
 
     # ================================================================== exit
     def at_exit(self) -> None:
-        """Hazards of a CTA that exits with bulk work in flight."""
+        """Hazards of a CTA that exits with bulk work or wgmma operations in flight."""
+        if self._wgmma is not None:
+            self._wgmma.at_exit()
         st, ctx = self._bulk, self.ctx
         if st is None:
             return

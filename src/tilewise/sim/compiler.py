@@ -27,6 +27,7 @@ from . import values as V
 from .access import make_address, make_load, make_store
 from .memory import StoragePlan
 from .registry import Site, load_all
+from .fibers import blocks
 from .state import masked
 
 
@@ -40,6 +41,7 @@ class Program:
         self.slots: dict[int, int] = {}
         self.semantics = load_all()
         self._launch = [(self.slot(b.var), b) for b in func.launch]
+        self.span = None  # the statement being compiled: loads a variant made carry none
         self.body = self.stmt(func.body)
 
     @property
@@ -68,7 +70,11 @@ class Program:
         if method is None:
             raise SimulationError(f"the simulator cannot execute {type(s).__name__} "
                                   "(is the program lowered to flat IR?)", s.span)
-        return _guard(method(s), s.span)
+        outer, self.span = self.span, s.span or self.span
+        try:  # a load a variant made carries no place: it is reported at its statement's
+            return _guard(method(s), self.span)
+        finally:
+            self.span = outer
 
     def s_SeqStmt(self, s):
         body = tuple((self.stmt(x), jumps_out(x)) for x in s.stmts)
@@ -125,7 +131,7 @@ class Program:
         return run
 
     def s_BufferStore(self, s):
-        store, idx = make_store(self.plan, s.buffer, s.span), self.expr(s.indices[0])
+        store, idx = make_store(self.plan, s.buffer, self.span), self.expr(s.indices[0])
         val, d = self.expr(s.value), V.np_dtype(s.buffer.dtype)
         return lambda ctx: store(ctx, idx(ctx), V.as_type(val(ctx), d))
 
@@ -137,6 +143,7 @@ class Program:
         cond = self.expr(s.cond)
         then = self.stmt(s.then_body)
         other = self.stmt(s.else_body) if s.else_body is not None else _nop
+        fork = blocks(s.then_body) or (s.else_body is not None and blocks(s.else_body))
 
         def run(ctx):
             c = cond(ctx)
@@ -149,6 +156,9 @@ class Program:
                 other(ctx)
             else:
                 act = ctx.active()
+                if fork:  # each side may wait for the other: run them as fibers
+                    ctx.fibers.fork([(act[c], then), (act[~c], other)])
+                    return
                 masked(ctx, act[c], then)
                 masked(ctx, act[~c], other)
         return run
@@ -231,7 +241,7 @@ class Program:
         return sel
 
     def e_BufferLoad(self, e):
-        load, idx = make_load(self.plan, e.buffer, e.span), self.expr(e.indices[0])
+        load, idx = make_load(self.plan, e.buffer, e.span or self.span), self.expr(e.indices[0])
         return lambda ctx: load(ctx, idx(ctx))
 
     def e_AddressOf(self, e):
@@ -261,12 +271,26 @@ class Program:
         regs = e.args[fixed:]
         if regs_written(op.regs):
             site.regs = tuple(self._lvalue(r) for r in regs)
+            site.reg_addrs = tuple(self._reg_address(r) for r in regs)
         if regs_read(op.regs):
-            out.extend(self.expr(r) for r in regs)
+            out.extend(self._reg_value(r) for r in regs)
         return out
 
+    def _reg_value(self, r):
+        """A register operand read by the instruction itself (not an ordinary load)."""
+        if not isinstance(r, E.BufferLoad):
+            return self.expr(r)
+        load = make_load(self.plan, r.buffer, r.span, operand=True)
+        idx = self.expr(r.indices[0])
+        return lambda ctx: load(ctx, idx(ctx))
+
+    def _reg_address(self, r):
+        addr, idx = make_address(self.plan, r.buffer), self.expr(r.indices[0])
+        return lambda ctx: addr(idx(ctx))
+
     def _lvalue(self, r):
-        store, idx = make_store(self.plan, r.buffer, r.span), self.expr(r.indices[0])
+        store = make_store(self.plan, r.buffer, r.span, operand=True)
+        idx = self.expr(r.indices[0])
         d = V.np_dtype(r.buffer.dtype)
 
         def write(ctx, vals):  # registers receive bit patterns, not converted values

@@ -13,7 +13,8 @@ Shared memory has two shadow arrays, one entry per byte:
 * ``pending``: how many issued-but-not-completed cp.async ops will write the byte;
 * ``owner``: who may read the byte: ``VISIBLE`` (every thread: written before the last
   ``bar.sync``), ``UNWRITTEN`` (nobody wrote it yet), ``t >= 0`` (written by thread t
-  since the last barrier: visible to t only), ``-(2 + w)`` (written collectively by
+  since the last barrier: visible to t only, or to all once an mbarrier phase t arrived
+  on completes), ``-(2 + w)`` (written collectively by
   warp w, e.g. the address ``tcgen05.alloc`` stores) or ``BULK_TAG0 - k`` (landed by
   bulk copy k, ``cp.async.bulk`` global -> shared: visible to the threads that have
   observed its mbarrier phase complete, see :mod:`tilewise.sim.async_core`).
@@ -99,11 +100,16 @@ class StoragePlan:
     def of(self, buf) -> Placement:
         return self.places[id(buf)]
 
+    def placements(self, space: int) -> list[Placement]:
+        """Every allocation placed in ``space`` (views share their root's)."""
+        return [p for p in self.places.values() if p.space == space]
+
 
 class CtaMemory:
     """The shared and local memories of one CTA, plus the shared-memory shadows."""
 
     def __init__(self, plan: StoragePlan, n_threads: int, globals_: list[np.ndarray]):
+        self.plan = plan
         self.globals = globals_
         self.shared = np.full(max(plan.shared_bytes, 1), 0xA5, np.uint8)
         self.local = np.full((n_threads, max(plan.local_bytes, 1)), 0xA5, np.uint8)
@@ -132,6 +138,14 @@ class CtaMemory:
         if 0 <= k < len(self.globals):
             return self.globals[k]
         return None
+
+    def release(self, tids) -> None:
+        """An mbarrier phase completed with ``tids`` among its arrivals: what they wrote
+        (before arriving; the model does not tell before from after) becomes visible to
+        every thread. An over-approximation: a reader that never waited is not flagged."""
+        if len(tids):
+            mine = np.isin(self.owner, np.asarray(tids, np.int32))
+            self.owner[mine] = VISIBLE
 
     def barrier(self) -> None:
         """``bar.sync``: every completed write becomes visible to every thread. Bytes of a

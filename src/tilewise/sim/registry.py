@@ -28,6 +28,7 @@ class Site:
     span: object
     op: object
     regs: tuple = ()
+    reg_addrs: tuple = ()  # the destination registers' addresses, callables (ctx) -> int64
     cache: dict = field(default_factory=dict)
 
     @property

@@ -81,6 +81,28 @@ class Ctx:
         self.loop = None  # the innermost executing loop (break/continue)
         self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
+        self._fibers = None
+        self.named_barriers: dict = {}  # bar.sync id -> {"gen", "arrived", "count"}
+
+    @property
+    def fibers(self):
+        """The :class:`~.fibers.Scheduler` of divergent thread sets (made on first use)."""
+        if self._fibers is None:
+            from .fibers import Scheduler
+            self._fibers = Scheduler(self)
+        return self._fibers
+
+    def block(self, poll, what: str = "") -> bool:
+        """Wait for ``poll()`` while other thread sets run (:meth:`Scheduler.block`); with
+        none forked, only ``poll()`` itself."""
+        return poll() if self._fibers is None else self._fibers.block(poll, what)
+
+    def blocked_elsewhere(self) -> str:
+        """'; meanwhile <what each other forked thread set waits for>', or '' (for the
+        message of a deadlock)."""
+        waits = [] if self._fibers is None else self._fibers.blocked_elsewhere()
+        texts = [t for t in (w() for w in waits) if t]
+        return "; meanwhile " + "; ".join(texts) if texts else ""
 
     @property
     def tmem(self) -> TensorMemory:

@@ -160,8 +160,9 @@ def smem(ctx):
         raise DispatchFail("the reduced axis does not span warps")
     if ctx.scope_kind != "cta" and ctx.thread_count != ctx.launch.block:
         raise DispatchFail(f"a {ctx.scope_kind}-scope reduction across warps needs a barrier "
-                           f"of the {ctx.thread_count} threads (a named bar.sync, not emitted "
-                           "yet); reduce at cta scope")
+                           f"of the {ctx.thread_count} threads: a named bar.sync, whose id a "
+                           "primitive cannot pick without colliding with the kernel's own; "
+                           "reduce at cta scope")
     if p.lane_bits:
         _need_32bit(p)
     e = _Emit(ctx, p)

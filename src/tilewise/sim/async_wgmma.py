@@ -1,0 +1,146 @@
+"""The asynchronous state of wgmma (PTX ISA §9.7.15.6): the part of the async core
+(``ctx.asyncs.wgmma``) that the ``wgmma`` ops and the register/shared-memory checks use.
+
+A ``wgmma.mma_async`` is computed when it is issued (it reads its shared operands then and
+writes its accumulators in the same order the hardware chains them), but until a
+``wgmma.wait_group`` retires its group:
+
+* its accumulator registers are *in flight*: a read or write of them by any other
+  instruction is a hazard (the hardware may not have written them yet);
+* its shared-memory operands are *being read*: a write to them is a hazard.
+
+``wgmma.fence`` orders the warpgroup's earlier register accesses before the next
+``mma_async``: an accumulator written by ordinary code since the thread's last fence is a
+hazard ("missing wgmma.fence"). Groups are counted per warpgroup, like the instructions
+(``commit_group`` closes the open group, ``wait_group N`` retires every group but the N
+most recent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir.launch import WARPGROUP
+from .memory import LOCAL, SHARED, SPACE_SHIFT
+
+
+@dataclass
+class _Op:
+    wg: int
+    group: int
+    tids: np.ndarray
+    regs: np.ndarray  # (threads, bytes) local byte offsets of the accumulators
+    smem: np.ndarray  # unique shared byte offsets read
+    span: object
+
+
+class WgmmaState:
+    def __init__(self, ctx):
+        self.ctx = ctx
+        n, local = ctx.n, ctx.mem.local.shape[1]
+        groups = -(-n // WARPGROUP)
+        self.committed = np.zeros(groups, np.int64)
+        self.retired = np.zeros(groups, np.int64)
+        self.ops: list[_Op] = []
+        self.inflight = np.zeros((n, local), bool)
+        self.dirty = np.zeros((n, local), bool)
+        self.reading = np.zeros(ctx.mem.shared.size, np.int32)
+        self.n_reading = 0
+        self.wait_spans: dict[int, tuple] = {}
+
+    # -------------------------------------------------------------- the instructions
+    def fence(self, tids) -> None:
+        self.dirty[tids] = False
+
+    def issue(self, wg: int, tids, regs: np.ndarray, smem: np.ndarray, span) -> None:
+        """Check and record one warpgroup's mma_async (``regs``: local byte offsets of
+        its accumulator registers per thread)."""
+        ctx = self.ctx
+        rows = np.broadcast_to(tids[:, None], regs.shape)
+        dirty = self.dirty[rows, regs]
+        if dirty.any():
+            k, j = np.argwhere(dirty)[0]
+            ctx.hazard("wgmma.mma_async uses accumulator registers written by other "
+                       "instructions since the warpgroup's last wgmma.fence", span,
+                       "call T.ptx.wgmma.fence() after writing the accumulators (e.g. "
+                       "zeroing them) and before the first wgmma.mma_async",
+                       tid=int(tids[k]), addr=(LOCAL << SPACE_SHIFT) + int(regs[k, j]))
+        self.inflight[rows, regs] = True
+        np.add.at(self.reading, smem, 1)
+        self.n_reading += len(smem)
+        self.ops.append(_Op(wg, int(self.committed[wg]), tids.copy(), regs, smem, span))
+
+    def commit(self, wgs) -> None:
+        self.committed[wgs] += 1
+
+    def wait(self, wgs, n: int, span) -> None:
+        target = self.committed[wgs] - n
+        self.retired[wgs] = np.maximum(self.retired[wgs], target)
+        for w in np.atleast_1d(wgs).tolist():
+            self.wait_spans[w] = (n, span)
+        keep = []
+        for op in self.ops:
+            if op.group < self.retired[op.wg]:
+                rows = np.broadcast_to(op.tids[:, None], op.regs.shape)
+                self.inflight[rows, op.regs] = False
+                np.add.at(self.reading, op.smem, -1)
+                self.n_reading -= len(op.smem)
+            else:
+                keep.append(op)
+        self.ops = keep
+
+    # -------------------------------------------------------------- checks
+    def register_access(self, tids, offs, nbytes: int, span, write: bool) -> None:
+        """An ordinary read or write of local bytes: a hazard when a pending wgmma owns
+        them; a write also makes them dirty until the next wgmma.fence."""
+        offs = np.broadcast_to(np.asarray(offs, np.int64), tids.shape)
+        cols = offs[:, None] + np.arange(nbytes)
+        rows = np.broadcast_to(tids[:, None], cols.shape)
+        if write:
+            self.dirty[rows, cols] = True
+        if self.ops and self.inflight[rows, cols].any():
+            k = int(np.argmax(self.inflight[rows, cols].any(axis=1)))
+            op = self._owner(int(tids[k]), cols[k])
+            verb = "writes" if write else "reads"
+            self.ctx.hazard(f"{verb} accumulator registers of a wgmma.mma_async (issued at "
+                            f"{op.span}) before a wgmma.wait_group retires it: {self._why(op)}",
+                            span, "call T.ptx.wgmma.commit_group() and "
+                            "T.ptx.wgmma.wait_group(0) before using the accumulators",
+                            tid=int(tids[k]))
+
+    def check_shared_write(self, span_b, tids, span) -> None:
+        if self.n_reading and np.any(self.reading[span_b]):
+            k, j = np.argwhere(self.reading[span_b] > 0)[0]
+            off = int(span_b[k, j])
+            op = next(o for o in self.ops if off in set(o.smem.tolist()))
+            self.ctx.hazard(f"overwrites shared memory that a wgmma.mma_async (issued at "
+                            f"{op.span}) still reads: {self._why(op)}", span,
+                            "wait for the wgmma (T.ptx.wgmma.wait_group) before refilling "
+                            "its operand buffer", tid=int(tids[k]),
+                            addr=(SHARED << SPACE_SHIFT) + off)
+
+    def at_exit(self) -> None:
+        for op in self.ops:
+            self.ctx.hazard(f"the CTA exits while a wgmma.mma_async is pending: "
+                            f"{self._why(op)}", op.span, "end with T.ptx.wgmma.commit_group() "
+                            "and T.ptx.wgmma.wait_group(0)", tid=int(op.tids[0]))
+            return
+
+    def _owner(self, tid: int, cols) -> _Op:
+        for op in self.ops:
+            k = np.nonzero(op.tids == tid)[0]
+            if len(k) and np.isin(cols, op.regs[k[0]]).any():
+                return op
+        return self.ops[0]
+
+    def _why(self, op: _Op) -> str:
+        if op.group >= self.committed[op.wg]:
+            return "its group was never committed (missing wgmma.commit_group)"
+        last = self.wait_spans.get(op.wg)
+        if last is not None:
+            n, wspan = last
+            return (f"wgmma.wait_group({n}) at {wspan} leaves up to {n} group(s) pending and "
+                    "this one is among them")
+        return "no wgmma.wait_group has retired it"

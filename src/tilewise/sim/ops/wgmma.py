@@ -1,0 +1,157 @@
+"""Simulator semantics of wgmma (PTX ISA §9.7.15; geometry in :mod:`tilewise.ptx.wgmma`).
+
+``wgmma.mma_async`` is executed per warpgroup (all 128 threads, ``.sync.aligned``), with
+the descriptors and ``scale-d`` the same in every thread of the warpgroup. Each operand
+element is read from the shared address the descriptor's canonical layout and swizzle give
+(so a wrong descriptor reads the wrong bytes, as on the GPU); the bytes must be visible to
+the warpgroup and lie in one shared allocation.
+
+Numerics: the products of one instruction's K inputs are exact (float64), summed in
+float64 and added to the accumulator with one rounding to its type (float32 or float16):
+``D = fl(D + sum_k a[m,k] b[k,n])`` per instruction — the GPU's internal order differs, so
+results agree with it to within float32 rounding of each K-step (tests state 2e-6 relative
+per step). tf32 inputs keep their 10 high mantissa bits (the low 13 are ignored, not
+rounded); fp8 inputs are exact in float64.
+
+Asynchrony (:mod:`tilewise.sim.async_wgmma`): the accumulators are written at issue, but
+stay in flight, and the operands being read, until a ``wait_group`` retires the group.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.dtype import DTYPES
+from ...ir.launch import WARPGROUP
+from ...ptx import wgmma
+from ..access import check_shared_read
+from ..collective import whole_groups
+from ..memory import SHARED, offset_of
+from ..registry import semantics
+
+
+@semantics("ptx.wgmma.fence")
+def fence(ctx, site, args):
+    whole_groups(ctx, site.span, "wgmma.fence", WARPGROUP, "warpgroup")
+    ctx.asyncs.wgmma.fence(ctx.active())
+
+
+@semantics("ptx.wgmma.commit_group")
+def commit_group(ctx, site, args):
+    ctx.asyncs.wgmma.commit(whole_groups(ctx, site.span, "wgmma.commit_group", WARPGROUP,
+                                         "warpgroup"))
+
+
+@semantics("ptx.wgmma.wait_group")
+def wait_group(ctx, site, args):
+    wgs = whole_groups(ctx, site.span, "wgmma.wait_group", WARPGROUP, "warpgroup")
+    ctx.asyncs.wgmma.wait(wgs, int(args[0]), site.span)
+
+
+def _uniform(ctx, site, values, act, wg, what) -> int | None:
+    v = np.broadcast_to(np.asarray(values), act.shape)[act // WARPGROUP == wg]
+    if (v != v[0]).any():
+        ctx.hazard(f"wgmma.mma_async: {what} differs between the threads of warpgroup {wg}",
+                   site.span, "compute it from values the whole warpgroup shares",
+                   tid=wg * WARPGROUP)
+        return None
+    return int(np.asarray(v[0]).astype(np.uint64)) if what != "scale-d" else int(bool(v[0]))
+
+
+def _operand(ctx, site, desc: int, k_major: bool, mn: int, k: int, dtype: str, wg: int):
+    """The (mn x k) operand tile as float64, read through descriptor ``desc``."""
+    d = wgmma.decode(desc)
+    t = DTYPES[dtype]
+    eb = t.bytes
+    rows, cols = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
+    starts = wgmma.element_address(k_major, rows, cols, eb, d).ravel()
+    if not _inside(ctx, site, starts, eb, wg):
+        return None, None
+    check_shared_read(ctx, starts, eb, np.full(starts.size, wg * WARPGROUP), site.span)
+    nbytes = (starts[:, None] + np.arange(eb)).ravel()
+    vals = ctx.mem.shared[nbytes].copy().view(t.numpy()).reshape(mn, k)
+    if dtype == "float32":  # tf32: the 13 low mantissa bits are ignored
+        vals = (vals.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+    return vals.astype(np.float64), np.unique(nbytes)
+
+
+def _inside(ctx, site, addr, eb: int, wg: int) -> bool:
+    """Every byte the descriptor reaches lies in one shared allocation."""
+    lo, hi = int(addr.min()), int(addr.max()) + eb
+    for p in ctx.mem.plan.placements(SHARED):
+        if p.base <= lo and hi <= p.base + p.nbytes:
+            return True
+    ctx.hazard(f"wgmma.mma_async: a matrix descriptor reaches shared bytes {lo:#x}..{hi:#x}, "
+               "outside every shared buffer", site.span,
+               "build the descriptor from the operand buffer's address and layout (let "
+               "Tx.wg.gemm_async build it)", tid=wg * WARPGROUP,
+               addr=(SHARED << 40) + lo)
+    return False
+
+
+@semantics("ptx.wgmma.mma_async")
+def mma_async(ctx, site, args):
+    a_desc, b_desc, scale_d, n, ab, acc, trans_a, trans_b = args[:8]
+    regs_in = args[8:]
+    act = ctx.active()
+    wgs = whole_groups(ctx, site.span, "wgmma.mma_async", WARPGROUP, "warpgroup")
+    k = wgmma.K_OF[ab]
+    acc_t = np.float32 if acc == "float32" else np.float16
+    out = [np.array(np.broadcast_to(r, act.shape)) for r in regs_in]
+    regs_addr = np.stack([offset_of(np.broadcast_to(a(ctx), act.shape))
+                          for a in site.reg_addrs], axis=1) if site.reg_addrs else None
+    for wg in np.atleast_1d(wgs).tolist():
+        da = _uniform(ctx, site, a_desc, act, wg, "the A descriptor")
+        db = _uniform(ctx, site, b_desc, act, wg, "the B descriptor")
+        sd = _uniform(ctx, site, scale_d, act, wg, "scale-d")
+        if da is None or db is None or sd is None:
+            continue
+        A, a_bytes = _operand(ctx, site, da, not trans_a, wgmma.M, k, ab, wg)
+        B, b_bytes = _operand(ctx, site, db, not trans_b, n, k, ab, wg)
+        if A is None or B is None:
+            continue
+        prod = A @ B.T  # (64, n), exact products summed in float64
+        sel = np.nonzero(act // WARPGROUP == wg)[0]
+        _accumulate(out, sel, act[sel] % WARPGROUP, prod, sd, acc_t, n)
+        ctx.asyncs.wgmma.issue(wg, act[sel], _reg_bytes(regs_addr, sel),
+                               np.concatenate([a_bytes, b_bytes]), site.span)
+    for write, vals in zip(site.regs, out):
+        write(ctx, vals)
+
+
+def _accumulate(out, sel, t, prod, scale_d: int, acc_t, n: int) -> None:
+    """Add the product into the fragment registers of threads ``t`` (rows ``sel``)."""
+    v = np.arange(n // 2)  # values per thread: n/2 float32 registers, or n/4 f16 pairs
+    rows, cols = wgmma.acc_coords(t[:, None], v[None, :])
+    p = prod[rows, cols]
+    if acc_t is np.float32:
+        for r in range(len(out)):
+            old = out[r][sel].view(np.float32).astype(np.float64) if scale_d else 0.0
+            out[r][sel] = (old + p[:, r]).astype(np.float32).view(out[r].dtype)
+        return
+    for r in range(len(out)):  # float16 pairs: value 2r in the low half, 2r + 1 in the high
+        word = out[r][sel].view(np.uint32)
+        lo = (word & 0xFFFF).astype(np.uint16).view(np.float16)
+        hi = (word >> 16).astype(np.uint16).view(np.float16)
+        new = []
+        for h, half in ((0, lo), (1, hi)):
+            old = half.astype(np.float64) if scale_d else 0.0
+            new.append((old + p[:, 2 * r + h]).astype(np.float16).view(np.uint16))
+        packed = new[0].astype(np.uint32) | (new[1].astype(np.uint32) << 16)
+        out[r][sel] = packed.view(out[r].dtype)
+
+
+def _reg_bytes(regs_addr, sel) -> np.ndarray:
+    """(threads, bytes) local byte offsets of the accumulator registers."""
+    if regs_addr is None:
+        return np.zeros((len(sel), 0), np.int64)
+    base = regs_addr[sel]
+    return (base[:, :, None] + np.arange(4)).reshape(len(sel), -1)
+
+
+@semantics("ptx.smem_addr")
+def smem_addr(ctx, site, args):
+    from ..access import check_pointer
+
+    r = check_pointer(ctx, args[0], 1, site.span, "T.ptx.smem_addr", spaces=(SHARED,))
+    return None if r is None else r[1].astype(np.uint32)

@@ -1,0 +1,1 @@
+"""Variants of gemm_async (asynchronous tensor-core matrix multiply-accumulate)."""

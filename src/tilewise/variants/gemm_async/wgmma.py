@@ -1,0 +1,129 @@
+"""gemm_async -> wgmma: ``C (+)= A @ B`` by one warpgroup with ``wgmma.mma_async`` (sm_90a).
+
+PTX ISA §9.7.15. Operands: ``C`` a (64, N) register tile of the warpgroup whose layout is
+the wgmma accumulator fragment (:func:`tilewise.layout.atoms.wgmma_accumulator`), float32
+(or float16 with float16 inputs); ``A`` a (64, K) and ``B`` a (K, N) region of shared
+memory, of one input dtype (float16, bfloat16, float32 as tf32, fp8 e4m3/e5m2).
+
+Algorithm:
+
+1. Accept warpgroup scope with all 128 threads active, on a target with wgmma; N a
+   multiple of 8 up to 256; K a multiple of the instruction's K (16, 8 or 32).
+2. Describe A and B by matrix descriptors from their layouts
+   (:mod:`tilewise.tile.matrix_desc`): K-major, or MN-major (transposed, float16 and
+   bfloat16 only) — a row-major (K, N) tile of B is MN-major; every element of every
+   K-step is checked against the canonical layout, or the variant declines naming it.
+3. Emit, per K-step ``i``, one ``T.ptx.wgmma.mma_async`` whose descriptors start at the
+   step's first element (``T.ptx.smem_addr``) with the fixed LBO/SBO/swizzle fields, the
+   accumulator registers of ``C`` read and written in place, and ``scale-d`` = ``accum``
+   for the first step, true after it.
+4. Emit no ``wgmma.fence``, commit or wait: completion is the caller's.
+"""
+
+from __future__ import annotations
+
+from tilewise.ir import dtype as dt
+from tilewise.ir.expr import AddressOf, BufferLoad, IntImm, binop, cast, const
+from tilewise.ir.stmt import Evaluate, seq
+from tilewise.ptx import wgmma
+from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import predicates as P
+from tilewise.tile.matrix_desc import plan_operand
+from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
+
+
+def _operands(ctx):
+    args = ctx.call.args
+    if len(args) != 3:
+        return False, "operands must be three buffer regions (C, A, B)"
+    return True
+
+
+def _c_tile(ctx):
+    c, a, b = ctx.call.args
+    buf = c.buffer
+    if buf.scope != "local":
+        return False, f"C ({buf.name!r}) must be a register tile (scope 'local'), not {buf.scope}"
+    if c.shape != (wgmma.M, b.shape[-1]) or a.shape[0] != wgmma.M:
+        return False, (f"C is {c.shape}, A {a.shape}, B {b.shape}: one warpgroup computes a "
+                       f"(64, N) tile from A (64, K) and B (K, N)")
+    n = c.shape[1]
+    problem = wgmma.n_problem(n)
+    if problem:
+        return False, problem
+    if buf.dtype.name not in wgmma.ACC_TYPE:
+        return False, f"C is {buf.dtype}; wgmma accumulates in float32 or float16"
+    if buf.dtype.bits != 32:
+        return False, "a float16 accumulator is not supported yet: use float32 for C"
+    if tuple(buf.shape) != (wgmma.M, n):
+        return False, (f"C must be the whole (64, {n}) register tile {buf.name!r}, not a "
+                       "region of a larger one")
+    from tilewise.layout.atoms import match_atom, wgmma_accumulator
+
+    if buf.layout is None:
+        return False, (f"C ({buf.name!r}) needs the wgmma accumulator layout: allocate it with "
+                       f"layout=wgmma_accumulator({n})")
+    m = match_atom(buf.layout, wgmma_accumulator(n))
+    if not m:
+        return False, f"C's layout is not the wgmma accumulator fragment: {m.reason}"
+    return True
+
+
+def _inputs(ctx):
+    _, a, b = ctx.call.args
+    if a.buffer.dtype != b.buffer.dtype:
+        return False, f"A is {a.buffer.dtype} but B is {b.buffer.dtype}"
+    if a.buffer.dtype.name not in wgmma.K_OF:
+        return False, f"wgmma takes float16, bfloat16, float32 (tf32) or fp8, not " \
+                      f"{a.buffer.dtype}"
+    return True
+
+
+def _desc(plan, coords, buf) -> object:
+    """The 64-bit descriptor of the step starting at ``coords``: its shared address's
+    bits 4..17, or'ed with the fixed fields."""
+    addr = PTX_OPS["ptx.smem_addr"].call([AddressOf(buf, coords)], {})
+    start = binop("&", binop(">>", cast(dt.uint64, addr), IntImm(4, dt.uint32)),
+                  IntImm(0x3FFF, dt.uint64))
+    return binop("|", start, IntImm(plan.fields(), dt.uint64))
+
+
+def _emit(ctx):
+    c, a, b = ctx.call.args
+    ab = a.buffer.dtype.name
+    k_inst = wgmma.K_OF[ab]
+    transposable = ab in ("float16", "bfloat16")
+    pa = plan_operand(a, 0, k_inst, transposable, "A")
+    pb = plan_operand(b, 1, k_inst, transposable, "B")
+    if len(pa.step_coords) != len(pb.step_coords):
+        raise DispatchFail(f"A has K = {a.shape[1]} but B has K = {b.shape[0]}")
+    n = c.shape[1]
+    regs = [BufferLoad(c.buffer, tuple(IntImm(x) for x in wgmma.acc_coords(0, v)))
+            for v in range(wgmma.acc_regs(n, c.buffer.dtype.name))]
+    accum = ctx.option("accum", False)
+    op = PTX_OPS["ptx.wgmma.mma_async"]
+    out = []
+    for i, (ca, cb) in enumerate(zip(pa.step_coords, pb.step_coords)):
+        scale = const(True) if i else (const(bool(accum)) if isinstance(accum, (bool, int))
+                                       else accum)
+        call = op.call([_desc(pa, ca, a.buffer), _desc(pb, cb, b.buffer), scale, n, ab,
+                        c.buffer.dtype.name, not pa.k_major, not pb.k_major, *regs], {},
+                       span=ctx.span)
+        out.append(Evaluate(call, span=ctx.span))
+    form = lambda p: ("K" if p.k_major else "MN") + f"-major, swizzle {p.swizzle or 'none'}"  # noqa
+    ctx.info.append(f"{len(out)} x wgmma m64n{n}k{k_inst} (A {form(pa)}; B {form(pb)})")
+    return seq(*out)
+
+
+@register_dispatch("gemm_async", "cuda", variant="wgmma", priority=20, when=[
+    predicate("target has wgmma", P.has_feature, feature="wgmma", what="wgmma"),
+    predicate("three regions", _operands),
+    predicate("scope", P.scope_in, scopes=("warpgroup",)),
+    predicate("all threads active", P.all_active),
+    predicate("input dtypes", _inputs),
+    predicate("accumulator tile", _c_tile),
+    predicate("no cta_group", P.no_option, option="cta_group",
+              why="cta_group= is a tcgen05 option; wgmma is one warpgroup"),
+])
+def wgmma_variant(ctx):
+    return _emit(ctx)
