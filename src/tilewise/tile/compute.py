@@ -106,7 +106,7 @@ class Elementwise:
         in the order of ``operands``; ``options`` the call's (scale, bias as values)."""
         if self.name == "zero":
             return _zero(dst_t)
-        if self.name in ("fill", "copy"):
+        if self.name == "fill":
             return args[0]
         if self.name == "cast":
             return cast(dst_t, args[0])
@@ -171,10 +171,6 @@ ELEMENTWISE: dict[str, Elementwise] = {e.name: e for e in [
         ("reciprocal", "dst = 1 / (src * scale + bias) (correctly rounded)"),
         ("silu", "dst = y / (1 + e^-y), y = src * scale + bias")]),
 ]}
-
-#: The copy of a register tile through another layout is an elementwise identity.
-IDENTITY = _ew("copy", _SRC, _ANY, "dst = src")
-
 
 @dataclass(frozen=True)
 class Reduction:
