@@ -219,11 +219,12 @@ def test_order_agrees_with_encoding_within_a_family():
 # Features
 
 FEATURE_NAMES = ["cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "wgmma",
-                 "setmaxnreg", "ldmatrix", "mma_sync", "mma_fp8", "stmatrix"]
+                 "setmaxnreg", "ldmatrix", "mma_sync", "mma_fp8", "stmatrix", "f32x2"]
 # the warp-level matrix instructions, by the first arch that has them (PTX ISA §9.7.14)
 _WARP_MMA = {"sm_75": {"ldmatrix"}, "sm_80": {"ldmatrix", "mma_sync"},
              "sm_89": {"ldmatrix", "mma_sync", "mma_fp8"},
              "sm_90": {"ldmatrix", "mma_sync", "mma_fp8", "stmatrix"}}
+_SM100 = _WARP_MMA["sm_90"] | {"f32x2"}  # and packed f32x2 arithmetic from sm_100
 # target -> features it has
 FEATURE_TABLE = {
     "sm_70": set(),
@@ -234,32 +235,32 @@ FEATURE_TABLE = {
     "sm_90": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
     "sm_90a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "wgmma", "setmaxnreg"}
                | _WARP_MMA["sm_90"]),
-    "sm_100": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
+    "sm_100": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _SM100,
     "sm_100a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
+                | _SM100),
     "sm_100f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
+                | _SM100),
     "sm_101a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
-    "sm_103": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
+                | _SM100),
+    "sm_103": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _SM100,
     "sm_103a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
+                | _SM100),
     "sm_103f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
-    "sm_110": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
+                | _SM100),
+    "sm_110": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _SM100,
     "sm_110a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
+                | _SM100),
     "sm_110f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
-    "sm_120": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
+                | _SM100),
+    "sm_120": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _SM100,
     "sm_120a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
+                | _SM100),
     "sm_120f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
+                | _SM100),
     "sm_121a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
+                | _SM100),
     "sm_121f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"}
-                | _WARP_MMA["sm_90"]),
+                | _SM100),
 }
 
 
@@ -285,8 +286,8 @@ def test_unknown_feature_is_value_error():
     with pytest.raises(ValueError) as ei:
         Target("sm_90a").has("tmaa")
     assert str(ei.value) == ("unknown target feature 'tmaa'; known: cluster, cp_async, "
-                             "elect_sync, ldmatrix, mbarrier_tx, mma_fp8, mma_sync, setmaxnreg, "
-                             "stmatrix, tcgen05, tma, wgmma")
+                             "elect_sync, f32x2, ldmatrix, mbarrier_tx, mma_fp8, mma_sync, "
+                             "setmaxnreg, stmatrix, tcgen05, tma, wgmma")
     with pytest.raises(ValueError):
         Target("sm_90a").require("wgmma_sp")
 

@@ -2,8 +2,9 @@
 one fits the target, else in the simulator, and compare with the example's ``reference``.
 
 An example module provides ``inputs(rng) -> [arrays]`` and ``reference(*arrays) -> [arrays]``
-(what every argument must hold afterwards) and optionally ``TARGET`` and ``RTOL`` (a relative
-tolerance for float results; exact comparison otherwise, bit for bit).
+(what every argument must hold afterwards) and optionally ``TARGET``, ``RTOL`` (a relative
+tolerance for float results; exact comparison otherwise, bit for bit) and ``ATOL`` (an
+absolute one added to it, 0 by default).
 """
 
 from __future__ import annotations
@@ -107,14 +108,14 @@ def _from_torch(torch, t):
     return t.numpy()
 
 
-def compare(got, want, rtol=None) -> list[str]:
+def compare(got, want, rtol=None, atol=0.0) -> list[str]:
     """Mismatch descriptions (empty when every array matches)."""
     problems = []
     for i, (g, w) in enumerate(zip(got, want)):
         if rtol is None:
             same = np.array_equal(g.view(np.uint8), np.ascontiguousarray(w).view(np.uint8))
         else:
-            same = np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=0)
+            same = np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
         if not same:
             bad = np.count_nonzero(g != w)
             problems.append(f"argument {i}: {bad} of {g.size} elements differ")
@@ -186,7 +187,8 @@ def run_example(mod, func, target, force_sim=False, seed=0) -> bool:
         print(head + f"ran; no reference() in the file to compare with (sums {sums})")
         return True
     problems = compare([a for a in arrays if isinstance(a, np.ndarray)],
-                       [w for w in want if isinstance(w, np.ndarray)], getattr(mod, "RTOL", None))
+                       [w for w in want if isinstance(w, np.ndarray)], getattr(mod, "RTOL", None),
+                       getattr(mod, "ATOL", 0.0))
     print(head + ("OK, matches the reference" if not problems else
                   "MISMATCH: " + "; ".join(problems)))
     return not problems

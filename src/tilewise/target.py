@@ -128,6 +128,9 @@ FEATURES: dict[str, Feature] = dict([
     _feature("mma_fp8", "mma.sync with fp8 inputs (e4m3/e5m2)", "sm_89 or newer",
              ("sm_89", (8, 4))),
     _feature("stmatrix", "stmatrix", "sm_90 or newer", ("sm_90", (7, 8))),
+    # add/sub/mul/fma .rn.f32x2: sm_100 and newer, PTX 8.6 (LLVM 22 selects them there and
+    # splits <2 x float> arithmetic into two scalar instructions below sm_100)
+    _feature("f32x2", "packed f32x2 arithmetic", "sm_100 or newer", ("sm_100", (8, 6))),
     # setmaxnreg: sm_90a from PTX 8.0, sm_100a/sm_101a from 8.6, sm_120a from 8.7, the family
     # targets sm_100f (sm_103a/f), sm_110f and sm_120f (sm_121a/f) from 8.8 (CCCL's
     # cuda::ptx target list; LLVM 22 selects it and nvJitLink assembles it on each).

@@ -10,7 +10,7 @@ from tilewise.ptx.table import REQUIRED
 F32 = dt.DTYPES["float32"]
 
 
-def _operand(op, p, bufs):
+def _operand(op, p, bufs, k=0):
     if p.kind == "ptr":
         if p.space == "any":  # global -> global (shared would be undef, folded away)
             return AddressOf(bufs["global" if p.name == "dst" else "fglobal"], (IntImm(0),))
@@ -25,10 +25,14 @@ def _operand(op, p, bufs):
         return False
     if p.kind == "str":
         return p.choices[0]
-    if op.math:
-        return BufferLoad(bufs["fglobal"], (IntImm(0),))
     if p.kind == "tensormap":
         return bufs["tmap"]
+    if op.math or (p.kind == "value" and p.dtype.is_float):
+        return BufferLoad(bufs["fglobal"], (IntImm(k),))  # distinct operands: none folded
+    if p.kind == "value" and p.dtype.bits == 64:
+        return Cast(p.dtype, BufferLoad(bufs["global"], (IntImm(k),)))
+    if p.kind == "value" and p.dtype != dt.int32:
+        return BufferLoad(bufs["global"], (IntImm(k),))
     if p.kind == "taddr":
         return BufferLoad(bufs["local"], (IntImm(0),))
     if p.name == "nbytes":
@@ -48,7 +52,7 @@ def entry_kernel(op) -> PrimFunc:
     loc = Buffer("R", (4,), dt.uint32, scope="local")
     tmap = Var("A_tmap", dt.tensormap)
     bufs = {"global": g, "fglobal": fg, "shared": sh, "local": loc, "tmap": tmap}
-    args = [_operand(op, p, bufs) for p in op.params]
+    args = [_operand(op, p, bufs, k) for k, p in enumerate(op.params)]
     params = (pa, pb) + ((tmap,) if any(p.kind == "tensormap" for p in op.params) else ())
     if op.regs is not None:
         values = {p.name: a for p, a in zip(op.params, args)}
@@ -57,7 +61,7 @@ def entry_kernel(op) -> PrimFunc:
     call = op.call(args, {})
     if op.math:
         body = BufferStore(fg, (IntImm(1),), call)
-    elif op.returns is not None:
+    elif call.type != dt.handle:
         body = BufferStore(g, (IntImm(2),), Cast(dt.uint32, call))
     else:
         body = Evaluate(call)

@@ -15,7 +15,9 @@ from .helpers import entry_kernel, spelling
 
 
 def _target_for(op) -> Target:
-    return Target("sm_100a" if op.feature == "tcgen05" else "sm_90a")
+    """sm_90a, or the first of sm_100a that has the row's feature."""
+    return next(t for t in (Target("sm_90a"), Target("sm_100a"))
+                if op.feature is None or t.has(op.feature))
 
 
 def _ptx(func, target):

@@ -150,3 +150,4 @@ def test_match_atom_reasons():
     wide = tcgen05_atom("16x256b", num=1)
     assert not match_atom(tcgen05_atom("16x128b", num=2), wide)
     assert match_atom(tcgen05_atom("16x256b", num=1), wide)
+

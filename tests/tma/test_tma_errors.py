@@ -198,7 +198,8 @@ def test_row_pitch_known_at_launch_only():
 
 
 OPTIONS = [
-    ("prefetch-not-bool", "option prefetch_tensormap= of copy_async must be True or False",
+    ("prefetch-not-bool",
+     "option prefetch_tensormap= of copy_async must be a compile-time True or False",
      kernel(LOAD.format(", prefetch_tensormap=1", MARK))),
     ("oob-unknown", "option oob='inf' of copy_async is not one of 'zero', 'nan'",
      kernel(LOAD.format(', oob="inf"', MARK))),

@@ -453,6 +453,37 @@ def numpy_cast(v, src: DataType, dst: DataType):
     return out if isinstance(v, np.ndarray) else out[()]
 
 
+def numpy_fma(a, b, c, d: np.dtype):
+    """``a * b + c`` with one rounding to float dtype ``d`` (``fma.rn``; at most 24 significand
+    bits). The product is exact in float64; the sum's float64 rounding error (TwoSum) turns
+    the sum into its round-to-odd value, which rounds to ``d`` exactly as the unrounded
+    result does (float64 has more than ``p + 2`` bits for every ``d`` here); a 16-bit ``d``
+    goes through float32 the same way."""
+    a64, b64, c64 = (np.asarray(x, np.float64) for x in (a, b, c))
+    with np.errstate(all="ignore"):
+        p = a64 * b64
+        s = p + c64
+        z = s - p
+        err = (p - (s - z)) + (c64 - z)
+        s = _to_odd(s, err, np.float64)
+        if d.itemsize < 4:
+            s32 = s.astype(np.float32)
+            s = _to_odd(s32, s - s32.astype(np.float64), np.float32)
+        out = canonical_nan(np.asarray(s).astype(d), d)
+    return out if any(np.ndim(x) for x in (a, b, c)) else np.asarray(out)[()]
+
+
+def _to_odd(s, err, f):
+    """``s`` moved one unit toward the exact value when ``err`` (exact - s) is non-zero and
+    ``s`` is even: round-to-odd from round-to-nearest."""
+    bits = np.asarray(s, f).view(np.int64 if f == np.float64 else np.int32)
+    fix = (np.asarray(err) != 0) & ((bits & 1) == 0) & np.isfinite(s)
+    if not fix.any():
+        return s
+    toward = np.where(np.asarray(err) > 0, np.inf, -np.inf).astype(f)
+    return np.where(fix, np.nextafter(np.asarray(s, f), toward), s).astype(f)
+
+
 def _np_dtype(t: DataType) -> np.dtype:
     if t.kind == "handle":
         return np.dtype(np.int64)

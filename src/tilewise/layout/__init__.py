@@ -62,6 +62,12 @@ swizzle (32 and 64 too; ptx-semantics.md §5) to ``m`` after the affine map, rel
 buffer base aligned to the swizzle repeat. Every operation keeps it; ``contiguous_run``
 sees through it: runs inside an aligned 16-byte chunk stay contiguous.
 
+Row tilings
+-----------
+``RowTiling.plan(rows, cols, elem_bytes)`` lays whole rows out in registers with 16-byte
+vectors and enough bytes in flight (``tile()``, ``per_row()``, ``columns()``), for kernels
+such as softmax and RMSNorm.
+
 Instruction atoms
 -----------------
 Built from the PTX formulas, never typed in: ``tcgen05_atom(shape, num, dtype_bits)``
@@ -121,6 +127,7 @@ from tilewise.layout.axes import (
 from tilewise.layout.builder import R, S
 from tilewise.layout.layout import Replica, TileLayout
 from tilewise.layout.render import render_ascii, render_svg
+from tilewise.layout.rows import RowTiling
 from tilewise.layout.swizzle import Swizzle
 
 __all__ = [
@@ -130,6 +137,7 @@ __all__ = [
     "OnAxis",
     "R",
     "Replica",
+    "RowTiling",
     "S",
     "Swizzle",
     "TCol",

@@ -27,7 +27,7 @@ from ..errors import ScriptError, did_you_mean
 from ..ir import dtype as dt
 from ..ir.dtype import DataType
 from ..ir.expr import Call
-from . import mma, tcgen05, tma, wgmma
+from . import mma, packed, tcgen05, tma, wgmma
 from .operands import KINDS, REQUIRED, Param
 
 __all__ = ["Asm", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "ROWS", "lookup",
@@ -58,6 +58,7 @@ class PtxOp:
     alias_of: str | None = None  # set on the entry of an alias spelling: the row's name
     doc: str = ""
     math: bool = False  # result type follows the first operand (float math)
+    result: Callable | None = None  # bound operand values -> the result's dtype
     # (operand, {value: feature}): a static operand whose value needs another feature than
     # the row's (TMA's cta_group=1/2 exists on tcgen05 targets only)
     feature_by: tuple | None = None
@@ -144,6 +145,8 @@ class PtxOp:
         return ", ".join(parts)
 
     def result_type(self, args) -> DataType | None:
+        if self.result is not None:
+            return self.result(dict(zip((p.name for p in self.params), args)))
         if self.math:
             return args[0].dtype if args and hasattr(args[0], "dtype") else dt.float32
         return self.returns
@@ -462,6 +465,75 @@ _OPS = [
     PtxOp("ptx.tcgen05.fence.after_thread_sync", (), "tcgen05.fence::after_thread_sync",
           "tcgen05", llvm="llvm.nvvm.tcgen05.fence.after.thread.sync"),
 ]
+
+# ---- warp shuffle, PTX ISA §9.7.9.6 (shfl.sync)
+def _shfl_check(values) -> str | None:
+    v = values["value"]
+    if v.dtype.bits != 32 or v.dtype.kind not in ("int", "uint", "float"):
+        return (f"shuffles move 32-bit values; value is {v.dtype} (convert it with "
+                f"T.cast, or shuffle a uint32 view of the data)")
+    return None
+
+
+_OPS += [PtxOp("ptx.shfl_sync", (_p("mode", "str", choices=("up", "down", "bfly", "idx")),
+                                 _p("value"), _p("b"), _p("c", "value", None),
+                                 _p("mask", "value", None, dtype=dt.uint32)),
+               "shfl.sync.{mode}.b32 d, a, b, c, membermask", None,
+               result=lambda v: v["value"].dtype, check=_shfl_check,
+               doc="exchange a 32-bit value between the lanes of a warp: lane i reads the "
+                   "value of lane i-b (up), i+b (down), i^b (bfly) or b (idx) when that "
+                   "lane is within the segment c says (default: the whole warp, c = 0 for "
+                   "up and 31 otherwise); otherwise its own. mask (default all lanes) names "
+                   "the lanes that execute it together; they must all be active")]
+
+
+# ---- packed two-lane arithmetic and conversions, approximate math (facts in ptx/packed.py)
+def _typed(*names: str, t: DataType):
+    def check(values) -> str | None:
+        for n in names:
+            if values[n].dtype != t:
+                return (f"operand {n!r} must be a {t} value, got {values[n].dtype}"
+                        + (" (a packed register: a uint view of the data)" if t.is_int else
+                           f' (convert it with T.cast(x, "{t}"))'))
+        return None
+    return check
+
+
+for _pk in packed.PACKED.values():
+    _names = "abc"[:_pk.arity]
+    _w = _pk.lanes.word
+    _OPS.append(PtxOp(_pk.name, tuple(_p(n, dtype=_w) for n in _names), _pk.ptx,
+                      _pk.lanes.feature, returns=_w, check=_typed(*_names, t=_w),
+                      doc=f"{_pk.op} of two {_pk.lanes.elem} lanes packed in a {_w} "
+                          "(lane 0 in the low bits), each rounded as the scalar instruction"))
+for _name, _lanes in packed.CVT_PACK.items():
+    _OPS.append(PtxOp(_name, (_p("a", dtype=dt.float32), _p("b", dtype=dt.float32)),
+                      f"cvt.rn.{_lanes.name}.f32 d, a, b", None, returns=_lanes.word,
+                      check=_typed("a", "b", t=dt.float32),
+                      doc=f"two float32 values rounded to {_lanes.elem} and packed: a in the "
+                          "upper half, b in the lower"))
+def _same_float(values) -> str | None:
+    t = values["a"].dtype
+    if t.name not in ("float16", "bfloat16", "float32"):
+        return f"fma.rn takes float16, bfloat16 or float32 values, got {t}"
+    bad = [n for n in "bc" if values[n].dtype != t]
+    return f"operand {bad[0]!r} must be {t} like 'a', got {values[bad[0]].dtype}" if bad \
+        else None
+
+
+_OPS += [
+    PtxOp("ptx.fma.rn", tuple(_p(n, dtype=dt.float32) for n in "abc"),
+          "fma.rn.<type> d, a, b, c", None,
+          result=lambda v: v["a"].dtype, check=_same_float,
+          doc="a * b + c rounded once, in the operands' type (float16, bfloat16, float32)"),
+    PtxOp("ptx.sqrt.rn", (_p("x", dtype=dt.float32),), "sqrt.rn.f32 d, x", None,
+          returns=dt.float32, llvm="llvm.nvvm.sqrt.rn.f", check=_typed("x", t=dt.float32),
+          doc="the correctly rounded square root"),
+]
+for _ap in packed.APPROX.values():
+    _OPS.append(PtxOp(_ap.name, (_p("x", dtype=dt.float32),), f"{_ap.ptx} d, x", None,
+                      returns=dt.float32, llvm=_ap.llvm, check=_typed("x", t=dt.float32),
+                      doc=f"{_ap.doc}; {_ap.bound} (PTX ISA)"))
 
 # ---- math, lowered through libdevice (__nv_<name>f / __nv_<name>)
 _MATH1 = ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",

@@ -476,20 +476,45 @@ def _storage_sync(p, args, kwargs):
 # ------------------------------------------------------------------ tile primitives
 def _tile_call(p, ref: TilePrimitiveRef, args, kwargs):
     prim = ref.prim
-    if len(args) != len(prim.operands):
-        raise p.error(f"Tx.{prim.name} takes {len(prim.operands)} operands "
-                      f"({', '.join(prim.operands)}), got {len(args)}")
-    operands = []
-    for name, a in zip(prim.operands, args):
-        if isinstance(a, Buffer):
-            a = BufferRegion(a, tuple(Range(IntImm(0), s) for s in a.shape), span=p.span())
-        if not isinstance(a, BufferRegion):
-            raise p.error(f"operand {name!r} of Tx.{prim.name} must be a buffer region, got "
-                          f"{_describe(a)}", "pass a slice of a buffer such as A[0:128, 0:32]")
-        operands.append(a)
-    options = prim.check_options(kwargs, p.span())
+    ops = prim.operands
+    least = sum(not o.optional for o in ops)
+    if not least <= len(args) <= len(ops):
+        want = str(len(ops)) if least == len(ops) else f"{least} to {len(ops)}"
+        raise p.error(f"Tx.{prim.name} takes {want} operands ({', '.join(prim.operand_names)})"
+                      f", got {len(args)}")
+    operands = [_tile_operand(p, prim, o.name, o.kind, a) for o, a in zip(ops, args)]
+    operands += [operands[0]] * (len(ops) - len(args))  # left out: in place, src = dst
+    options = tuple((k, _tile_operand(p, prim, k, "value", v)
+                     if prim.option(k).kind == "operand" else v)
+                    for k, v in prim.check_options(kwargs, p.span()))
+    if prim.check is not None:
+        from ..tile.compute import Checker
+
+        c = Checker(p.error, lambda v, t, what: tr.coerce(p, v, t, what), prim.name)
+        srcs, opts = prim.check(c, operands[0], operands[1:], dict(options))
+        operands, options = [operands[0], *srcs], tuple(opts.items())
     p.emit(TileCall(prim.name, ref.scope, tuple(operands), options, span=p.span()))
     return None
+
+
+def _tile_operand(p, prim, name: str, kind: str, a):
+    """One operand of a tile call: a region (a whole buffer is its full region) or, where
+    the operand takes one, a scalar (a number or a run-time value)."""
+    if isinstance(a, Buffer):
+        a = BufferRegion(a, tuple(Range(IntImm(0), s) for s in a.shape), span=p.span())
+    if isinstance(a, BufferRegion):
+        if kind == "scalar":
+            raise p.error(f"operand {name!r} of Tx.{prim.name} must be a scalar (a number or "
+                          f"a run-time value), got the region {_describe(a)}",
+                          "pass one value, e.g. 0.0 or A[i, j]")
+        return a
+    if kind == "region":
+        raise p.error(f"operand {name!r} of Tx.{prim.name} must be a buffer region, got "
+                      f"{_describe(a)}", "pass a slice of a buffer such as A[0:128, 0:32]")
+    if not (is_ir(a) or is_scalar(a)):
+        raise p.error(f"operand {name!r} of Tx.{prim.name} must be a buffer region or a "
+                      f"scalar, got {_describe(a)}")
+    return a
 
 
 def handlers() -> dict:

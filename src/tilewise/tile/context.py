@@ -96,6 +96,7 @@ class DispatchContext:
     call: object  # tilewise.ir.stmt.TileCall
     span: object = None
     tid: Expr | None = None  # the linear thread id (threadIdx.x) as an expression
+    in_loop: bool = False  # the call sits in a device loop (shared scratch is reused)
     notes: list[str] = field(default_factory=list)  # warnings recorded in the log
     info: list[str] = field(default_factory=list)  # the chosen plan, for the log
     tensor_maps: dict | None = None  # the kernel's TMA tensor maps, shared by its calls

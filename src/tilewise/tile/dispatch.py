@@ -91,6 +91,7 @@ class _Dispatch(Mutator):
         self.reassigned = _reassigned(func.body)
         self.lets: dict[int, object] = {}
         self.tensor_maps: dict = {}  # key -> TensorMapParam, filled by the tma variant
+        self.loops = 0  # device loops around the current statement
 
     def is_uniform(self, e) -> bool:
         """True when ``e`` has one value for the whole CTA (CTA ids, constant-bound loop
@@ -113,6 +114,13 @@ class _Dispatch(Mutator):
         return self._loop(s, "while loop")
 
     def _loop(self, s, what: str):
+        self.loops += 1
+        try:
+            return self._loop_body(s, what)
+        finally:
+            self.loops -= 1
+
+    def _loop_body(self, s, what: str):
         """A loop some threads may leave early (or run longer) runs its tile calls with an
         unknown set of threads."""
         if id(s) not in self.divergent:
@@ -195,10 +203,11 @@ class _Dispatch(Mutator):
     # -- the call -------------------------------------------------------------------
     def visit_TileCall(self, s: TileCall):
         if self.lets:
-            s = dataclasses.replace(s, args=tuple(self.inline(a) for a in s.args))
+            s = dataclasses.replace(s, args=tuple(self.inline(a) for a in s.args),
+                                    options=tuple((k, self.inline(v)) for k, v in s.options))
         ctx = DispatchContext(self.target, s.scope, scope_threads(s.scope, self.launch.block),
                               self.active(), self.launch, s, s.span, tid=self.tid,
-                              tensor_maps=self.tensor_maps)
+                              tensor_maps=self.tensor_maps, in_loop=self.loops > 0)
         d = Decision(_call_text(s), s.span)
         self.log.append(d)
         try:

@@ -122,3 +122,16 @@ def no_foreign_options(ctx, options: tuple[str, ...], owner: str):
         return True
     return False, (f"{given[0]}= is an option of the {owner} variant; this variant does not "
                    f"implement it (pass dispatch=\"{owner}\")")
+
+
+def register_tiles(ctx, roles: tuple[str, ...] = ("dst", "src")):
+    """The named operands are register tiles (local views whose layouts have thread
+    axes)."""
+    from .regtile import is_reg_tile
+
+    for role in roles:
+        r = getattr(ctx, role)
+        if not is_reg_tile(r):
+            return False, (f"{role} {r.buffer.name!r} is not a register tile (a local view "
+                           "whose layout has thread axes); this variant works on registers")
+    return True

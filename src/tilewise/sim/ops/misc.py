@@ -10,7 +10,8 @@
   sets run (:mod:`tilewise.sim.fibers`), else it is a deadlock.
 * ``ptx.elect_sync``: true for the lowest active lane of each warp.
 * ``ptx.setmaxnreg``: no effect on values; the whole warpgroup must execute it.
-* ``ptx.ld_st``: a synchronous vector load then store, naturally aligned, any spaces.
+* ``ptx.ld_st``: a synchronous vector load then store, naturally aligned, any spaces; a
+  side in registers is checked against the wgmma accumulators in flight.
 * math (libdevice): computed in float32 for the 8/16/32-bit float types (then rounded to
   the result type), in float64 for float64.
 """
@@ -21,11 +22,12 @@ import math
 
 import numpy as np
 
+from ...ir import alu
 from ...ir.launch import WARP, WARPGROUP
 from ...ptx.table import MATH_OPS
 from ..access import check_pointer, check_shared_read, mark_shared_write, read_bytes, write_bytes
 from ..collective import whole_groups
-from ..memory import SHARED
+from ..memory import LOCAL, SHARED
 from ..registry import semantics
 from ..values import np_dtype
 
@@ -127,11 +129,22 @@ def ld_st(ctx, site, args):
     on_shared = s[0] == SHARED
     if on_shared.any():
         check_shared_read(ctx, s[1][on_shared], nbytes, tids[on_shared], site.span)
+    _registers(ctx, s, nbytes, tids, site.span, False)
+    _registers(ctx, d, nbytes, tids, site.span, True)
     data = read_bytes(ctx, s[0], s[1], nbytes, tids)
     on_shared = d[0] == SHARED
     if on_shared.any():
         mark_shared_write(ctx, d[1][on_shared], nbytes, tids[on_shared], site.span)
     write_bytes(ctx, d[0], d[1], data, tids)
+
+
+def _registers(ctx, place, nbytes, tids, span, write):
+    """A vector move to or from registers is an ordinary register access (the wgmma
+    accumulator checks see it as they see element loads and stores)."""
+    w = ctx.asyncs.wgmma_if_used
+    local = place[0] == LOCAL
+    if w is not None and local.any():
+        w.register_access(tids[local], place[1][local], nbytes, span, write)
 
 
 # ------------------------------------------------------------------------- math
@@ -146,7 +159,8 @@ _MATH = {
     "tan": np.tan, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil, "fabs": np.abs,
     "erf": lambda x: _erf(x).astype(x.dtype), "trunc": np.trunc, "round": _round_half_away,
     "pow": np.power, "atan2": np.arctan2, "fmod": np.fmod,
-    "fma": lambda a, b, c: (a.astype(np.float64) * b + c).astype(a.dtype),
+    "fma": lambda a, b, c: (alu.numpy_fma(a, b, c, a.dtype) if a.dtype.itemsize <= 4 else
+                            a * b + c),
 }
 
 

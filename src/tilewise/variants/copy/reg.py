@@ -2,33 +2,41 @@
 
 The register side is a local view whose layout has thread axes, e.g.
 ``A_reg.view(128, 8, layout=S[(128, 8):(1@tid_in_wg, 1)])``: thread ``t`` holds the
-elements whose thread-axis places equal ``t``'s, at register index = their place on ``m``.
+elements whose thread-axis places equal ``t``'s, at register index = their place on ``m``
+(:class:`tilewise.tile.regtile.RegTile`, thread axes read relative to the scope instance).
 
-Algorithm (plain ``ld``/``st``, PTX ISA §9.7.9.8 / §9.7.9.10, one element at a time):
+Algorithm (``ld``/``st``, PTX ISA §9.7.9.8 / §9.7.9.10):
 
 1. Accept exactly one ``local`` side (the whole view) and one global / shared side of the
    same dtype and size, in scope thread / warp / warpgroup / cta with all threads of each
-   scope instance active. The register layout must have no replica, be one-to-one, keep
-   its thread places inside the scope, and use registers densely (``storage()`` bijective
-   on ``m``).
-2. Split the layout's iters per dimension. For register index ``r`` (a loop
-   ``for r in T.unroll(R)``) and this thread, each iter's digit is
-   ``(place // stride) % extent`` with ``place`` = ``r`` for memory iters and the thread's
-   axis value (``tid % 128`` for ``tid_in_wg``, ``tid % 32`` for ``laneid`` ...) for thread
-   iters; a dimension's coordinate is its digits read as a mixed-radix number.
-3. Emit ``dst[coord] = src[coord]`` (the memory side offset by its region start).
+   scope instance active. Every thread must hold one element in each of its ``R``
+   registers; a replica (several threads holding an element) is loaded by each holder, but
+   not stored (the stores would race).
+2. Vector width: the widest of 16 / 8 / 4 / 2 bytes such that, in every thread, each run
+   of registers ``r0 .. r0 + v - 1`` (``r0`` a multiple of ``v``) holds elements that are
+   consecutive in memory, the first aligned to the vector size (its byte offset from the
+   16-byte aligned buffer base, with the largest known divisor of a symbolic start, as the
+   copy partition computes it). Compile-time sizes only.
+3. Emit per vector one ``T.ptx.ld_st`` between the register array (a flat view, constant
+   index) and the memory element at the run's coordinates (the layout's digits of ``r0``
+   and of the thread's axis values) -- ``ld.global.v4.b32`` into registers for 16 bytes;
+   a one-element run is a plain load and store.
 """
 
 from __future__ import annotations
 
 import math
 
-from tilewise.ir.expr import BufferLoad, IntImm, Var
+import numpy as np
+
+from tilewise.ir.expr import AddressOf, BufferLoad, IntImm
 from tilewise.ir.launch import WARP, WARPGROUP
-from tilewise.ir.stmt import BufferStore, For
+from tilewise.ir.stmt import BufferStore, DeclBuffer, Evaluate, SeqStmt
+from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
-from tilewise.tile.fragment import logical_coords
-from tilewise.tile.registry import predicate, register_dispatch
+from tilewise.tile.partition import Side
+from tilewise.tile.regtile import RegTile
+from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 
 MEMORIES = ("global", "shared*")
 PAIRS = tuple(p for mem in MEMORIES for p in (("local", mem), (mem, "local")))
@@ -54,8 +62,11 @@ def register_layout_ok(ctx):
     if reg.shape != b.shape or any(r.start is not None and _nonzero(r.start)
                                    for r in reg.region):
         return False, f"the register side must be the whole view {b.name}"
-    if layout.replica or not layout.is_injective():
-        return False, f"register layout {layout!r} replicates or overlaps elements"
+    if layout.replica and reg is ctx.src:
+        return False, (f"register layout {layout!r} replicates elements; storing replicas "
+                       "would write each element several times (a race)")
+    if not layout.is_injective():
+        return False, f"register layout {layout!r} overlaps elements"
     if not layout.storage().is_bijective_on("m"):
         return False, f"register layout {layout!r} does not use registers densely"
     for it in layout.shard:
@@ -72,6 +83,35 @@ def _nonzero(e) -> bool:
     return as_int(e) != 0
 
 
+def _vector(tile: RegTile, mem: Side, ctx) -> int:
+    """Elements per vector: the widest run every thread's registers keep contiguous and
+    aligned in memory."""
+    eb = mem.elem_bytes
+    t = np.arange(tile.threads)
+    rel = np.stack([np.broadcast_to(np.asarray(c, np.int64), (tile.threads, tile.regs))
+                    for c in _all_coords(tile, t)], axis=-1)
+    offs = mem.offsets(rel.reshape(-1, rel.shape[-1])).reshape(tile.threads, tile.regs)
+    for nbytes in VEC_BYTES:
+        v = nbytes // eb
+        if v < 1 or nbytes % eb or tile.regs % v:
+            continue
+        runs = offs.reshape(tile.threads, -1, v)
+        if v > 1 and (runs - runs[:, :, :1] != np.arange(v)).any():
+            continue
+        if mem.alignment(runs[:, :, 0].reshape(-1)) % nbytes == 0:
+            return v
+    return 1
+
+
+def _all_coords(tile: RegTile, t):
+    cs = [tile.coords(r, t) for r in range(tile.regs)]
+    return [np.stack([np.broadcast_to(np.asarray(c[d], np.int64), t.shape) for c in cs],
+                     axis=1) for d in range(len(tile.shape))]
+
+
+VEC_BYTES = (16, 8, 4, 2)
+
+
 @register_dispatch("copy", "cuda", variant="reg", priority=30, when=[
     predicate("operands are regions", P.operands_are_regions),
     predicate("compile-time sizes", P.static_sizes),
@@ -84,14 +124,26 @@ def _nonzero(e) -> bool:
 ])
 def reg(ctx):
     regside = _reg_side(ctx)
-    layout = regside.buffer.layout
-    n_regs = layout.storage().span("m")
-    r = Var("r")
-    coords = logical_coords(layout, regside.buffer.shape, r, ctx.tid)
-    mem = ctx.src if regside is ctx.dst else ctx.dst
-    mem_idx = tuple(rg.start + c for rg, c in zip(mem.region, coords))
-    reg_idx = tuple(coords)
-    d_idx, s_idx = (reg_idx, mem_idx) if regside is ctx.dst else (mem_idx, reg_idx)
-    body = BufferStore(ctx.dst.buffer, d_idx, BufferLoad(ctx.src.buffer, s_idx), span=ctx.span)
-    ctx.info.append(f"{n_regs} registers per thread, {math.prod(regside.shape)} elements")
-    return For(r, IntImm(0), IntImm(n_regs), "unroll", body, span=ctx.span)
+    into_regs = regside is ctx.dst
+    memr = ctx.src if into_regs else ctx.dst
+    tile = RegTile.of(regside, ctx.thread_count, "register buffer")
+    if memr.shape != tile.shape:
+        raise DispatchFail(f"the memory side has shape {memr.shape} but the register view "
+                           f"{tile.shape}; copy regions of the register view's shape")
+    mem = Side("src" if into_regs else "dst", memr)
+    v = _vector(tile, mem, ctx)
+    flat = tile.flat()
+    body = [DeclBuffer(flat)]
+    op = PTX_OPS["ptx.ld_st"]
+    for r0 in range(0, tile.regs, v):
+        idx = tuple(rg.start + c for rg, c in zip(memr.region, tile.coords(r0, ctx.scope_tid)))
+        regs, memx = (flat, (IntImm(r0),)), (memr.buffer, idx)
+        d, sx = (regs, memx) if into_regs else (memx, regs)
+        if v == 1:
+            body.append(BufferStore(d[0], d[1], BufferLoad(*sx), span=ctx.span))
+        else:
+            body.append(Evaluate(op.call([AddressOf(*d), AddressOf(*sx), v * mem.elem_bytes],
+                                         {}, span=ctx.span), span=ctx.span))
+    ctx.info.append(f"{tile.regs} registers per thread, {math.prod(regside.shape)} elements, "
+                    f"vectors of {v * mem.elem_bytes} bytes")
+    return SeqStmt(tuple(body), span=ctx.span)

@@ -1,0 +1,2 @@
+"""Variants of the elementwise compute primitives (``Tx.<scope>.add``, ``exp``, ``cast``...):
+registers (``reg``) and memory (``mem``)."""

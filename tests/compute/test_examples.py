@@ -1,0 +1,100 @@
+"""The compute examples (softmax, RMSNorm, the GEMM epilogue) in the simulator against
+float64 references, and what their PTX must hold for the bandwidth targets on the H200:
+16-byte vector loads and stores, reductions by shuffles (and shared memory across warps),
+the approximate instructions, packed conversions, no local memory and no spills
+(nvJitLink's report, on this CPU machine)."""
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+from ckernels import np_dtype
+from exload import load_example as example
+from tilewise.pipeline import lower
+
+
+def close(got, want, rtol, atol) -> bool:
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    return bool((np.abs(g - w) <= rtol * np.abs(w) + atol).all())
+
+
+# bfloat16 rounds to 2^-8: its tolerance is 2^-7 relative
+RTOL = {"float16": 2.0 ** -9, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -18}
+
+
+@pytest.mark.parametrize("rows,cols,dtype,ctas", [
+    (64, 1024, "float16", None), (4, 8192, "float16", None), (4, 8192, "bfloat16", None),
+    (6, 96, "float32", None), (3, 1000, "bfloat16", None), (64, 1024, "float16", 3),
+    (10, 4096, "bfloat16", 0)])
+def test_softmax(rows, cols, dtype, ctas):
+    """``ctas``: persistent, two row groups in flight per CTA (3 CTAs: a tail to guard)."""
+    ex = example("softmax")
+    x, y = ex.inputs(np.random.default_rng(1), (rows, cols), np_dtype(dtype))
+    tw.simulate(ex.make_softmax(rows, cols, dtype, ctas=ctas), x, y, strict=True)
+    assert close(y, ex.reference(x, y)[1], RTOL[dtype], ex.ATOL)
+
+
+@pytest.mark.parametrize("rows,cols,dtype,ctas", [
+    (8, 4096, "float16", None), (16, 2048, "bfloat16", None), (4, 256, "float32", None),
+    (3, 1000, "float16", None), (16, 2048, "float16", 3), (10, 4096, "float16", 0)])
+def test_rmsnorm(rows, cols, dtype, ctas):
+    ex = example("rmsnorm")
+    x, w, y = ex.inputs(np.random.default_rng(2), (rows, cols), np_dtype(dtype))
+    tw.simulate(ex.make_rmsnorm(rows, cols, dtype, ctas=ctas), x, w, y, strict=True)
+    assert close(y, ex.reference(x, w, y)[2], RTOL[dtype], ex.ATOL)
+
+
+@pytest.mark.parametrize("n", [64, 96])
+def test_gemm_epilogue_on_the_wgmma_fragment(n):
+    ex = example("gemm_epilogue")
+    acc, b, c = ex.inputs(np.random.default_rng(3), (128, n))
+    k = ex.make_epilogue(128, n)
+    tw.simulate(k, acc, b, c, strict=True)
+    assert close(c, ex.reference(acc, b, c)[2], ex.RTOL, ex.ATOL)
+    log = lower(k, "sm_90a").dispatch_log
+    assert [d.chosen for d in log] == ["reg"] * 5
+    assert f"{n // 4} packed ptx.cvt.bf16x2.f32" in " ".join(log[3].info)
+
+
+def _ptxas_report(ptx: str, arch: str = "sm_90a") -> str:
+    from cuda.bindings import nvjitlink
+
+    h = nvjitlink.create(3, [f"-arch={arch}", "-O3", "-verbose"])
+    try:
+        data = ptx.encode()
+        nvjitlink.add_data(h, nvjitlink.InputType.PTX, data, len(data), "k")
+        nvjitlink.complete(h)
+        buf = bytearray(nvjitlink.get_info_log_size(h))
+        nvjitlink.get_info_log(h, buf)
+        return bytes(buf).decode(errors="replace")
+    finally:
+        nvjitlink.destroy(h)
+
+
+PTX_CASES = [
+    ("softmax", (8192, 8192, "float16"), {"ld.global.v4.b32": 4, "st.global.v4.b32": 4,
+                                         "shfl.sync.bfly.b32": 10, "ex2.approx.f32": 32,
+                                         "cvt.rn.f16x2.f32": 16, "bar.sync": 2},
+     ["smem", "smem"]),
+    ("softmax", (32768, 1024, "bfloat16"), {"ld.global.v4.b32": 4, "st.global.v4.b32": 4,
+                                           "shfl.sync.bfly.b32": 10, "cvt.rn.bf16x2.f32": 16,
+                                           "bar.sync": 0}, ["warp", "warp"]),
+    ("rmsnorm", (16384, 4096, "float16"), {"ld.global.v4.b32": 8, "st.global.v4.b32": 4,
+                                          "rsqrt.approx.f32": 1, "bar.sync": 1}, ["smem"]),
+]
+
+
+@pytest.mark.parametrize("name,args,counts,reductions", PTX_CASES,
+                         ids=[f"{c[0]}-{c[1][1]}" for c in PTX_CASES])
+def test_bandwidth_kernels_compile_to_vectors_and_registers(name, args, counts, reductions):
+    ex = example(name)
+    func = getattr(ex, f"make_{name}")(*args)
+    log = lower(func, "sm_90a").dispatch_log
+    assert [d.chosen for d in log if d.call.split("(")[0].endswith((".max", ".sum"))] \
+        == reductions
+    ptx = tw.compile(func, "sm_90a").source("ptx")
+    for instr, n in counts.items():
+        assert ptx.count(instr + " ") + ptx.count(instr + "\t") == n, instr
+    assert ".local" not in ptx
+    report = _ptxas_report(ptx)
+    assert "0 bytes spill stores" in report and "0 bytes lmem" in report, report

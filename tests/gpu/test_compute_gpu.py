@@ -1,0 +1,136 @@
+"""The compute primitives on the GPU (marked ``gpu``): the examples at the benchmark sizes
+against torch, and the simulator against the GPU -- bit for bit where every instruction is
+exact (float32 sums in the reduction's fixed tree order, max, packed float16 arithmetic,
+fma, packed conversions), within the PTX ISA's bound where one is approximate
+(``ex2.approx.f32``: 2^-22.5 relative)."""
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+from tilewise.ptx.packed import APPROX
+from tilewise.runner import _run_gpu
+from tilewise.runtime import device_target
+from exload import load_example as _example
+
+pytestmark = pytest.mark.gpu
+
+
+def _target():
+    return str(device_target())
+
+
+@pytest.mark.parametrize("rows,cols,ctas", [(8192, 8192, None), (32768, 1024, None),
+                                            (1000, 1000, None), (333, 4096, None),
+                                            (64, 96, None), (8192, 8192, 0), (32768, 1024, 0)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_softmax_matches_torch(torch, rows, cols, ctas, dtype):
+    """Two units in the last place at 1 (the result is rounded once to the type)."""
+    k = tw.compile(_example("softmax").make_softmax(rows, cols, dtype, ctas=ctas), _target())
+    x = (torch.randn(rows, cols, device="cuda") * 3).to(getattr(torch, dtype))
+    y = torch.full_like(x, float("nan"))
+    k(x, y)
+    ref = torch.softmax(x.float(), dim=-1)
+    assert float((y.float() - ref).abs().max()) <= 2 * torch.finfo(x.dtype).eps
+
+
+@pytest.mark.parametrize("rows,cols,ctas", [(16384, 4096, None), (1000, 1000, None),
+                                            (64, 512, None), (16384, 4096, 0)])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rmsnorm_matches_a_float32_rmsnorm(torch, rows, cols, ctas, dtype):
+    """Within two units in the last place of each result (float32 inside, one rounding,
+    rsqrt.approx's 2^-22.9)."""
+    td = getattr(torch, dtype)
+    k = tw.compile(_example("rmsnorm").make_rmsnorm(rows, cols, dtype, ctas=ctas), _target())
+    x = torch.randn(rows, cols, device="cuda").to(td)
+    w = (1 + 0.5 * torch.randn(cols, device="cuda")).to(td)
+    y = torch.full_like(x, float("nan"))
+    k(x, w, y)
+    xf = x.float()
+    ref = xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + 1e-6) * w.float()
+    tol = 2 * torch.finfo(td).eps * ref.abs() + torch.finfo(td).tiny
+    assert bool(((y.float() - ref).abs() <= tol).all())
+    fused = torch.nn.functional.rms_norm(x, (cols,), w, 1e-6)
+    assert float((y.float() - fused.float()).abs().max()) <= 4 * torch.finfo(td).eps * float(
+        ref.abs().max())
+
+
+def test_gemm_epilogue_matches_torch(torch):
+    ex = _example("gemm_epilogue")
+    k = tw.compile(ex.make_epilogue(8192, 256), _target())
+    acc = torch.randn(8192, 256, device="cuda") * 4
+    b = torch.randn(256, device="cuda")
+    c = torch.empty(8192, 256, device="cuda", dtype=torch.bfloat16)
+    k(acc, b, c)
+    ref = torch.nn.functional.silu(acc + b)
+    tol = 2 * torch.finfo(torch.bfloat16).eps * ref.abs() + 1e-30
+    assert bool(((c.float() - ref).abs() <= tol).all())
+
+
+EXACT = """
+@T.prim_func
+def k(X_ptr: T.handle, H_ptr: T.handle, O_ptr: T.handle, Y_ptr: T.handle):
+    X = T.match_buffer(X_ptr, (4, 1024), "float32")
+    H = T.match_buffer(H_ptr, (4, 1024), "float16")
+    Out = T.match_buffer(O_ptr, (4, 64), "float32")
+    Y = T.match_buffer(Y_ptr, (4, 1024), "float16")
+    T.device_entry()
+    tid = T.thread_id([256])
+    xr = T.alloc_local((16,), "float32")
+    x = xr.view(4, 1024, layout=S[(4, 4, 64, 4):(64@tx, 4, 1@tx, 1)])
+    hr = T.alloc_local((16,), "float16")
+    h = hr.view(4, 1024, layout=S[(4, 4, 64, 4):(64@tx, 4, 1@tx, 1)])
+    sr = T.alloc_local((1,), "float32")
+    s = sr.view(4, 1, layout=S[(4, 1):(64@tx, 1)] + R[64:1@tx])
+    Tx.cta.copy(x, X)
+    Tx.cta.copy(h, H)
+    Tx.cta.sum(s, x, axes=-1)
+    Tx.cta.fma(x, x, s, 0.375)
+    Tx.cta.max(s, x, axes=-1)
+    Tx.cta.fdiv(x, x, s)
+    Tx.cta.mul(h, h, h)
+    Tx.cta.add(h, h, 1.5)
+    Out[tid // 64, tid % 64] = sr[0]
+    Tx.cta.copy(Y, h)
+    Tx.cta.copy(X, x)
+"""
+
+
+def _both(func, arrays):
+    sim = [a.copy() for a in arrays]
+    tw.simulate(func, *sim, target="sm_90a", strict=True)
+    gpu = [a.copy() for a in arrays]
+    _run_gpu(func, gpu, _target())
+    return sim, gpu
+
+
+def test_exact_instructions_agree_bit_for_bit_with_the_simulator():
+    func = tw.from_source(EXACT, filename="exact.py")
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((4, 1024)) * 3).astype(np.float32)
+    h = rng.standard_normal((4, 1024)).astype(np.float16)
+    sim, gpu = _both(func, [x, h, np.zeros((4, 64), np.float32),
+                            np.zeros((4, 1024), np.float16)])
+    for a, b in zip(sim, gpu):
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+
+def test_approximate_instructions_stay_within_the_isa_bound():
+    src = """
+@T.prim_func
+def k(X_ptr: T.handle, Y_ptr: T.handle):
+    X = T.match_buffer(X_ptr, (4, 1024), "float32")
+    Y = T.match_buffer(Y_ptr, (4, 1024), "float32")
+    T.device_entry()
+    tid = T.thread_id([256])
+    xr = T.alloc_local((16,), "float32")
+    x = xr.view(4, 1024, layout=S[(4, 4, 64, 4):(64@tx, 4, 1@tx, 1)])
+    Tx.cta.copy(x, X)
+    Tx.cta.exp2(x)
+    Tx.cta.copy(Y, x)
+"""
+    func = tw.from_source(src, filename="approx.py")
+    x = np.random.default_rng(6).uniform(-100, 100, (4, 1024)).astype(np.float32)
+    sim, gpu = _both(func, [x, np.zeros_like(x)])
+    bound = APPROX["ptx.ex2.approx"].tol
+    assert (np.abs(gpu[1].astype(np.float64) - sim[1]) <= bound * np.abs(sim[1])).all()
