@@ -8,8 +8,9 @@ exactly the bytes the simulator leaves, which are numpy's.
 import numpy as np
 import pytest
 
-from kernels_cluster import (make_multicast, make_ring, multicast_expected, multicast_inputs,
-                             ring_expected, ring_inputs)
+from kernels_cluster import (make_multicast, make_ring, make_ws_multicast, multicast_expected,
+                             multicast_inputs, ring_expected, ring_inputs,
+                             ws_multicast_expected, ws_multicast_inputs)
 from kernels_tma import expected, inputs, make_roundtrip
 from matrix import CASES
 from tilewise.runner import _run_gpu
@@ -58,6 +59,13 @@ def test_multicast(cluster):
 def test_dsmem_ring(cluster):
     arrays = ring_inputs(np.random.default_rng(13), cluster, 4096)
     _three_ways(make_ring(cluster, 4096), arrays, ring_expected(*arrays))
+
+
+@pytest.mark.parametrize("cluster, stages", [(2, 2), (2, 4), (4, 3)])
+def test_warp_specialised_multicast_pipeline(cluster, stages):
+    arrays = ws_multicast_inputs(np.random.default_rng(14), 16, cluster)
+    _three_ways(make_ws_multicast(16, stages, cluster), arrays,
+                ws_multicast_expected(*arrays))
 
 
 @pytest.mark.parametrize("op, dtype", [("add", "float32"), ("add", "float16"),
