@@ -89,3 +89,17 @@ def test_gemm_producer_loop(shape):
     a = random_bits(rng, shape, "bfloat16")
     b = random_bits(rng, shape, "bfloat16", fill=0xA5)
     _three_ways(make_staged_k_loop(), [a, b], [a, a.copy()])
+
+
+@pytest.mark.parametrize("N, K, dtype, swizzle", [(64, 128, "bfloat16", 128),
+                                                  (128, 64, "float16", 128),
+                                                  (64, 64, "bfloat16", 64)])
+def test_tma_feeds_wgmma(N, K, dtype, swizzle):
+    from kernels_tma import make_tma_wgmma, tma_wgmma_error, tma_wgmma_inputs
+
+    arrays = tma_wgmma_inputs(np.random.default_rng(15), N, K, dtype)
+    func = make_tma_wgmma(N, K, dtype, swizzle)
+    gpu, sim = [a.copy() for a in arrays], [a.copy() for a in arrays]
+    _run_gpu(func, gpu, "sm_90a")
+    simulate(func, *sim, target="sm_90a")
+    assert tma_wgmma_error(*gpu) < 1e-5 and tma_wgmma_error(*sim) < 1e-5
