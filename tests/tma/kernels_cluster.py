@@ -109,3 +109,69 @@ def ring_inputs(rng, cluster=4, n=2048, dtype="float16"):
 
 def ring_expected(a, b):
     return [a, np.roll(a, 1, axis=0)]
+
+
+def make_ws_multicast(iters: int = 5, stages: int = 2, cluster: int = 2, tm: int = 64,
+                      tn: int = 64, dtype: str = "float16"):
+    """A GEMM's operand feed over a cluster, warp-specialised: in every CTA one producer
+    thread (warpgroup 1) loads its ``tm / cluster`` rows of tile ``k`` with ``cta_mask`` =
+    all ranks into a ring of ``stages`` 128B-swizzled slots, so each CTA's slot fills from
+    every producer of the cluster (``full[s]``: one local arrive + the tile's bytes). The
+    consumer warpgroup waits on ``full[s]``, stores the tile to ``B[rank, k]`` and frees
+    the slot in *every* CTA (a remote arrive on each ``empty[s]``), since each producer
+    writes into all of them. ``B[r, k] = A[k]`` for every rank r."""
+    h = tm // cluster
+    es = 4 if dtype == "float32" else 2
+    nbytes = tm * tn * es
+    mask = (1 << cluster) - 1
+    per = tm * tn // 128
+    layout = TileLayout(S[(stages, tm, tn)]).swizzle(128, dtype_bits=8 * es)
+
+    @T.prim_func
+    def ws_multicast(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (iters * tm, tn), dtype)
+        B = T.match_buffer(B_ptr, (cluster, iters * tm, tn), dtype)
+        T.device_entry()
+        T.cta_id([cluster])
+        rank = T.cta_id_in_cluster([cluster])
+        tid = T.thread_id([256])
+        Sh = T.alloc_buffer((stages, tm, tn), dtype, scope="shared.dyn", layout=layout)
+        full = T.alloc_shared([stages], "uint64")
+        empty = T.alloc_shared([stages], "uint64")
+        if tid == 0:
+            for s in T.static_range(stages):
+                T.ptx.mbarrier.init(T.address_of(full[s]), 1)
+                T.ptx.mbarrier.init(T.address_of(empty[s]), 128 * cluster)
+            T.ptx.fence.mbarrier_init()
+        T.cuda.cluster_sync()
+        if tid >= 128:  # producer warpgroup: one thread issues
+            if tid == 128:
+                for k in range(iters):
+                    s = k % stages
+                    T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (k // stages + 1) % 2)
+                    T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), nbytes)
+                    Tx.thread.copy_async(Sh[s, rank * h:rank * h + h, :],
+                                         A[k * tm + rank * h:k * tm + rank * h + h, :],
+                                         dispatch="tma", mbar=T.address_of(full[s]),
+                                         cta_mask=mask)
+        else:  # consumer warpgroup
+            for k in range(iters):
+                s = k % stages
+                T.ptx.mbarrier.try_wait(T.address_of(full[s]), k // stages % 2)
+                for i in range(per):
+                    e = i * 128 + tid
+                    B[rank, k * tm + e // tn, e % tn] = Sh[s, e // tn, e % tn]
+                for r in T.static_range(cluster):
+                    T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[s]), 0, remote=r)
+        T.cuda.cluster_sync()
+
+    return ws_multicast
+
+
+def ws_multicast_inputs(rng, iters=5, cluster=2, tm=64, tn=64, dtype="float16"):
+    return [random_bits(rng, (iters * tm, tn), dtype),
+            random_bits(rng, (cluster, iters * tm, tn), dtype, fill=0xA5)]
+
+
+def ws_multicast_expected(a, b):
+    return [a, np.broadcast_to(a, b.shape).copy()]

@@ -311,3 +311,56 @@ def make_staged_k_loop(BM=64, BK=64, stages=3, dtype="bfloat16"):
             T.ptx.cp_async.bulk.wait_group(0)
 
     return staged_k_loop
+
+
+def make_tma_wgmma(N=64, K=128, dtype="bfloat16", swizzle=128):
+    """``C = A @ B`` for one warpgroup, the operands brought into shared memory by TMA
+    (``A`` (64, K) K-major and ``B`` (K, N) N-major, each in the column-block layout
+    :func:`~tilewise.layout.swizzled_tile` that TMA boxes ``swizzle`` bytes wide write),
+    then one ``Tx.wg.gemm_async``: the GEMM engineer's operand feed, end to end."""
+    from tilewise.layout import swizzled_tile, wgmma_accumulator
+
+    bits = elem_bits(dtype)
+    la, lb = swizzled_tile(64, K, bits, swizzle), swizzled_tile(K, N, bits, swizzle)
+    nbytes = (64 * K + K * N) * bits // 8
+
+    @T.prim_func
+    def tma_wgmma(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (64, K), dtype)
+        B = T.match_buffer(B_ptr, (K, N), dtype)
+        C = T.match_buffer(C_ptr, (64, N), "float32")
+        T.device_entry()
+        tid = T.thread_id([THREADS])
+        As = T.alloc_shared((64, K), dtype, layout=la, align=1024)
+        Bs = T.alloc_shared((K, N), dtype, layout=lb, align=1024)
+        bar = T.alloc_shared([1], "uint64")
+        acc = T.alloc_local((64, N), "float32", layout=wgmma_accumulator(N))
+        if tid == 0:
+            T.ptx.mbarrier.init(T.address_of(bar[0]), 1)
+        T.cuda.cta_sync()
+        if tid == 0:
+            T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), nbytes)
+            Tx.thread.copy_async(As[:, :], A[:, :], dispatch="tma", mbar=T.address_of(bar[0]))
+            Tx.thread.copy_async(Bs[:, :], B[:, :], dispatch="tma", mbar=T.address_of(bar[0]))
+        T.ptx.mbarrier.wait_parity(T.address_of(bar[0]), 0)
+        T.ptx.wgmma.fence()
+        Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :])
+        T.ptx.wgmma.commit_group()
+        T.ptx.wgmma.wait_group(0)
+        Tx.wg.copy(C[:, :], acc[:, :])
+
+    return tma_wgmma
+
+
+def tma_wgmma_inputs(rng, N=64, K=128, dtype="bfloat16"):
+    from tilewise.ir.dtype import dtype as tw_dtype
+
+    d = tw_dtype(dtype).numpy()
+    return [rng.standard_normal((64, K)).astype(d), rng.standard_normal((K, N)).astype(d),
+            np.full((64, N), np.nan, np.float32)]
+
+
+def tma_wgmma_error(a, b, c) -> float:
+    """The largest error of ``c`` relative to the largest element of ``a @ b``."""
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    return float(np.abs(c.astype(np.float64) - ref).max() / np.abs(ref).max())

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tilewise as tw
-from kernels_cluster import make_multicast, make_ring
+from kernels_cluster import make_multicast, make_ring, make_ws_multicast
 from kernels_tma import make_roundtrip
 from tilewise import T, Tx
 from tilewise.codegen.cubin import link_cubin
@@ -116,6 +116,12 @@ def test_dsmem_maps_the_destination_and_its_mbarrier():
     dst, mbar = copy.split("[")[1].split("]")[0], copy.split("[")[-1].split("]")[0]
     mapped = [ln.split()[1].rstrip(",") for ln in lines if "mapa.shared::cluster.u64" in ln]
     assert dst in mapped and mbar in mapped and dst != mbar
+
+
+def test_warp_specialised_multicast_arrives_on_every_ctas_empty_barrier():
+    _, ptx = _ptx(make_ws_multicast(4, 2, 2))
+    assert "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64" in ptx
+    assert "mbarrier.try_wait.parity" in ptx and ".multicast::cluster" in ptx
 
 
 def test_cluster_option_must_agree_with_the_declaration():

@@ -8,8 +8,9 @@ exactly the bytes the simulator leaves, which are numpy's.
 import numpy as np
 import pytest
 
-from kernels_cluster import (make_multicast, make_ring, multicast_expected, multicast_inputs,
-                             ring_expected, ring_inputs)
+from kernels_cluster import (make_multicast, make_ring, make_ws_multicast, multicast_expected,
+                             multicast_inputs, ring_expected, ring_inputs,
+                             ws_multicast_expected, ws_multicast_inputs)
 from kernels_tma import expected, inputs, make_roundtrip
 from matrix import CASES
 from tilewise.runner import _run_gpu
@@ -60,6 +61,13 @@ def test_dsmem_ring(cluster):
     _three_ways(make_ring(cluster, 4096), arrays, ring_expected(*arrays))
 
 
+@pytest.mark.parametrize("cluster, stages", [(2, 2), (2, 4), (4, 3)])
+def test_warp_specialised_multicast_pipeline(cluster, stages):
+    arrays = ws_multicast_inputs(np.random.default_rng(14), 16, cluster)
+    _three_ways(make_ws_multicast(16, stages, cluster), arrays,
+                ws_multicast_expected(*arrays))
+
+
 @pytest.mark.parametrize("op, dtype", [("add", "float32"), ("add", "float16"),
                                        ("add", "bfloat16"), ("add", "int32"), ("min", "int32"),
                                        ("max", "float16"), ("min", "bfloat16"),
@@ -81,3 +89,17 @@ def test_gemm_producer_loop(shape):
     a = random_bits(rng, shape, "bfloat16")
     b = random_bits(rng, shape, "bfloat16", fill=0xA5)
     _three_ways(make_staged_k_loop(), [a, b], [a, a.copy()])
+
+
+@pytest.mark.parametrize("N, K, dtype, swizzle", [(64, 128, "bfloat16", 128),
+                                                  (128, 64, "float16", 128),
+                                                  (64, 64, "bfloat16", 64)])
+def test_tma_feeds_wgmma(N, K, dtype, swizzle):
+    from kernels_tma import make_tma_wgmma, tma_wgmma_error, tma_wgmma_inputs
+
+    arrays = tma_wgmma_inputs(np.random.default_rng(15), N, K, dtype)
+    func = make_tma_wgmma(N, K, dtype, swizzle)
+    gpu, sim = [a.copy() for a in arrays], [a.copy() for a in arrays]
+    _run_gpu(func, gpu, "sm_90a")
+    simulate(func, *sim, target="sm_90a")
+    assert tma_wgmma_error(*gpu) < 1e-5 and tma_wgmma_error(*sim) < 1e-5

@@ -94,3 +94,16 @@ def test_rows_wider_than_the_swizzle_are_copied_row_by_row():
     tw.simulate(k, *arrays)
     for got, w in zip(arrays, want):
         assert got.tobytes() == w.tobytes()
+
+
+@pytest.mark.parametrize("N, K, dtype, swizzle", [(64, 128, "bfloat16", 128),
+                                                  (128, 64, "float16", 128),
+                                                  (64, 64, "bfloat16", 64)])
+def test_tma_feeds_wgmma(N, K, dtype, swizzle):
+    """TMA lands A and B in the column-block swizzled layout that wgmma's descriptors read:
+    a GEMM tile from TMA-loaded operands is numpy's product."""
+    from kernels_tma import make_tma_wgmma, tma_wgmma_error, tma_wgmma_inputs
+
+    a, b, c = tma_wgmma_inputs(np.random.default_rng(7), N, K, dtype)
+    assert tw.simulate(make_tma_wgmma(N, K, dtype, swizzle), a, b, c).ok
+    assert tma_wgmma_error(a, b, c) < 1e-5

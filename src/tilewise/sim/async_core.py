@@ -145,17 +145,21 @@ class AsyncCore(BulkCore):
                             "T.cuda.cta_sync())", tid=tid, addr=addr)
         return m
 
-    def arrive(self, addr: int, count: int, tid: int, span, tx: int = 0) -> int:
-        """One thread's arrive-on (after ``expect_tx(tx)``); returns the phase token."""
+    def arrive(self, addr: int, count: int, tid: int, span, tx: int = 0,
+               local: bool = True) -> int:
+        """One thread's arrive-on (after ``expect_tx(tx)``); returns the phase token. A
+        thread of another CTA of the cluster (``local`` false) releases no writes of this
+        CTA's thread ``tid``."""
         m = self._mbar(addr, tid, span, "mbarrier.arrive")
         if m is None:
             return 0
         token = m.phase
         m.tx += tx
         m.pending -= count
-        if m.arrivers is None:
-            m.arrivers = []
-        m.arrivers.append(tid)
+        if local:
+            if m.arrivers is None:
+                m.arrivers = []
+            m.arrivers.append(tid)
         if m.pending < 0:
             self.ctx.hazard(f"more arrivals than the {m.expected} the mbarrier was "
                             f"initialised with (at {m.init_span})", span,

@@ -133,4 +133,5 @@ class Cluster:
     def wait(self, ctx, tids) -> bool:
         """Block until every thread of the cluster has arrived as often as ``tids``."""
         need = int(self.arrived[ctx.rank, tids].max())
-        return self.block(ctx, lambda: int(self.arrived.min()) >= need)
+        return ctx.block(lambda: int(self.arrived.min()) >= need,
+                         lambda: f"threads of CTA rank {ctx.rank} wait at barrier.cluster.wait")

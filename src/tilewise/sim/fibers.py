@@ -26,7 +26,7 @@ import threading
 
 # ops whose execution can wait for another thread set (they call Scheduler.block)
 BLOCKING_OPS = frozenset({"ptx.mbarrier.try_wait", "ptx.mbarrier.try_wait_parity",
-                          "ptx.bar.sync"})
+                          "ptx.bar.sync", "ptx.barrier.cluster.wait", "cuda.cluster_sync"})
 
 
 def blocks(stmt) -> bool:

@@ -76,7 +76,7 @@ def _arrive_remote(ctx, site, mbar, tx, remote):
     ranks = np.broadcast_to(np.asarray(remote, np.int64), tids.shape)
     for t, a, x, r in zip(tids.tolist(), addrs.tolist(), txs.tolist(), ranks.tolist()):
         peer = ctx.peer(r, site.span, "mbarrier.arrive.expect_tx(remote=)")
-        peer.asyncs.arrive(a, 1, t, site.span, x)
+        peer.asyncs.arrive(a, 1, t, site.span, x, local=peer is ctx)
 
 
 @semantics("ptx.mbarrier.expect_tx")
