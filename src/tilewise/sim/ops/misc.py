@@ -58,48 +58,61 @@ def bar_arrive(ctx, site, args):
 def _named_barrier(ctx, site, args, wait: bool) -> None:
     """Named barrier ``id``: the active warps arrive; when ``count`` threads have, the
     barrier completes (the participants' shared writes become visible) and resets. A
-    ``bar.sync`` that is not complete waits while other forked thread sets run."""
+    ``bar.sync`` that is not complete waits while other forked thread sets run. Warps of
+    one statement may name different barriers (``bar.sync(1 + wg, 128)``): each group
+    arrives on its own, and the statement waits until every one it arrived on completes."""
     what = "bar.sync" if wait else "bar.arrive"
     whole_groups(ctx, site.span, what)
-    ids = np.unique(np.broadcast_to(np.asarray(args[0], np.int64), (ctx.n_active(),)))
-    counts = np.unique(np.broadcast_to(np.asarray(args[1], np.int64), (ctx.n_active(),)))
-    tid0 = int(ctx.active()[0])
-    if len(ids) != 1 or len(counts) != 1:
-        ctx.hazard(f"{what} with different barrier ids or counts in one statement "
-                   f"(ids {ids.tolist()}, counts {counts.tolist()})", site.span,
-                   "give every thread that executes it the same id and count", tid=tid0)
+    act = ctx.active()
+    ids = np.broadcast_to(np.asarray(args[0], np.int64), act.shape)
+    counts = np.broadcast_to(np.asarray(args[1], np.int64), act.shape)
+    pending = []
+    for bid, count in sorted(set(zip(ids.tolist(), counts.tolist()))):
+        tids = act[(ids == bid) & (counts == count)]
+        if not 0 <= bid < 16 or count <= 0 or count % WARP or count > ctx.n:
+            ctx.hazard(f"{what} {bid}, {count}: the id must be 0..15 and the count a positive "
+                       f"multiple of 32 up to the CTA's {ctx.n} threads", site.span,
+                       "use ids 1..15 (0 is __syncthreads's) and whole warps",
+                       tid=int(tids[0]))
+            continue
+        bar = _arrive_named(ctx, site, what, bid, count, tids)
+        if bar is not None:
+            pending.append((bid, count, bar, bar["gen"], int(tids[0])))
+    if not wait or not pending:
         return
-    bid, count = int(ids[0]), int(counts[0])
-    if not 0 <= bid < 16 or count <= 0 or count % WARP or count > ctx.n:
-        ctx.hazard(f"{what} {bid}, {count}: the id must be 0..15 and the count a positive "
-                   f"multiple of 32 up to the CTA's {ctx.n} threads", site.span,
-                   "use ids 1..15 (0 is __syncthreads's) and whole warps", tid=tid0)
-        return
+    for bid, count, bar, gen, tid0 in pending:
+        if not ctx.block(lambda bar=bar, gen=gen: bar["gen"] != gen,
+                         lambda bar=bar, bid=bid, count=count, tid0=tid0: (
+                             f"{ctx.where(tid0)} waits at line {site.span.line} on barrier "
+                             f"{bid} ({len(bar['arrived'])} of {count} threads arrived)")):
+            ctx.hazard(f"bar.sync {bid}, {count} can never complete (deadlock): "
+                       f"{len(bar['arrived'])} of {count} threads arrived and no other thread "
+                       "can reach it" + ctx.blocked_elsewhere(), site.span,
+                       "make the count the number of threads that execute this barrier",
+                       tid=tid0)
+
+
+def _arrive_named(ctx, site, what, bid: int, count: int, tids):
+    """``tids`` arrive on barrier ``bid``; returns its state while it is still open (None
+    once this arrival completed it)."""
     bar = ctx.named_barriers.setdefault(bid, {"gen": 0, "arrived": [], "count": count})
     if bar["arrived"] and bar["count"] != count:
         ctx.hazard(f"{what} {bid} with count {count} while threads already waiting there "
                    f"expect {bar['count']}", site.span, "use one count per barrier phase",
-                   tid=tid0)
+                   tid=int(tids[0]))
     bar["count"] = count
-    bar["arrived"].extend(ctx.active().tolist())
-    gen = bar["gen"]
-    if len(bar["arrived"]) >= count:
-        if len(bar["arrived"]) > count:
-            ctx.hazard(f"{len(bar['arrived'])} threads arrived on barrier {bid}, which "
-                       f"expects {count}", site.span, "make the count the number of "
-                       "threads that execute the barrier", tid=tid0)
-        ctx.mem.release(bar["arrived"])
-        bar["arrived"], bar["gen"] = [], gen + 1
-        ctx.stats.barriers += 1
-        return
-    if wait and not ctx.block(lambda: bar["gen"] != gen, lambda: (
-            f"{ctx.where(tid0)} waits at line {site.span.line} on barrier {bid} "
-            f"({len(bar['arrived'])} of {count} threads arrived)")):
-        ctx.hazard(f"bar.sync {bid}, {count} can never complete (deadlock): "
-                   f"{len(bar['arrived'])} of {count} threads arrived and no other thread "
-                   "can reach it" + ctx.blocked_elsewhere(), site.span,
-                   "make the count the number of threads that execute this barrier",
-                   tid=tid0)
+    bar["arrived"].extend(tids.tolist())
+    if len(bar["arrived"]) < count:
+        return bar
+    if len(bar["arrived"]) > count:
+        ctx.hazard(f"{len(bar['arrived'])} threads arrived on barrier {bid}, which expects "
+                   f"{count}", site.span, "make the count the number of threads that execute "
+                   "the barrier", tid=int(tids[0]))
+    ctx.mem.release(bar["arrived"])
+    bar["arrived"] = []
+    bar["gen"] += 1
+    ctx.stats.barriers += 1
+    return None
 
 
 @semantics("ptx.elect_sync")

@@ -39,12 +39,19 @@ def _operands(ctx):
     return True
 
 
+def _matrix(region) -> tuple:
+    """The region's shape without its extent-1 dimensions (``As[s, 0:64, :]`` is 64 x K)."""
+    return tuple(e for e in region.shape if e != 1)
+
+
 def _c_tile(ctx):
     c, a, b = ctx.call.args
     buf = c.buffer
     if buf.scope != "local":
         return False, f"C ({buf.name!r}) must be a register tile (scope 'local'), not {buf.scope}"
-    if c.shape != (wgmma.M, b.shape[-1]) or a.shape[0] != wgmma.M:
+    am, bm = _matrix(a), _matrix(b)
+    if (len(am) != 2 or len(bm) != 2 or c.shape != (wgmma.M, bm[1]) or am[0] != wgmma.M
+            or am[1] != bm[0]):
         return False, (f"C is {c.shape}, A {a.shape}, B {b.shape}: one warpgroup computes a "
                        f"(64, N) tile from A (64, K) and B (K, N)")
     n = c.shape[1]
@@ -96,7 +103,7 @@ def _emit(ctx):
     pa = plan_operand(a, 0, k_inst, transposable, "A")
     pb = plan_operand(b, 1, k_inst, transposable, "B")
     if len(pa.step_coords) != len(pb.step_coords):
-        raise DispatchFail(f"A has K = {a.shape[1]} but B has K = {b.shape[0]}")
+        raise DispatchFail(f"A has K = {_matrix(a)[1]} but B has K = {_matrix(b)[0]}")
     n = c.shape[1]
     regs = [BufferLoad(c.buffer, tuple(IntImm(x) for x in wgmma.acc_coords(0, v)))
             for v in range(wgmma.acc_regs(n, c.buffer.dtype.name))]
