@@ -13,7 +13,3 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 def executor(request):
     return request.param
 
-
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")

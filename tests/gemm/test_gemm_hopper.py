@@ -91,3 +91,14 @@ def test_the_gemm_on_the_gpu_matches_torch(shape, dtype, torch):
     assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
         float(err.max())
     assert torch.equal(torch.matmul(A, B).isnan(), C.isnan())
+
+
+def test_calling_the_kernel_without_a_gpu_says_so(monkeypatch):
+    """``k(A, B, C)`` compiles for the device's target; with no GPU that is a clear error."""
+    from tilewise import runtime
+
+    if runtime.gpu_available():
+        pytest.skip("this machine has a GPU: the launch itself is tested above")
+    a, b, c = G.inputs(np.random.default_rng(0), (128, 256, 64))
+    with pytest.raises(tw.TilewiseError, match="GPU"):
+        G.gemm(a, b, c)

@@ -19,7 +19,3 @@ def example():
 
     return load
 
-
-@pytest.fixture
-def torch():
-    return pytest.importorskip("torch")
