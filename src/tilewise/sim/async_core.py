@@ -155,6 +155,7 @@ class AsyncCore:
         self._cp: _CpAsync | None = None
         self._bulk: _Bulk | None = None
         self._wgmma = None
+        self._tcgen05 = None
 
     @property
     def cp(self) -> _CpAsync:
@@ -181,6 +182,25 @@ class AsyncCore:
     @property
     def wgmma_if_used(self):
         return self._wgmma
+
+    @property
+    def tcgen05(self):
+        """tcgen05.mma / tcgen05.cp in flight, their commits, the tensor-memory cells and
+        shared operands they own (:mod:`.async_tcgen05`)."""
+        if self._tcgen05 is None:
+            from .async_tcgen05 import Tcgen05State
+
+            self._tcgen05 = Tcgen05State(self.ctx)
+        return self._tcgen05
+
+    @property
+    def tcgen05_if_used(self):
+        return self._tcgen05
+
+    def barrier(self) -> None:
+        """``bar.sync``: completions observed by one thread are observed by all."""
+        if self._tcgen05 is not None:
+            self._tcgen05.barrier()
 
     # ================================================================== mbarriers
     def mbar_init(self, addr: int, count: int, tid: int, span) -> None:
@@ -269,6 +289,8 @@ class AsyncCore:
             self._deadlock(tids, addrs, parity, ok, span)
         if self._bulk is not None and ok.any():
             self._acquire(tids[ok], addrs[ok])
+        if self._tcgen05 is not None and ok.any():
+            self._tcgen05.observe(tids[ok], addrs[ok])
         return ok
 
     def _poll(self, tids, addrs, parity, span) -> np.ndarray:
@@ -302,6 +324,8 @@ class AsyncCore:
         """One cp.async per thread of ``tids``: ``src_size`` bytes read (0: none), the rest
         of ``size`` zero-filled, performed when its group completes."""
         st, mem = self.cp, self.ctx.mem
+        if self._tcgen05 is not None:  # the copy may land at any time from now
+            self._tcgen05.check_shared_write(byte_span(dst, size), tids, span)
         span_b = byte_span(dst, size).ravel()
         np.add.at(mem.pending, span_b, 1)
         mem.n_pending += span_b.size
@@ -454,6 +478,8 @@ class AsyncCore:
             self._check_bulk_write(span_b, tids, span)
         if self._wgmma is not None:
             self._wgmma.check_shared_write(span_b, tids, span)
+        if self._tcgen05 is not None:
+            self._tcgen05.check_shared_write(span_b, tids, span)
 
     def _filter_bulk_reads(self, own, tids, bad, span_b, span):
         tagged = bad & (own <= BULK_TAG0) & (own > UNWRITTEN)
@@ -498,6 +524,8 @@ class AsyncCore:
         """Hazards of a CTA that exits with bulk work or wgmma operations in flight."""
         if self._wgmma is not None:
             self._wgmma.at_exit()
+        if self._tcgen05 is not None:
+            self._tcgen05.at_exit()
         st, ctx = self._bulk, self.ctx
         if st is None:
             return
