@@ -30,6 +30,8 @@ def _operand(op, p, bufs):
         return BufferLoad(bufs["local"], (IntImm(0),))
     if p.name == "nbytes":
         return 16  # bulk copies move a multiple of 16 bytes
+    if p.name == "count":
+        return 128  # named barriers count whole warps (also a fine mbarrier count)
     return 1
 
 

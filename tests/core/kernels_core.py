@@ -182,6 +182,29 @@ def carried_pair_reference(b):
     return [np.array(out, np.int32)]
 
 
+@T.prim_func
+def stepped(B_ptr: T.handle, n: T.int32):
+    """range with a step: up from the thread id by 7 to a run-time stop, down by 3."""
+    B = T.match_buffer(B_ptr, (N,), "int32")
+    T.device_entry()
+    tid = T.thread_id([N])
+    s = 0
+    for i in range(tid, n, 7):
+        s = s + i
+    for j in range(10, tid % 16, -3):
+        s = s + 100 * j
+    B[tid] = s
+
+
+def stepped_inputs(rng):
+    return [poison(N, np.int32), 50]
+
+
+def stepped_reference(b, n):
+    return [np.array([sum(range(t, n, 7)) + 100 * sum(range(10, t % 16, -3)) for t in range(N)],
+                     np.int32), n]
+
+
 # ---------------------------------------------------------------- scalar parameters
 @T.prim_func
 def scalars(A_ptr: T.handle, B_ptr: T.handle, n: T.int32, alpha: T.float32, off: T.uint32,

@@ -100,6 +100,10 @@ CASES = [
      body("flag = tid > 3", "A[tid, 0] = flag + 1  # <-")),
     ("float-shift-count", "a shift count must be an integer", None,
      body("A[tid, 0] = A[tid, 0] << F[tid]  # <-")),
+    ("run-time-range-step", "the step of range must be a non-zero compile-time int",
+     "from a counter", body("for i in range(0, 8, tid):  # <-", "    A[tid, 0] = i")),
+    ("zero-range-step", "the step of range must be a non-zero compile-time int, got 0", None,
+     body("for i in range(0, 8, 0):  # <-", "    A[tid, 0] = i")),
     # ---- scalar parameters and symbolic sizes
     ("unknown-param-annotation", "parameter 'n' has an annotation tilewise does not know",
      "n: T.int32", kernel("n: int", "T.device_entry()", mark_def=True)),

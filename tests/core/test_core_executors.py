@@ -29,6 +29,7 @@ CASES = [
     ("skip-and-stop", lambda: K.skip_and_stop, K.skip_and_stop_inputs,
      K.skip_and_stop_reference),
     ("carried-pair", lambda: K.carried_pair, K.carried_pair_inputs, K.carried_pair_reference),
+    ("range-step", lambda: K.stepped, K.stepped_inputs, K.stepped_reference),
     ("scalars", lambda: K.scalars, K.scalars_args, K.scalars_reference),
     ("scalars-flag-off", lambda: K.scalars, lambda r: K.scalars_args(r, flag=False),
      K.scalars_reference),

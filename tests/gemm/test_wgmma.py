@@ -3,7 +3,11 @@ numpy, the hazards, and (marked gpu) the H200 against both.
 
 Tolerance: the simulator adds each instruction's exact K-step sum to the float32
 accumulator with one rounding; the GPU's internal order differs. Both are compared with a
-float64 reference at 1e-5 of the largest |C| (K <= 128 here: a few float32 roundings)."""
+float64 reference at 1e-5 of the largest |C| (K <= 128 here: a few float32 roundings).
+Exception, on the GPU only: Hopper's fp8 wgmma does not accumulate in full float32 (its
+adder keeps fewer mantissa bits; the error measured on the H200 at K = 128 is 3.8e-4 of
+the largest |C|), so fp8 results on the device are held to 2e-3 and the simulator, which
+models the exact sum, is compared with the device at that tolerance too."""
 
 import numpy as np
 import pytest
@@ -30,10 +34,14 @@ CASES = [
 ]
 
 
-def _check(C, a, b, c0, kw):
+def _tolerance(kw, on_gpu):
+    return 2e-3 if on_gpu and "float8" in kw.get("dtype", "") else 1e-5
+
+
+def _check(C, a, b, c0, kw, on_gpu=False):
     ref = G.wgmma_reference(a, b, c0, kw.get("accum", False), kw.get("dtype") == "float32")
     err = np.abs(C.astype(np.float64) - ref).max() / np.abs(ref).max()
-    assert err < 1e-5, err
+    assert err < _tolerance(kw, on_gpu), err
 
 
 @pytest.mark.parametrize("cid,kw", CASES, ids=[c[0] for c in CASES])
@@ -54,9 +62,9 @@ def test_wgmma_tile_on_the_gpu(cid, kw):
     a, b, c = G.wgmma_inputs(np.random.default_rng(2), **shape)
     c0, c_sim = c.copy(), c.copy()
     _run_gpu(G.make_wgmma(**kw), [a, b, c], "sm_90a")
-    _check(c, a, b, c0, kw)
+    _check(c, a, b, c0, kw, on_gpu=True)
     tw.simulate(G.make_wgmma(**kw), a, b, c_sim)
-    assert np.abs(c - c_sim).max() <= 1e-5 * np.abs(c_sim).max()
+    assert np.abs(c - c_sim).max() <= _tolerance(kw, True) * np.abs(c_sim).max()
 
 
 def test_the_log_names_the_forms_and_the_ptx_has_wgmma():

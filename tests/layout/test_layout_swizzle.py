@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tilewise.errors as tw_errors
 from tilewise.layout import S, Swizzle, TileLayout
 
 MASK = {32: 1, 64: 3, 128: 7}
@@ -87,3 +88,33 @@ def test_reported_runs_stay_contiguous(mode, bits, rows, cols, offset):
     assert width * bits <= 128 and _runs_are_contiguous(lay, (rows, cols), width)
     if offset == 0:  # aligned: a whole 16-byte chunk stays a vector
         assert run == min(cols, 128 // bits) or cols % (128 // bits)
+
+
+@pytest.mark.parametrize("rows,cols,bits,swz,stages", [
+    (64, 256, 16, 128, None), (64, 256, 16, 128, 3), (128, 64, 16, 128, 4),
+    (16, 64, 32, 64, None), (64, 8, 16, 0, 2), (32, 128, 8, 32, None)])
+def test_swizzled_tile_is_blocks_of_one_swizzle_span(rows, cols, bits, swz, stages):
+    """Element (s, r, c) sits in column block c // w (w = the span in elements) of stage s,
+    row r of the block, column c % w, then the byte address is swizzled."""
+    from tilewise.layout import swizzled_tile
+
+    lay = swizzled_tile(rows, cols, bits, swz, stages=stages)
+    n = stages or 1
+    w = (swz or 16) * 8 // bits
+    s, r, c = np.meshgrid(np.arange(n), np.arange(rows), np.arange(cols), indexing="ij")
+    flat = (s * rows * cols + r * cols + c).ravel()
+    plain = s * rows * cols + (c // w) * rows * w + r * w + c % w
+    byte = plain.ravel() * bits // 8
+    if swz:
+        byte = byte ^ (((byte >> 7) & (swz // 16 - 1)) << 4)
+    got = lay.apply_np(flat)["m"]
+    np.testing.assert_array_equal(got * (bits // 8), byte)
+
+
+@pytest.mark.parametrize("args,msg", [((64, 100, 16, 128), "column blocks of 64 elements"),
+                                      ((64, 64, 16, 48), "swizzle 48")])
+def test_swizzled_tile_refuses_what_it_cannot_build(args, msg):
+    from tilewise.layout import swizzled_tile
+
+    with pytest.raises(tw_errors.LayoutError, match=msg):
+        swizzled_tile(*args)

@@ -82,3 +82,76 @@ def test_a_deadlock_in_non_strict_mode_is_recorded_and_the_run_finishes():
     rep = tw.simulate(both_wait, a, strict=False)
     assert len(rep.hazards) >= 1 and "deadlock" in str(rep.hazards[0])
     np.testing.assert_array_equal(a, np.arange(64))
+
+
+@T.prim_func
+def named(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (256,), "float32")
+    B = T.match_buffer(B_ptr, (256,), "float32")
+    T.device_entry()
+    tid = T.thread_id([384])
+    S = T.alloc_shared((256,), "float32")
+    bar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init(T.address_of(bar[0]), 1)
+    T.cuda.cta_sync()
+    if tid >= 128:  # two consumer warpgroups exchange halves through a named barrier
+        S[tid - 128] = A[tid - 128] * 3.0
+        T.ptx.bar.sync(1, 256)
+        B[tid - 128] = S[(tid - 128 + 128) % 256]
+        if tid == 128:
+            T.ptx.mbarrier.arrive(T.address_of(bar[0]))
+    else:  # the producer warpgroup waits for them
+        T.ptx.mbarrier.try_wait(T.address_of(bar[0]), 0)
+
+
+def test_a_named_barrier_joins_two_warpgroups_while_a_third_waits():
+    a, b = rand(256, np.float32), poison(256, np.float32)
+    tw.simulate(named, a, b)
+    np.testing.assert_array_equal(b, np.roll(a * np.float32(3), -128))
+
+
+@T.prim_func
+def short_barrier(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (256,), "float32")
+    T.device_entry()
+    tid = T.thread_id([256])
+    if tid < 128:
+        T.ptx.bar.sync(1, 256)  # BUG: only 128 threads come
+    A[tid] = 1.0
+
+
+def test_a_named_barrier_short_of_threads_is_a_deadlock():
+    with pytest.raises(tw.HazardError, match=r"bar.sync 1, 256 can never complete \(deadlock\)"
+                       r": 128 of 256") as e:
+        tw.simulate(short_barrier, poison(256, np.float32))
+    assert e.value.span.line == line_of(__file__, "# BUG: only 128 threads come")
+
+
+def test_named_barriers_lower_to_bar_sync_and_bar_arrive():
+    k = tw.compile(named, "sm_90a")
+    ptx = " ".join(k.source("ptx").split())
+    assert "bar.sync 1, 256;" in ptx, ptx
+
+
+@T.prim_func
+def signal(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (256,), "float32")
+    T.device_entry()
+    tid = T.thread_id([256])
+    S = T.alloc_shared((128,), "float32")
+    if tid < 128:
+        S[tid] = A[tid] + 1.0
+        T.ptx.bar.arrive(2, 256)  # producers signal without waiting
+    else:
+        T.ptx.bar.sync(2, 256)
+        A[tid] = S[tid - 128]
+
+
+def test_bar_arrive_signals_bar_sync_waiters():
+    a = rand(256, np.float32)
+    want = np.concatenate([a[:128], a[:128] + np.float32(1)])
+    tw.simulate(signal, a)
+    np.testing.assert_array_equal(a, want)
+    ptx = " ".join(tw.compile(signal, "sm_90a").source("ptx").split())
+    assert "bar.arrive 2, 256;" in ptx and "bar.sync 2, 256;" in ptx

@@ -285,13 +285,16 @@ def wgmma_accumulator(n: int) -> TileLayout:
 
 
 # ---- shared operand tiles ----------------------------------------------------------------
-def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128) -> TileLayout:
+def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128,
+                  stages: int | None = None) -> TileLayout:
     """A (rows, cols) shared tile stored as column blocks ``swizzle`` bytes wide, each
     block a row-major (rows, block) run with the ``swizzle``-byte swizzle (``swizzle=0``:
     16-byte blocks, no swizzle). This is what a TMA load of boxes ``swizzle`` bytes wide
     writes, and a canonical wgmma / tcgen05 operand layout whichever of the two dimensions
     is K: with ``cols`` = K the tile is K-major, with ``cols`` = M or N it is MN-major.
-    A tile whose ``cols`` fill one block is plain row-major (then swizzled)."""
+    A tile whose ``cols`` fill one block is plain row-major (then swizzled). With
+    ``stages`` the layout is of a (stages, rows, cols) ring of such tiles, one after
+    another (a pipeline's shared buffers)."""
     if swizzle not in (0, 32, 64, 128):
         raise LayoutError(f"swizzle {swizzle!r} is not 0, 32, 64 or 128 bytes",
                           hint="pass swizzle=128 (the usual), 64, 32 or 0 (no swizzle)")
@@ -299,12 +302,16 @@ def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128
     width = (swizzle or 16) * 8 // bits
     r = as_int(rows, "rows", "pass the tile's row count")
     c = as_int(cols, "cols", "pass the tile's column count")
+    n = 1 if stages is None else as_int(stages, "stages", "pass the number of stages")
     if r <= 0 or c <= 0 or c % width:
         raise LayoutError(
             f"a ({rows}, {cols}) tile of {bits}-bit elements does not split into column "
             f"blocks of {width} elements ({swizzle or 16} bytes)",
             hint=f"make cols a multiple of {width}, or pick a narrower swizzle")
-    base = TileLayout._build([Iter(r, width, Axis.get("m")),
-                              Iter(c // width, r * width, Axis.get("m")),
-                              Iter(width, 1, Axis.get("m"))]).canonicalize()
+    if n <= 0:
+        raise LayoutError(f"stages={stages!r} is not a positive count", hint="pass stages >= 1")
+    iters = [(r, width), (c // width, r * width), (width, 1)]
+    if stages is not None:
+        iters.insert(0, (n, r * c))
+    base = TileLayout._build([Iter(e, st, Axis.get("m")) for e, st in iters]).canonicalize()
     return base.swizzle(swizzle, bits) if swizzle else base

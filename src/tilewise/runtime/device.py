@@ -64,6 +64,16 @@ def compute_capability(ordinal: int = 0) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+@functools.lru_cache(maxsize=8)
+def sm_count(ordinal: int = 0) -> int:
+    """The number of SMs of device ``ordinal`` (one CTA each for a persistent kernel)."""
+    _require_gpu()
+    driver = _driver()
+    dev = check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
+    attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    return int(check(driver.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))
+
+
 def device_target(ordinal: int = 0):
     """The arch-specific :class:`~tilewise.target.Target` of device ``ordinal`` (sm_90a on
     an H100/H200)."""

@@ -420,17 +420,28 @@ def _range(p, args, kwargs, kind):
     name = "range" if kind == "serial" and not kwargs.get("_T") else f"T.{kind}"
     if kwargs:
         raise p.error(f"{name} takes no keywords")
-    if not 1 <= len(args) <= 2:
-        raise p.error(f"{name} takes 1 or 2 arguments (a step is not supported), got {len(args)}")
-    start, stop = (0, args[0]) if len(args) == 1 else args
+    if not 1 <= len(args) <= 3:
+        raise p.error(f"{name} takes 1 to 3 arguments (start, stop, step), got {len(args)}")
+    start, stop = (0, args[0]) if len(args) == 1 else args[:2]
+    step = args[2] if len(args) == 3 else 1
     for v in (start, stop):
         if not is_ir(v) and (not isinstance(v, int) or isinstance(v, bool)):
             raise p.error(f"{name} bounds must be integers, got {_describe(v)}")
         if is_ir(v) and not v.dtype.is_int:
             raise p.error(f"{name} bounds must be integers, got a {v.dtype} value")
-    extent = binop("-", stop, start)
-    s = const(start, extent.dtype if is_ir(extent) else None)
-    return _LoopRange(s, const(extent, s.dtype), kind)
+    if is_ir(step) or not isinstance(step, int) or isinstance(step, bool) or step == 0:
+        raise p.error(f"the step of {name} must be a non-zero compile-time int, got "
+                      f"{_describe(step)}", "compute the index in the body from a counter "
+                      "(for i in range(n): x = start + i * step) for a run-time step")
+    if step == 1:
+        extent = binop("-", stop, start)
+        s = const(start, extent.dtype if is_ir(extent) else None)
+        return _LoopRange(s, const(extent, s.dtype), kind)
+    # range(start, stop, step): a counter k over the trip count; the name reads start + k step
+    span = binop("-", stop, start) if step > 0 else binop("-", start, stop)
+    trips = binop("//", binop("+", span, abs(step) - 1), abs(step))
+    zero = const(0, trips.dtype if is_ir(trips) else None)
+    return _LoopRange(zero, const(trips, zero.dtype), kind, first=start, step=step)
 
 
 _HANDLERS["serial"] = lambda p, a, k: _range(p, a, k, "serial")

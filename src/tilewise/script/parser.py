@@ -420,8 +420,12 @@ class Parser(Expressions):
         False for a loop that never runs."""
         scope = Scope("loop")
         if it is not None:
-            header = Var(node.target.id, it.start.dtype, span=self.span(node))
-            scope.vals[node.target.id] = header  # no `where`: the loop variable
+            name = node.target.id
+            header = Var(name if it.step == 1 else f"{name}_k", it.start.dtype,
+                         span=self.span(node))
+            # no `where`: the loop variable; with a step it reads first + k * step
+            scope.vals[name] = header if it.step == 1 else self.arith(
+                "+", it.first, self.arith("*", header, it.step, node), node)
         else:
             cond = self.expr(node.test)
             header = self.truthy(cond) if is_ir(cond) else self._compile_time_truth(cond)

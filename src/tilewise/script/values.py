@@ -59,11 +59,18 @@ def describe(v) -> str:
 class LoopRange:
     """What ``range``/``T.serial``/``T.unroll`` evaluate to in a for statement."""
 
-    def __init__(self, start, extent, kind):
+    def __init__(self, start, extent, kind, first=None, step: int = 1):
         self.start, self.extent, self.kind = start, extent, kind
+        # with a step the loop counts k from 0 and the name reads first + k * step
+        self.first, self.step = first, step
 
     def __iter__(self):  # used in comprehensions over compile-time ranges
         s, e = as_int(self.start), as_int(self.extent)
         if s is None or e is None:
             raise ScriptError("a comprehension must iterate over a compile-time range")
+        if self.step != 1:
+            f = as_int(self.first)
+            if f is None:
+                raise ScriptError("a comprehension must iterate over a compile-time range")
+            return iter(range(f, f + e * self.step, self.step))
         return iter(range(s, s + e))

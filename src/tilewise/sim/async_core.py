@@ -311,8 +311,7 @@ class AsyncCore:
         a = int(addrs[k])
         if a not in self.mbars:
             return
-        others = [w() for w in self.ctx.blocked_elsewhere()]
-        also = "; meanwhile " + "; ".join(o for o in others if o) if any(others) else ""
+        also = self.ctx.blocked_elsewhere()
         self.ctx.hazard(f"mbarrier wait can never complete (deadlock): waiting for parity "
                         f"{int(parity[k])} but {self.describe(a)}, and nothing pending can "
                         f"arrive{also}", span, "make sure the expected number of threads "

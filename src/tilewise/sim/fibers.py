@@ -23,7 +23,8 @@ from __future__ import annotations
 import threading
 
 # ops whose execution can wait for another thread set (they call Scheduler.block)
-BLOCKING_OPS = frozenset({"ptx.mbarrier.try_wait", "ptx.mbarrier.try_wait_parity"})
+BLOCKING_OPS = frozenset({"ptx.mbarrier.try_wait", "ptx.mbarrier.try_wait_parity",
+                          "ptx.bar.sync"})
 
 
 def blocks(stmt) -> bool:

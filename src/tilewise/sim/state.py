@@ -82,6 +82,7 @@ class Ctx:
         self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
         self._fibers = None
+        self.named_barriers: dict = {}  # bar.sync id -> {"gen", "arrived", "count"}
 
     @property
     def fibers(self):
@@ -96,9 +97,12 @@ class Ctx:
         none forked, only ``poll()`` itself."""
         return poll() if self._fibers is None else self._fibers.block(poll, what)
 
-    def blocked_elsewhere(self) -> list[str]:
-        """What other forked thread sets are blocked on (empty when none is)."""
-        return [] if self._fibers is None else self._fibers.blocked_elsewhere()
+    def blocked_elsewhere(self) -> str:
+        """'; meanwhile <what each other forked thread set waits for>', or '' (for the
+        message of a deadlock)."""
+        waits = [] if self._fibers is None else self._fibers.blocked_elsewhere()
+        texts = [t for t in (w() for w in waits) if t]
+        return "; meanwhile " + "; ".join(texts) if texts else ""
 
     @property
     def tmem(self) -> TensorMemory:

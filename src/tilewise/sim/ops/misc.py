@@ -4,6 +4,10 @@
   warp-synchronous and the IR has no early exit, so the barrier is reached by all threads
   exactly when it executes with the full CTA active; a partial active set means the other
   threads can never arrive (a divergent barrier: deadlock on hardware).
+* ``ptx.bar.sync`` / ``ptx.bar.arrive`` (named barriers): whole warps arrive; ``count``
+  arrivals complete the barrier, which then makes the participants' shared writes
+  visible to every thread; an incomplete ``bar.sync`` waits while other forked thread
+  sets run (:mod:`tilewise.sim.fibers`), else it is a deadlock.
 * ``ptx.elect_sync``: true for the lowest active lane of each warp.
 * ``ptx.setmaxnreg``: no effect on values; the whole warpgroup must execute it.
 * ``ptx.ld_st``: a synchronous vector load then store, naturally aligned, any spaces.
@@ -38,6 +42,63 @@ def cta_sync(ctx, site, args):
     ctx.mem.barrier()
     ctx.asyncs.barrier()
     ctx.stats.barriers += 1
+
+
+@semantics("ptx.bar.sync")
+def bar_sync(ctx, site, args):
+    _named_barrier(ctx, site, args, wait=True)
+
+
+@semantics("ptx.bar.arrive")
+def bar_arrive(ctx, site, args):
+    _named_barrier(ctx, site, args, wait=False)
+
+
+def _named_barrier(ctx, site, args, wait: bool) -> None:
+    """Named barrier ``id``: the active warps arrive; when ``count`` threads have, the
+    barrier completes (the participants' shared writes become visible) and resets. A
+    ``bar.sync`` that is not complete waits while other forked thread sets run."""
+    what = "bar.sync" if wait else "bar.arrive"
+    whole_groups(ctx, site.span, what)
+    ids = np.unique(np.broadcast_to(np.asarray(args[0], np.int64), (ctx.n_active(),)))
+    counts = np.unique(np.broadcast_to(np.asarray(args[1], np.int64), (ctx.n_active(),)))
+    tid0 = int(ctx.active()[0])
+    if len(ids) != 1 or len(counts) != 1:
+        ctx.hazard(f"{what} with different barrier ids or counts in one statement "
+                   f"(ids {ids.tolist()}, counts {counts.tolist()})", site.span,
+                   "give every thread that executes it the same id and count", tid=tid0)
+        return
+    bid, count = int(ids[0]), int(counts[0])
+    if not 0 <= bid < 16 or count <= 0 or count % WARP or count > ctx.n:
+        ctx.hazard(f"{what} {bid}, {count}: the id must be 0..15 and the count a positive "
+                   f"multiple of 32 up to the CTA's {ctx.n} threads", site.span,
+                   "use ids 1..15 (0 is __syncthreads's) and whole warps", tid=tid0)
+        return
+    bar = ctx.named_barriers.setdefault(bid, {"gen": 0, "arrived": [], "count": count})
+    if bar["arrived"] and bar["count"] != count:
+        ctx.hazard(f"{what} {bid} with count {count} while threads already waiting there "
+                   f"expect {bar['count']}", site.span, "use one count per barrier phase",
+                   tid=tid0)
+    bar["count"] = count
+    bar["arrived"].extend(ctx.active().tolist())
+    gen = bar["gen"]
+    if len(bar["arrived"]) >= count:
+        if len(bar["arrived"]) > count:
+            ctx.hazard(f"{len(bar['arrived'])} threads arrived on barrier {bid}, which "
+                       f"expects {count}", site.span, "make the count the number of "
+                       "threads that execute the barrier", tid=tid0)
+        ctx.mem.release(bar["arrived"])
+        bar["arrived"], bar["gen"] = [], gen + 1
+        ctx.stats.barriers += 1
+        return
+    if wait and not ctx.block(lambda: bar["gen"] != gen, lambda: (
+            f"{ctx.where(tid0)} waits at line {site.span.line} on barrier {bid} "
+            f"({len(bar['arrived'])} of {count} threads arrived)")):
+        ctx.hazard(f"bar.sync {bid}, {count} can never complete (deadlock): "
+                   f"{len(bar['arrived'])} of {count} threads arrived and no other thread "
+                   "can reach it" + ctx.blocked_elsewhere(), site.span,
+                   "make the count the number of threads that execute this barrier",
+                   tid=tid0)
 
 
 @semantics("ptx.elect_sync")
