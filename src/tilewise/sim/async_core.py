@@ -380,9 +380,14 @@ class AsyncCore:
         st = self._cp
         if st is None or not st.triggers:
             return
+        low = np.full(self.ctx.n, np.iinfo(np.int64).max, np.int64)  # oldest pending, per thread
+        for b in st.batches:
+            live = ~b.done
+            if live.any():
+                np.minimum.at(low, b.tids[live], b.seq[live])
         keep = []
         for t, addr, seq, span in st.triggers:
-            if any(((b.tids == t) & (b.seq < seq) & ~b.done).any() for b in st.batches):
+            if low[t] < seq:  # an earlier copy of the thread is still pending
                 keep.append((t, addr, seq, span))
             else:
                 self.arrive(addr, 1, t, span)
