@@ -4,9 +4,9 @@ and the shared-memory and tensor-memory checks use.
 
 An MMA or a copy is computed when it is issued (its shared operands are read then, its
 tensor-memory cells written in issue order, which is the order the tensor pipe executes
-them in), but it is *in flight* until the mbarrier of a later ``tcgen05.commit`` of the issuing thread
-(each commit tracks *all* the thread's earlier operations, PTX §9.7.16.12.1) completes the
-phase that commit's arrival counts towards:
+them in), but it is *in flight* until the mbarrier of a later ``tcgen05.commit`` of the
+issuing thread (each commit tracks *all* the thread's earlier operations, PTX
+§9.7.16.12.1) completes the phase that commit's arrival counts towards:
 
 * its tensor-memory cells belong to it (``owner``: the last async writer of each cell):
   a ``tcgen05.ld`` of them is a hazard unless the reading thread has observed that phase
