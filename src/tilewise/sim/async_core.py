@@ -24,6 +24,11 @@ legal completion) and ``complete_tx`` their mbarrier; the bytes are owned by the
 successful wait. shared -> global stores read their source at issue and keep it *being
 read* until their bulk group is retired (``wait_group[_read]``).
 
+**tcgen05.mma / tcgen05.cp** in flight, their commits and the tensor-memory cells and shared
+operands they own are :mod:`.async_tcgen05` (``ctx.asyncs.tcgen05``); wgmma's are
+:mod:`.async_wgmma`. Both are asked about shared writes; a successful wait and a ``bar.sync``
+tell the tcgen05 part what threads have observed.
+
 **Drains.** Threads run in program order, warp-synchronously: a wait that is not
 satisfied when it executes first completes the cp.async copies its mbarrier tracks (they
 may complete at any time, so this is a legal schedule); if it is still unsatisfied, the
