@@ -223,6 +223,10 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
     return gemm
 
 
+gemm = make_gemm(256, 256, 256)
+RTOL = 2.0 ** -7  # `tilewise run`: one bfloat16 ulp relative (each side within half of one)
+
+
 def inputs(rng, M: int = 256, N: int = 256, K: int = 256, dtype: str = "bfloat16"):
     """Random A, B and a poisoned (NaN) C."""
     from tilewise.ir.dtype import dtype as tw_dtype
@@ -233,9 +237,15 @@ def inputs(rng, M: int = 256, N: int = 256, K: int = 256, dtype: str = "bfloat16
     return [a, b, np.full((M, N), np.nan, dtype=d)]
 
 
-def reference(a, b):
-    """float64 product of the inputs (what float32 accumulation approximates)."""
+def product(a, b):
+    """The float64 product of the inputs (what float32 accumulation approximates)."""
     return a.astype(np.float64) @ b.astype(np.float64)
+
+
+def reference(a, b, c):
+    """What the arguments hold afterwards (``tilewise run``): A, B, and C = the product
+    rounded to C's dtype."""
+    return [a, b, product(a, b).astype(c.dtype)]
 
 
 def check(c, a, b) -> float:
@@ -244,7 +254,7 @@ def check(c, a, b) -> float:
     bits, 2^-11 for float16's 11) of the float64 product, plus the float32 accumulation's
     error (1e-5 of the largest |C|, small next to it). Returns the largest ratio (<= 1
     passes)."""
-    ref = reference(a, b)
+    ref = product(a, b)
     half_ulp = 2.0 ** -8 if c.dtype.name == "bfloat16" else 2.0 ** -11
     bound = half_ulp * np.abs(ref) * 1.001 + 1e-5 * np.abs(ref).max()
     return float((np.abs(c.astype(np.float64) - ref) / bound).max())
@@ -256,7 +266,7 @@ if __name__ == "__main__":
     import tilewise as tw
 
     a, b, c = inputs(np.random.default_rng(0))
-    k = make_gemm(256, 256, 256)
+    k = gemm
     start = time.perf_counter()
     tw.simulate(k, a, b, c, target=TARGET)
     print(f"simulated 256 x 256 x 256 bf16 in {time.perf_counter() - start:.1f} s; "
