@@ -58,15 +58,6 @@ ORDER = ("128x256b", "128x128b", "32x128b.warpx4", "64x128b.warpx2::02_13",
          "64x128b.warpx2::01_23", "4x256b")
 
 
-def _one_thread(ctx):
-    n = ctx.active.count
-    if n <= 1:
-        return True
-    return False, (f"{n} threads reach this call and each would issue its own tcgen05.cp "
-                   "(single-thread semantics); guard it so that one thread issues it "
-                   "(`if T.ptx.elect_sync():` in one warp)")
-
-
 def _same_shape(ctx):
     d, s = ctx.dst.shape, ctx.src.shape
     if d == s and len(d) == 2:
@@ -168,7 +159,7 @@ def _emit(ctx):
     predicate("operands are regions", P.operands_are_regions),
     predicate("shared -> tmem", P.direction, pairs=PAIRS),
     predicate("scope", P.scope_in, scopes=("thread",)),
-    predicate("one issuing thread", _one_thread),
+    predicate("one issuing thread", P.one_issuer, what="tcgen05.cp"),
     predicate("same dtype", P.same_dtype),
     predicate("same shape", _same_shape),
     predicate("options", _options),

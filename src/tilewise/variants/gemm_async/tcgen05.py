@@ -56,16 +56,6 @@ def _three_regions(ctx):
     return True
 
 
-def _one_thread(ctx):
-    """tcgen05.mma is issued by one thread: more reaching the call would issue more MMAs."""
-    n = ctx.active.count
-    if n <= 1:
-        return True
-    return False, (f"{n} threads reach this call and each would issue its own tcgen05.mma "
-                   "(single-thread semantics); guard it so one thread issues it, e.g. "
-                   "`if T.ptx.elect_sync():` inside the MMA warp")
-
-
 def _memories(ctx):
     c, a, b = ctx.call.args
     if c.buffer.scope != "tmem":
@@ -205,7 +195,7 @@ def _describe(kind, m, n, g, steps, dc, pa, pb) -> str:
     predicate("target has tcgen05", P.has_feature, feature="tcgen05", what="tcgen05.mma"),
     predicate("three regions", _three_regions),
     predicate("scope", P.scope_in, scopes=("thread",)),
-    predicate("one issuing thread", _one_thread),
+    predicate("one issuing thread", P.one_issuer, what="tcgen05.mma"),
     predicate("memories", _memories),
     predicate("input dtypes", _dtypes),
 ])
