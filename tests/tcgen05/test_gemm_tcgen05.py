@@ -103,3 +103,34 @@ def test_run_time_stage_and_accum():
     c[:] = np.nan
     tw.simulate(func, a, b, c, target=TARGET)
     _check(c, a, b, c0, {})
+
+
+def test_cta_group_2_lowers_to_m256_and_assembles():
+    """With cta_group=2 each CTA holds 128 rows of D and N / 2 columns of B; the instruction
+    is M = 256 (idesc M >> 4 = 16). Not simulated (no CTA pairs in the simulator)."""
+    from tilewise import T, Tx
+    from tilewise.layout import S, TCol, TileLayout, TLane
+
+    la, lb = KM.smem_layout(128, 64, 128), KM.smem_layout(64, 64, 128)
+
+    @T.prim_func
+    def pair(X_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (1,), "uint32")
+        T.device_entry()
+        tid = T.thread_id([128])
+        As = T.alloc_shared((128, 64), "bfloat16", layout=la, align=1024)
+        Bs = T.alloc_shared((64, 64), "bfloat16", layout=lb, align=1024)
+        bar = T.alloc_shared([1], "uint64")
+        tm = T.decl_buffer((128, 128), "float32", scope="tmem", allocated_addr=X[0],
+                           layout=TileLayout(S[(128, 128) : (1 @ TLane, 1 @ TCol)]))
+        if tid == 0:
+            Tx.gemm_async(tm[:, :], As[:, :], Bs[:, :], cta_group=2)
+            T.ptx.tcgen05.commit(T.address_of(bar[0]), cta_group=2)
+
+    low = lower(pair, TARGET)
+    (d,) = [x for x in low.dispatch_log if x.chosen == "tcgen05"]
+    assert d.info[0].startswith("4 x tcgen05.mma.cta_group::2.kind::f16 M256 N128 K16")
+    want = 1 << 4 | 1 << 7 | 1 << 10 | 1 << 16 | 16 << 17 | 16 << 24
+    k = tw.compile(pair, TARGET)
+    assert f"T.uint32({want})" in k.source("lowered")
+    assert k.ptx.count("tcgen05.mma.cta_group::2.kind::f16") == 4 and k.cubin[:4] == b"\x7fELF"
