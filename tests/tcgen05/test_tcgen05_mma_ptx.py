@@ -253,3 +253,38 @@ def test_mma_hazards_name_the_line(hid, message, marker, subs):
     want = next(i for i, ln in enumerate(src.splitlines(), 1) if marker in ln)
     assert e.value.span.line == want, str(e.value)
     assert e.value.span.file == "hz.py"
+
+
+OK_BODIES = [
+    # one thread waits, then bar.sync: every thread has observed the commit
+    ("one-waits-then-barrier", {"BODY": "if tid == 0:\n        " + WAIT +
+                                "\n    T.cuda.cta_sync()\n    " + LOAD}),
+    # a later commit (on another barrier) tracks the same MMAs: waiting on it suffices
+    ("second-commit", {"COMMIT": COMMIT + "\n            T.ptx.tcgen05.commit(T.address_of("
+                       "bar[1]))", "bar = T.alloc_shared([1]": "bar = T.alloc_shared([2]",
+                       "T.ptx.mbarrier.init(T.address_of(bar[0]), 1)":
+                       "T.ptx.mbarrier.init(T.address_of(bar[0]), 1)\n        "
+                       "T.ptx.mbarrier.init(T.address_of(bar[1]), 1)",
+                       "BODY": WAIT.replace("bar[0]", "bar[1]") + "\n    " + LOAD}),
+]
+
+
+@pytest.mark.parametrize("oid, subs", OK_BODIES, ids=[o[0] for o in OK_BODIES])
+def test_mma_results_seen_after_a_legal_synchronisation(oid, subs):
+    from kernels_mma import inputs, reference, smem_layout
+
+    from tilewise import Tx
+    from tilewise.layout import S, TCol, TileLayout, TLane, tid_in_wg
+
+    src = HAZARD
+    for key, val in {"NCOLS": "64", "DEALLOC_WARP": "0", "COMMIT": COMMIT, **subs}.items():
+        src = src.replace(key, val)
+    env = {"LA": smem_layout(128, 64, 128), "LB": smem_layout(64, 64, 128),
+           "REGS": TileLayout(S[(128, 64) : (1 @ tid_in_wg, 1)]), "Tx": Tx, "S": S,
+           "TLane": TLane, "TCol": TCol, "TileLayout": TileLayout}
+    func = from_source(src, env=env, filename="ok.py")
+    a, b, c = inputs(np.random.default_rng(1))
+    c[:] = np.nan
+    tw.simulate(func, a, b, c, target=TARGET)
+    ref = reference(a, b, c)
+    assert np.abs(c - ref).max() <= 1e-5 * np.abs(ref).max()
