@@ -1,9 +1,12 @@
-"""GPU: the tiled ldgsts copy (examples/tiled_copy.py) of a >= 2 GiB array vs torch copy_.
+"""GPU: tilewise copies of a >= 2 GiB array vs torch copy_: the TMA tensor copy
+(examples/tma_copy.py), the bulk copy (examples/bulk_copy.py) and the tiled ldgsts copy
+(examples/tiled_copy.py).
 
 Both run in the same process on the same buffers; CUDA events; median of several runs after
-warm-up; bandwidth counts the bytes read plus written. Target: >= 0.99 of torch.
+warm-up; bandwidth counts the bytes read plus written. Target: >= 1.0 of torch (TMA).
 
     PYTHONPATH=src python benchmarks/bench_copy.py [--rows 32768 --cols 32768 --dtype float16]
+    PYTHONPATH=src python benchmarks/bench_copy.py --config tma:64x128:4 tma:32x256:4:32:evict_first
 """
 
 import argparse
@@ -30,11 +33,18 @@ def _example():
 
 
 def _kernel(ex, cfg: str, rows: int, cols: int, dtype: str):
-    """``tiled:TMxTN:threads[:chunks[:prefetch]]``, ``pipelined:TMxTN:threads:ctas`` or
+    """``tiled:TMxTN:threads[:chunks[:prefetch]]``, ``pipelined:TMxTN:threads:ctas``,
     ``bulk:TMxTN:threads[:stages]`` / ``stream:TMxTN:stages:ctas`` (examples/bulk_copy.py,
-    the TMA unit; stream is the persistent ring of buffers)."""
+    the TMA unit; stream is the persistent ring of buffers) or
+    ``tma:BRxBC:stages[:threads[:cache_hint[:l2_promotion]]]`` (examples/tma_copy.py, TMA
+    tensor copies; one kernel for every size; a hint of ``-`` means none)."""
     kind, tile, *rest = cfg.split(":")
     tm, tn = (int(x) for x in tile.split("x"))
+    if kind == "tma":
+        threads = int(rest[1]) if len(rest) > 1 else 32
+        hint = rest[2] if len(rest) > 2 and rest[2] != "-" else None
+        l2 = int(rest[3]) if len(rest) > 3 else None
+        return _load("tma_copy").make_tma_copy(dtype, (tm, tn), int(rest[0]), threads, hint, l2)
     if kind == "stream":
         stages, ctas = int(rest[0]), int(rest[1])
         return _load("bulk_copy").make_bulk_stream(rows, cols, dtype, (tm, tn), stages, ctas)
@@ -49,7 +59,9 @@ def _kernel(ex, cfg: str, rows: int, cols: int, dtype: str):
     return ex.make_pipelined_copy(rows, cols, dtype, (tm, tn), int(rest[0]), int(rest[1]))
 
 
-DEFAULT_CONFIGS = ["bulk:8x1024:32:4", "tiled:4x2048:256:4", "tiled:64x128:128"]
+DEFAULT_CONFIGS = ["tma:64x128:4", "tma:32x256:4", "tma:64x256:3", "tma:64x128:4:32:evict_first",
+                   "tma:32x256:4:32:evict_first:256", "tma:128x128:2", "tma:16x256:8",
+                   "bulk:8x1024:32:4", "tiled:4x2048:256:4"]
 
 
 def main():
@@ -58,7 +70,8 @@ def main():
     p.add_argument("--cols", type=int, default=32768)
     p.add_argument("--dtype", default="float16")
     p.add_argument("--config", nargs="+", default=DEFAULT_CONFIGS,
-                   help="kernels to time: tiled:TMxTN:threads[:chunks[:prefetch]], "
+                   help="kernels to time: tma:BRxBC:stages[:threads[:hint[:l2]]], "
+                        "tiled:TMxTN:threads[:chunks[:prefetch]], "
                         "pipelined:TMxTN:threads:ctas, bulk:TMxTN:threads[:stages] or "
                         "stream:TMxTN:stages:ctas")
     p.add_argument("--samples", type=int, default=15)

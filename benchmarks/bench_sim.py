@@ -1,4 +1,5 @@
-"""Benchmark: the CPU simulator on the seed programs and on a 64-CTA tiled copy.
+"""Benchmark: the CPU simulator on the seed programs, a 64-CTA tiled copy, a TMA copy and a
+cluster of CTAs run together.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_sim.py``. Targets: each seed program
 simulates in < 0.5 s; a 64-CTA ldgsts copy of a 1024x1024 float16 array (128x128 tiles,
@@ -98,6 +99,33 @@ def main() -> None:
     for label, kernel in (("Tx.cta.copy_async + Tx.cta.copy", tiled_copy),
                           ("hand-written cp.async + ld_st", tiled_copy_flat)):
         _big_copy(label, kernel)
+    _tma_copy()
+    _cluster_ring()
+
+
+def _tma_copy():
+    """examples/tma_copy.py on a 1024x1024 array: 32 CTAs of 4 TMA boxes each."""
+    ex = runpy.run_path(str(ROOT / "examples" / "tma_copy.py"))
+    a, b = ex["inputs"](np.random.default_rng(2), (1024, 1024))
+    t = _best(lambda: tw.simulate(ex["tma_copy"], a, b, target="sm_90a"))
+    ok = a.tobytes() == b.tobytes()
+    print(f"| 32-CTA TMA copy 1024x1024 fp16 (examples/tma_copy.py, 64x128 boxes, 4 stages) "
+          f"| < 5 s | {t:.3f} s | {ok and t < 5} |")
+
+
+def _cluster_ring():
+    """A dsmem ring round one 8-CTA cluster: the cluster's CTAs run together."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "tma"))
+    from kernels_cluster import make_ring, ring_expected, ring_inputs
+
+    args = ring_inputs(np.random.default_rng(3), 8, 4096)
+    k = make_ring(8, 4096)
+    t = _best(lambda: tw.simulate(k, *args, target="sm_90a"))
+    ok = all(x.tobytes() == y.tobytes() for x, y in zip(args, ring_expected(*args)))
+    print(f"| dsmem ring round an 8-CTA cluster, 8 KB per CTA (tests/tma/kernels_cluster.py) "
+          f"| < 5 s | {t:.3f} s | {ok and t < 5} |")
 
 
 def _big_copy(label, kernel):

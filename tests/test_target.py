@@ -219,31 +219,47 @@ def test_order_agrees_with_encoding_within_a_family():
 # Features
 
 FEATURE_NAMES = ["cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "wgmma",
-                 "setmaxnreg"]
+                 "setmaxnreg", "ldmatrix", "mma_sync", "mma_fp8", "stmatrix"]
+# the warp-level matrix instructions, by the first arch that has them (PTX ISA §9.7.14)
+_WARP_MMA = {"sm_75": {"ldmatrix"}, "sm_80": {"ldmatrix", "mma_sync"},
+             "sm_89": {"ldmatrix", "mma_sync", "mma_fp8"},
+             "sm_90": {"ldmatrix", "mma_sync", "mma_fp8", "stmatrix"}}
 # target -> features it has
 FEATURE_TABLE = {
     "sm_70": set(),
-    "sm_75": set(),
-    "sm_80": {"cp_async"},
-    "sm_86": {"cp_async"},
-    "sm_89": {"cp_async"},
-    "sm_90": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_90a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "wgmma", "setmaxnreg"},
-    "sm_100": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_100a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_100f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_101a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_103": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_103a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_103f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_110": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_110a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_110f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"},
-    "sm_120": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"},
-    "sm_120a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
-    "sm_120f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
-    "sm_121a": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
-    "sm_121f": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"},
+    "sm_75": _WARP_MMA["sm_75"],
+    "sm_80": {"cp_async"} | _WARP_MMA["sm_80"],
+    "sm_86": {"cp_async"} | _WARP_MMA["sm_80"],
+    "sm_89": {"cp_async"} | _WARP_MMA["sm_89"],
+    "sm_90": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
+    "sm_90a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "wgmma", "setmaxnreg"}
+               | _WARP_MMA["sm_90"]),
+    "sm_100": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
+    "sm_100a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_100f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_101a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_103": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
+    "sm_103a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_103f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_110": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
+    "sm_110a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_110f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_120": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _WARP_MMA["sm_90"],
+    "sm_120a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_120f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_121a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
+    "sm_121f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"}
+                | _WARP_MMA["sm_90"]),
 }
 
 
@@ -269,7 +285,8 @@ def test_unknown_feature_is_value_error():
     with pytest.raises(ValueError) as ei:
         Target("sm_90a").has("tmaa")
     assert str(ei.value) == ("unknown target feature 'tmaa'; known: cluster, cp_async, "
-                             "elect_sync, mbarrier_tx, setmaxnreg, tcgen05, tma, wgmma")
+                             "elect_sync, ldmatrix, mbarrier_tx, mma_fp8, mma_sync, setmaxnreg, "
+                             "stmatrix, tcgen05, tma, wgmma")
     with pytest.raises(ValueError):
         Target("sm_90a").require("wgmma_sp")
 

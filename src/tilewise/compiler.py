@@ -211,13 +211,13 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     denormals in libdevice math). Raises ScriptError,
     DispatchError or CompileError at the user's line."""
     from .codegen import check_options
-    from .codegen.check import check_launch
+    from .codegen.check import check_launch, declared_cluster
     from .ir.stmt import PrimFunc
 
     if not isinstance(func, PrimFunc):
         raise CompileError(f"tw.compile needs a @T.prim_func kernel, got {type(func).__name__}",
                            hint="decorate the kernel function with @T.prim_func")
     lowered = _lower(func, target)
-    options = check_options(options, lowered.target)
+    options = declared_cluster(check_options(options, lowered.target), lowered.func)
     check_launch(options, lowered.func)
     return Kernel(func, options, lowered)

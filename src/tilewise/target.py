@@ -118,6 +118,16 @@ FEATURES: dict[str, Feature] = dict([
              ("sm_90", (8, 0))),
     _feature("tma", "TMA (cp.async.bulk.tensor)", "sm_90 or newer", ("sm_90", (8, 0))),
     _feature("wgmma", "wgmma", "sm_90a", ("sm_90a", (8, 0))),
+    # Warp-level matrix instructions (PTX ISA §9.7.14): ldmatrix from sm_75 (PTX 6.5);
+    # mma.sync m16n8k16 f16/bf16, m16n8k8 tf32, m16n8k32 s8/u8 from sm_80 (7.0); the fp8
+    # forms m16n8k32 e4m3/e5m2 from sm_89 (8.4: LLVM 22 aborts below it); stmatrix from
+    # sm_90 (7.8). LLVM 22 selects each on every later target (nvJitLink assembles it on
+    # sm_80, sm_89, sm_90, sm_90a, sm_100a, sm_120a).
+    _feature("ldmatrix", "ldmatrix", "sm_75 or newer", ("sm_75", (6, 5))),
+    _feature("mma_sync", "mma.sync (m16n8k16/k8/k32)", "sm_80 or newer", ("sm_80", (7, 0))),
+    _feature("mma_fp8", "mma.sync with fp8 inputs (e4m3/e5m2)", "sm_89 or newer",
+             ("sm_89", (8, 4))),
+    _feature("stmatrix", "stmatrix", "sm_90 or newer", ("sm_90", (7, 8))),
     # setmaxnreg: sm_90a from PTX 8.0, sm_100a/sm_101a from 8.6, sm_120a from 8.7, the family
     # targets sm_100f (sm_103a/f), sm_110f and sm_120f (sm_121a/f) from 8.8 (CCCL's
     # cuda::ptx target list; LLVM 22 selects it and nvJitLink assembles it on each).

@@ -4,6 +4,7 @@ from tilewise.ir import dtype as dt
 from tilewise.ir.expr import AddressOf, BufferLoad, Cast, IntImm, Var
 from tilewise.ir.stmt import (Buffer, BufferStore, DeclBuffer, Evaluate, PrimFunc, ThreadBinding,
                               seq)
+from tilewise.ptx.operands import regs_written
 from tilewise.ptx.table import REQUIRED
 
 F32 = dt.DTYPES["float32"]
@@ -26,6 +27,8 @@ def _operand(op, p, bufs):
         return p.choices[0]
     if op.math:
         return BufferLoad(bufs["fglobal"], (IntImm(0),))
+    if p.kind == "tensormap":
+        return bufs["tmap"]
     if p.kind == "taddr":
         return BufferLoad(bufs["local"], (IntImm(0),))
     if p.name == "nbytes":
@@ -43,8 +46,10 @@ def entry_kernel(op) -> PrimFunc:
     fg = Buffer("F", (64,), F32, data=pb)
     sh = Buffer("S", (64,), dt.uint32, scope="shared")
     loc = Buffer("R", (4,), dt.uint32, scope="local")
-    bufs = {"global": g, "fglobal": fg, "shared": sh, "local": loc}
+    tmap = Var("A_tmap", dt.tensormap)
+    bufs = {"global": g, "fglobal": fg, "shared": sh, "local": loc, "tmap": tmap}
     args = [_operand(op, p, bufs) for p in op.params]
+    params = (pa, pb) + ((tmap,) if any(p.kind == "tensormap" for p in op.params) else ())
     if op.regs is not None:
         values = {p.name: a for p, a in zip(op.params, args)}
         n = op.regs.count(values) if op.regs.count else 1
@@ -56,10 +61,10 @@ def entry_kernel(op) -> PrimFunc:
         body = BufferStore(g, (IntImm(2),), Cast(dt.uint32, call))
     else:
         body = Evaluate(call)
-    if op.name == "ptx.tcgen05.ld":
+    if regs_written(op.regs):  # keep the result alive (mma.sync, ldmatrix: no side effect)
         body = seq(body, BufferStore(g, (IntImm(3),), BufferLoad(loc, (IntImm(1),))))
     tid = Var("tid")
-    return PrimFunc(f"k_{op.name.replace('.', '_')}", (pa, pb), ((pa, g), (pb, fg)),
+    return PrimFunc(f"k_{op.name.replace('.', '_')}", params, ((pa, g), (pb, fg)),
                     (ThreadBinding(tid, "thread_id", (128,)),),
                     seq(DeclBuffer(sh), DeclBuffer(loc), body))
 

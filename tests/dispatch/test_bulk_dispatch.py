@@ -64,22 +64,31 @@ def test_a_store_is_bulk_and_refuses_an_mbarrier():
         lower(_kernel(store=True, mbar=True), "sm_90a")
 
 
-@pytest.mark.parametrize("cols, n, reason", [
-    ((0, 12), 64, "contiguous runs are 24 bytes, not a multiple of 16"),
-    ((4, 36), 64, "runs start only 8-byte aligned; a bulk copy needs 16"),
-])
-def test_declines_with_the_rule_that_failed(cols, n, reason):
+def test_declines_with_the_rule_that_failed():
     with pytest.raises(DispatchError) as e:
-        lower(_kernel(src_cols=cols, N=n), "sm_90a")
+        lower(_kernel(src_cols=(0, 12), N=64), "sm_90a")
     text = str(e.value)
-    assert reason in text and "test_bulk_dispatch.py" in text and "# LOAD" in text
+    assert "contiguous runs are 24 bytes, not a multiple of 16" in text
+    assert "test_bulk_dispatch.py" in text and "# LOAD" in text
     assert "tilewise/" not in text.split("\n", 1)[1]  # no compiler file in the message body
+
+
+def _reasons(d) -> dict:
+    return {n: r for n, _, r in d.tried}
+
+
+def test_a_misaligned_run_goes_to_the_tensor_copy():
+    """A box's global start needs no alignment: TMA takes what bulk declines."""
+    d = _decision(_kernel(src_cols=(4, 36), N=64))
+    assert d.chosen == "tma"
+    assert "runs start only 8-byte aligned; a bulk copy needs 16" in _reasons(d)["bulk"]
 
 
 def test_a_swizzled_tile_needs_the_tensor_form():
     sw = TileLayout(Sh[(8, 64)]).swizzle(128, 16)
-    with pytest.raises(DispatchError, match="is swizzled; a bulk copy writes plain bytes"):
-        lower(_kernel(layout=sw), "sm_90a")
+    d = _decision(_kernel(layout=sw))
+    assert d.chosen == "tma"
+    assert "is swizzled; a bulk copy writes plain bytes" in _reasons(d)["bulk"]
 
 
 def test_no_tma_before_hopper():

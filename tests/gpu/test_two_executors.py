@@ -56,6 +56,12 @@ def _cases():
     out.append(("bulk-stream-ring", lambda: bc.make_bulk_stream(256, 2048, "float16", (8, 512),
                                                                   4, 5),
                 lambda r: bc.inputs(r, (256, 2048), "float16"), bc.reference, None))
+    tm = _example("tma_copy")
+    for dtype, box, stages in (("float16", (64, 128), 4), ("int8", (32, 256), 2),
+                               ("float32", (16, 64), 3)):
+        out.append((f"tma-copy-{dtype}-{box[0]}x{box[1]}-{stages}-stages",
+                    lambda d=dtype, b=box, s=stages: tm.make_tma_copy(d, b, s),
+                    lambda r, d=dtype: tm.inputs(r, (300, 528), d), tm.reference, None))
     sem = _load_file(os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                   "semantics_kernels.py"))
     out.append(("int-floor-divmod-wrap", lambda: sem.int_divmod, sem.int_divmod_inputs,

@@ -155,6 +155,21 @@ def test_known_multiple_sees_through_floor_division():
     assert known_multiple(t * 0) == 0
 
 
+def test_known_multiple_sees_through_a_swizzle():
+    """A swizzle XORs an offset with bits moved above its chunk size: a multiple of 64
+    elements swizzled at 8-element (16-byte) chunks stays a multiple of 8."""
+    from tilewise.ir import Var
+    from tilewise.script.analysis import known_multiple
+
+    t = Var("t")
+    o = t * 64
+    assert known_multiple(o ^ (((o >> 6) & 7) << 3)) == 8
+    assert known_multiple((t * 4) | 8) == 4
+    assert known_multiple((t * 3) & 16) == 16
+    assert known_multiple((t * 12) ^ 6) == 2
+    assert known_multiple(t ^ 8) == 1
+
+
 REGS = 4
 
 

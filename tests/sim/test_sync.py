@@ -112,10 +112,11 @@ def test_pred_selects_the_threads_that_arrive():
     assert (a == 2).all() and len(report.hazards) == 1
 
 
-def test_remote_arrive_on_another_cta_is_a_clear_simulation_error():
+def test_remote_arrive_without_a_cluster_is_a_clear_simulation_error():
     k = kernel("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=1, "
                "pred=tid == 0)  # <- a peer", "A[tid] = tid", count=1)
-    err = caught(k, tw.SimulationError, "CTA rank 1 of the cluster", "multi-CTA clusters")
+    err = caught(k, tw.SimulationError, "CTA rank 1 of the cluster",
+                 "declares no cluster", "T.cta_id_in_cluster")
     assert not isinstance(err, tw.HazardError)
 
 

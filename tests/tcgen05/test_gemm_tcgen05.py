@@ -7,7 +7,7 @@ Tolerance: the simulator adds each instruction's exact K-step sum (float64) to t
 accumulator with one rounding; compared with a float64 reference at 1e-5 of the largest |C|
 (K <= 128: a few float32 roundings)."""
 
-import kernels_mma as KM
+import kernels_tcgen05_mma as KM
 import numpy as np
 import pytest
 

@@ -235,7 +235,7 @@ HAZARDS = [
 
 @pytest.mark.parametrize("hid, message, marker, subs", HAZARDS, ids=[h[0] for h in HAZARDS])
 def test_mma_hazards_name_the_line(hid, message, marker, subs):
-    from kernels_mma import inputs, smem_layout
+    from kernels_tcgen05_mma import inputs, smem_layout
 
     from tilewise import Tx
     from tilewise.layout import S, TCol, TileLayout, TLane, tid_in_wg
@@ -271,7 +271,7 @@ OK_BODIES = [
 
 @pytest.mark.parametrize("oid, subs", OK_BODIES, ids=[o[0] for o in OK_BODIES])
 def test_mma_results_seen_after_a_legal_synchronisation(oid, subs):
-    from kernels_mma import inputs, reference, smem_layout
+    from kernels_tcgen05_mma import inputs, reference, smem_layout
 
     from tilewise import Tx
     from tilewise.layout import S, TCol, TileLayout, TLane, tid_in_wg

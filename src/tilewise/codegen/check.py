@@ -49,6 +49,23 @@ def check_options(options: dict, target) -> dict:
 MAX_CLUSTER = 8  # CTAs per cluster, portable; 16 with the non-portable opt-in
 
 
+def declared_cluster(options: dict, func) -> dict:
+    """``options`` with ``cluster_dim`` taken from the kernel's ``T.cta_id_in_cluster``
+    declaration, when it has one (the option, if also given, must agree; the pipeline has
+    checked the target and the size)."""
+    cluster = func.launch_config.cluster
+    if cluster == (1, 1, 1):
+        return options
+    decl = next(b for b in func.launch if b.kind == "cta_id_in_cluster")
+    given = options.get("cluster_dim")
+    given = None if given is None else tuple(given) + (1,) * (3 - len(given))
+    if given is not None and given != cluster:
+        raise CompileError(f"cluster_dim={given} but the kernel declares clusters of "
+                           f"{cluster} (T.cta_id_in_cluster)", decl.span,
+                           hint="drop cluster_dim= (the declaration sets it)")
+    return {**options, "cluster_dim": cluster}
+
+
 def check_launch(options: dict, func) -> None:
     """Options against the kernel's launch: ``maxntid`` must admit the declared threads;
     a cluster has at most 8 CTAs (16 with ``nonportable_cluster=True``) and its dimensions

@@ -31,19 +31,15 @@ from ..ir.dtype import DataType, bool_
 from ..ir.launch import thread_value
 from ..ir.visitor import jumps_out, walk
 from ..ir import alu
+from ..ptx.tma import TENSORMAP_ALIGN
 from . import arith
 from . import types as ty
 
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 TRIPLE = "nvptx64-nvidia-cuda"
 DYN_SMEM_SYMBOL = "tw_dynamic_smem"
-
-
-class _NvvmAttributes(ir.values.FunctionAttributes):
-    """Function attributes that also take LLVM string attributes (``"nvvm.reqntid"="128"``)."""
-
-    def add(self, name):
-        set.add(self, name)
+#: CTA launch kinds -> their special register (%ctaid, %clusterid, %cluster_ctaid)
+_CTA_SREG = {"cta_id": "ctaid", "cluster_id": "clusterid", "cta_id_in_cluster": "cluster.ctaid"}
 
 
 @dataclass
@@ -134,7 +130,7 @@ class Emitter:
         fnty = ir.FunctionType(ty.VOID, [ty.param_type(p.dtype) for p in f.params])
         self.fn = ir.Function(self.module, fnty, name=name)
         self.fn.calling_convention = "ptx_kernel"
-        self.fn.attributes = _NvvmAttributes()
+        self.fn.attributes = ty.NvvmAttributes()
         for k, v in self._kernel_attributes().items():
             self.fn.attributes.add(f'"{k}"="{v}"')
         slots = self.fn.append_basic_block("slots")  # allocas only, then a branch to entry
@@ -181,6 +177,10 @@ class Emitter:
                 self.vars[id(p)] = self.b.icmp_unsigned("!=", arg, ir.Constant(ty.I8, 0))
             elif p.dtype.kind == "handle":
                 self.vars[id(p)] = self.b.ptrtoint(arg, ty.I64)
+            elif p.dtype.kind == "tensormap":
+                arg.attributes = ty.TensorMapAttributes()
+                arg.attributes.align = TENSORMAP_ALIGN
+                self.vars[id(p)] = arg
             else:
                 self.vars[id(p)] = arg
         for v in self.func.attr("size_vars", ()):
@@ -194,8 +194,9 @@ class Emitter:
         tid = E.Var("threadIdx_x")
         tid_x = None
         for t in self.func.launch:
-            if t.kind == "cta_id":
-                value = self.call(f"llvm.nvvm.read.ptx.sreg.ctaid.{'xyz'[t.dim]}", ty.I32, [])
+            if t.kind in _CTA_SREG:
+                value = self.call(f"llvm.nvvm.read.ptx.sreg.{_CTA_SREG[t.kind]}."
+                                  f"{'xyz'[t.dim]}", ty.I32, [])
             else:
                 if tid_x is None:
                     tid_x = self.call("llvm.nvvm.read.ptx.sreg.tid.x", ty.I32, [])

@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from ..errors import CompileError
 from ..ir.dtype import DataType
+from ..ptx.tma import TENSORMAP_BYTES
 
 # NVPTX address spaces (llvm-nvptx-usage.rst, "Address Spaces"; 6 = tensor memory)
 GENERIC, GLOBAL, SHARED, CONST, LOCAL, TMEM = 0, 1, 3, 4, 5, 6
@@ -51,6 +52,23 @@ _STORAGE_OVERRIDE = {"bool": I8}
 _OPAQUE_FLOATS = frozenset({"float8_e4m3", "float8_e5m2"})
 
 
+class NvvmAttributes(ir.values.FunctionAttributes):
+    """Function attributes that also take LLVM string attributes (``"nvvm.reqntid"="128"``)."""
+
+    def add(self, name):
+        set.add(self, name)
+
+
+class TensorMapAttributes(ir.values.ArgumentAttributes):
+    """A CUtensorMap parameter: ``byval([128 x i8]) align 64 "nvvm.grid_constant"`` (the
+    NVPTX guide: without grid_constant a byval whose address escapes is copied to local
+    memory, and the copy engine cannot read a tensor map there)."""
+
+    def _to_list(self, typ):
+        return [f"byval([{TENSORMAP_BYTES} x i8])", *super()._to_list(typ),
+                '"nvvm.grid_constant"']
+
+
 def value_type(t: DataType) -> ir.Type:
     """The LLVM type of a scalar of tilewise type ``t`` in registers."""
     return _SCALAR[t.name]
@@ -67,10 +85,12 @@ def is_opaque_float(t: DataType) -> bool:
 
 
 def param_type(t: DataType) -> ir.Type:
-    """The LLVM type of a kernel parameter: a global pointer for a handle, a byte for a
-    bool, the value type otherwise."""
+    """The LLVM type of a kernel parameter: a global pointer for a handle, a generic pointer
+    for a tensor map (passed ``byval``), a byte for a bool, the value type otherwise."""
     if t.kind == "handle":
         return ptr(GLOBAL)
+    if t.kind == "tensormap":  # byval: a pointer to the 128 bytes in the parameter space
+        return ptr(GENERIC)
     return I8 if t.kind == "bool" else _SCALAR[t.name]
 
 

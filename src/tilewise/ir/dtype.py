@@ -82,6 +82,9 @@ uint32 = DTYPES["uint32"]
 uint64 = DTYPES["uint64"]
 float32 = DTYPES["float32"]
 handle = DTYPES["handle"]
+#: A TMA tensor map (128 opaque bytes), the type of the hidden kernel parameters the ``tma``
+#: variant adds (``ptx/tma.py``); not a type kernels can name.
+tensormap = DataType("tensormap", "tensormap", 1024)
 
 
 def dtype(value) -> DataType:

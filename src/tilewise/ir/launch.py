@@ -24,6 +24,24 @@ _THREAD_MAP = {
     "warpgroup_id": (WARPGROUP, None),
 }
 _THREADS_PER_UNIT = {"thread_id": 1, "warp_id": WARP, "warpgroup_id": WARPGROUP}
+#: Launch kinds that are one value per CTA: its index in the grid, the index of its cluster
+#: in the grid of clusters, its index inside the cluster (``%cluster_ctaid``).
+CTA_KINDS = ("cta_id", "cluster_id", "cta_id_in_cluster")
+
+
+def cta_value(kind: str, dim: int, cta: tuple, cluster: tuple) -> int:
+    """The value of a CTA-kind variable for CTA ``cta`` (x, y, z) in clusters ``cluster``."""
+    if kind == "cta_id":
+        return cta[dim]
+    if kind == "cluster_id":
+        return cta[dim] // cluster[dim]
+    return cta[dim] % cluster[dim]
+
+
+def cluster_rank(cta: tuple, cluster: tuple) -> int:
+    """``%cluster_ctarank``: the CTA's linear index inside its cluster (x fastest)."""
+    x, y, z = (c % n for c, n in zip(cta, cluster))
+    return x + cluster[0] * (y + cluster[1] * z)
 
 
 def thread_value(kind: str, tid):
@@ -41,18 +59,28 @@ def thread_value(kind: str, tid):
 class LaunchConfig:
     grid: tuple[int, int, int]
     block: int
+    cluster: tuple[int, int, int] = (1, 1, 1)  # CTAs per cluster (T.cta_id_in_cluster)
 
     @property
     def num_ctas(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster[0] * self.cluster[1] * self.cluster[2]
+
     @classmethod
     def of(cls, func) -> LaunchConfig:
-        grid = [1, 1, 1]
+        grid, cluster = [1, 1, 1], [1, 1, 1]
         block_claims: list[tuple[int, object]] = []
         for b in func.launch:
             if b.kind == "cta_id":
                 grid[b.dim] = b.extent
+                continue
+            if b.kind == "cta_id_in_cluster":
+                cluster[b.dim] = b.extent
+                continue
+            if b.kind == "cluster_id":
                 continue
             if b.kind == "lane_id":
                 if b.extent != WARP:
@@ -63,7 +91,7 @@ class LaunchConfig:
             block_claims.append((b.extent * _THREADS_PER_UNIT[b.kind], b))
         if not block_claims:
             block = WARP if any(b.kind == "lane_id" for b in func.launch) else 1
-            return cls(tuple(grid), block)
+            return cls(tuple(grid), block, tuple(cluster))
         block = block_claims[0][0]
         if block > MAX_THREADS:
             first = block_claims[0][1]
@@ -78,4 +106,4 @@ class LaunchConfig:
                     f"T.{first.kind}([{first.extent}]) implies {block}",
                     b.span, hint="make the launch declarations agree "
                     "(threads = 32 x warps = 128 x warpgroups)")
-        return cls(tuple(grid), block)
+        return cls(tuple(grid), block, tuple(cluster))

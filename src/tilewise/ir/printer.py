@@ -230,7 +230,9 @@ class Printer:
     # ------------------------------------------------------------------ function
     def func(self, f: PrimFunc) -> str:
         sizes = f.attr("size_vars", ())
-        declared = [p for p in f.params if not any(p is v for v in sizes)]
+        maps = f.attr("tensor_maps", ())
+        hidden = {id(v) for v in sizes} | {id(m.var) for m in maps}
+        declared = [p for p in f.params if id(p) not in hidden]
         params = ", ".join(f"{self.name(p)}: T.{p.dtype.name}" for p in declared)
         self.emit(0, "@T.prim_func")
         self.emit(0, f"def {_ident(f.name)}({params}):")
@@ -241,6 +243,9 @@ class Printer:
             strides = f", strides={self.value(tuple(b.strides))}" if b.strides else ""
             self.emit(1, f"{self.name(b)} = T.match_buffer({self.name(p)}, "
                          f"{self.value(tuple(b.shape))}, {_dtype(b.dtype)}{layout}{strides})")
+        for m in maps:  # hidden parameters, encoded from the arrays at launch
+            self.emit(1, f"# {self.name(m.var)}: tensor map of {m.buffer.name}, "
+                         f"{m.spec.describe()}")
         self.emit(1, "T.device_entry()")
         self._launch(f)
         self.stmt(f.body, 1)

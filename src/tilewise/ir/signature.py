@@ -17,10 +17,17 @@ from .expr import BinOp, Cast, IntImm, SizeVar, UnaryOp, Var
 from .printer import script
 
 
+def hidden_params(func) -> set[int]:
+    """ids of the parameters a caller never passes: the symbolic sizes (read from the
+    arrays) and the TMA tensor maps (encoded from the arrays)."""
+    return ({id(v) for v in func.attr("size_vars", ())}
+            | {id(m.var) for m in func.attr("tensor_maps", ())})
+
+
 def declared_params(func) -> list[Var]:
-    """The parameters a caller passes (the symbolic sizes excluded)."""
-    sizes = {id(v) for v in func.attr("size_vars", ())}
-    return [p for p in func.params if id(p) not in sizes]
+    """The parameters a caller passes (symbolic sizes and tensor maps excluded)."""
+    hidden = hidden_params(func)
+    return [p for p in func.params if id(p) not in hidden]
 
 
 def check_scalar(param: Var, value):

@@ -16,7 +16,8 @@ from .expr import Expr, Node, Var
 
 SCOPES = ("global", "shared", "shared.dyn", "local", "tmem")
 FOR_KINDS = ("serial", "unroll")
-THREAD_KINDS = ("cta_id", "thread_id", "warp_id", "lane_id", "warpgroup_id")
+THREAD_KINDS = ("cta_id", "cluster_id", "cta_id_in_cluster", "thread_id", "warp_id", "lane_id",
+                "warpgroup_id")
 
 
 @dataclass(frozen=True, eq=False)

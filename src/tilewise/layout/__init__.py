@@ -68,7 +68,15 @@ Built from the PTX formulas, never typed in: ``tcgen05_atom(shape, num, dtype_bi
 (one warp, ``laneid`` x register element ``m``) and ``tcgen05_warpgroup_atom`` (four warps,
 ``tid_in_wg``, datapath ``"D"`` or ``"F"``), ``tmem_datapath("D"|"F", cols)``,
 ``mma_m8n8_fragment(dtype_bits)``, ``ldmatrix_m8n8(num, trans)``,
-``wgmma_accumulator(n)`` (the (64, n) accumulator fragment of one warpgroup).
+``wgmma_accumulator(n)`` (the (64, n) accumulator fragment of one warpgroup);
+``mma_a_atom(dtype_bits)``, ``mma_b_atom(dtype_bits)``, ``mma_c_atom()``: the A (16, K),
+B (K, 8) and C (16, 8) register fragments of one ``mma.sync.m16n8kK`` (K = 256 /
+dtype_bits: 16 for f16/bf16, 8 for tf32, 32 for 8-bit inputs), fitted from the PTX ISA
+formulas of ``tilewise.ptx.mma`` and checked against them; ``mma_fragment(operand, shape,
+dtype_bits, warps=(wm, wn), warp_axis=...)`` a whole operand tile of a warp (or of a
+``wm x wn`` grid of warps, A replicated across a row of the grid and B down a column):
+the register layouts ``Tx.<scope>.gemm`` (mma.sync) and ``Tx.warp.copy`` (ldmatrix /
+stmatrix) read.
 ``swizzled_tile(rows, cols, dtype_bits, swizzle)`` is the shared tile TMA writes in
 boxes ``swizzle`` bytes wide: a canonical wgmma / tcgen05 operand. ``match_atom(layout,
 atom)`` returns a truthy ``MatchResult``, or one whose ``reason`` says what differs.
@@ -78,6 +86,10 @@ from tilewise.layout.atoms import (
     MatchResult,
     ldmatrix_m8n8,
     match_atom,
+    mma_a_atom,
+    mma_b_atom,
+    mma_c_atom,
+    mma_fragment,
     mma_m8n8_fragment,
     tcgen05_atom,
     tcgen05_shape,
@@ -133,6 +145,10 @@ __all__ = [
     "ldmatrix_m8n8",
     "m",
     "match_atom",
+    "mma_a_atom",
+    "mma_b_atom",
+    "mma_c_atom",
+    "mma_fragment",
     "mma_m8n8_fragment",
     "render_ascii",
     "render_svg",

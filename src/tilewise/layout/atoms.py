@@ -26,7 +26,7 @@ import numpy as np
 from tilewise.errors import LayoutError, did_you_mean
 from tilewise.layout.axes import Axis, Iter, as_int
 from tilewise.layout.layout import TileLayout
-from tilewise.ptx import tcgen05
+from tilewise.ptx import mma, tcgen05
 
 Place = dict[str, int]
 
@@ -198,10 +198,135 @@ def ldmatrix_m8n8(num: int = 1, trans: bool = False) -> TileLayout:
         for i in range(n):
             for t in range(32):
                 for h in range(2):
-                    row, col = (2 * (t % 4) + h, t // 4) if trans else (t // 4, 2 * (t % 4) + h)
+                    row, col = mma.matrix_element(t, h, bool(trans))
                     yield (8 * i + row, col), {"laneid": t, "m": 2 * i + h}
 
     return _fit((8 * n, 8), table())
+
+
+# ---- mma.sync m16n8k* (ptx/mma.py: the PTX ISA fragment formulas) ---------------------
+def _mma_e(dtype_bits: object) -> int:
+    bits = as_int(dtype_bits, "dtype_bits", "pass the input element size: 8, 16 or 32")
+    if bits not in (8, 16, 32):
+        raise LayoutError(f"mma.sync has no {bits}-bit inputs",
+                          hint="pass dtype_bits=16 (f16/bf16), 32 (tf32) or 8 (s8/u8/fp8)")
+    return 32 // bits
+
+
+def mma_a_atom(dtype_bits: int = 16) -> TileLayout:
+    """The A fragment of one ``mma.sync.m16n8kK`` (K = 256 / dtype_bits): a (16, K) tile of
+    one warp, element ``i`` of lane ``l`` at row ``l//4 + 8 (r % 2)``, column
+    ``e (l%4) + h + 4 e (r // 2)`` (register ``r = i // e``, half ``h = i % e``)."""
+    e = _mma_e(dtype_bits)
+    table = ((mma.a_coords(t, i, e), {"laneid": t, "m": i})
+             for t in range(32) for i in range(mma.A_REGS * e))
+    return _fit((mma.M, 8 * e), table)
+
+
+def mma_b_atom(dtype_bits: int = 16) -> TileLayout:
+    """The B fragment of one ``mma.sync.m16n8kK``: a (K, 8) tile of one warp, element ``i``
+    of lane ``l`` at row ``e (l%4) + h + 4 e r``, column ``l // 4``."""
+    e = _mma_e(dtype_bits)
+    table = ((mma.b_coords(t, i, e), {"laneid": t, "m": i})
+             for t in range(32) for i in range(mma.B_REGS * e))
+    return _fit((8 * e, mma.N), table)
+
+
+def mma_c_atom() -> TileLayout:
+    """The C / D fragment of one ``mma.sync.m16n8k*``: a (16, 8) tile of one warp, element
+    ``i`` (0..3) of lane ``l`` at row ``l//4 + 8 (i // 2)``, column ``2 (l%4) + i % 2``. The
+    same for every accumulator type: a float16 accumulator packs elements ``2j, 2j+1`` in
+    register ``j``."""
+    table = ((mma.c_coords(t, i), {"laneid": t, "m": i}) for t in range(32) for i in range(4))
+    return _fit((mma.M, mma.N), table)
+
+
+_OPERANDS = ("A", "B", "C")
+_WARP_AXES = ("warpid", "wid_in_wg")
+
+
+def mma_fragment(operand: str, shape: tuple[int, int], dtype_bits: int = 16,
+                 warps: tuple[int, int] = (1, 1), warp_axis: str = "warpid") -> TileLayout:
+    """The register layout of a whole ``mma.sync`` operand tile: ``operand`` ``"A"`` (M, K),
+    ``"B"`` (K, N) or ``"C"`` (M, N) of ``shape``, split over a ``warps = (wm, wn)`` grid of
+    warps (warp ``wm_i * wn + wn_i`` on ``warp_axis``: ``warpid`` for a CTA, ``wid_in_wg``
+    for a warpgroup) that owns C rows ``[M/wm * wm_i, ...)`` and columns ``[N/wn * wn_i,
+    ...)``. Inside a warp the tile is a grid of instruction atoms (:func:`mma_a_atom`,
+    :func:`mma_b_atom`, :func:`mma_c_atom`) in row-major order, each atom's registers after
+    the previous atom's. A is replicated over the warps of one row of the grid (they
+    all need those rows of A), B over the warps of one column. Built from iters and
+    checked against the fragment formulas element by element."""
+    if operand not in _OPERANDS:
+        raise LayoutError(f"unknown mma operand {operand!r}", hint="pass 'A', 'B' or 'C'")
+    if warp_axis not in _WARP_AXES:
+        raise LayoutError(f"warp_axis {warp_axis!r} is not a warp axis",
+                          hint="pass warp_axis='warpid' (CTA) or 'wid_in_wg' (warpgroup)")
+    e = _mma_e(dtype_bits) if operand != "C" else 1
+    wm, wn = (as_int(w, "warps", "warps is (rows, columns) of warps, e.g. (2, 2)")
+              for w in warps)
+    rows, cols = (as_int(x, "shape", "shape is (rows, columns)") for x in shape)
+    unit = {"A": (mma.M * wm, 8 * e), "B": (8 * e, mma.N * wn), "C": (mma.M * wm, mma.N * wn)}
+    ur, uc = unit[operand]
+    if wm < 1 or wn < 1 or rows <= 0 or cols <= 0 or rows % ur or cols % uc:
+        raise LayoutError(f"a ({rows}, {cols}) {operand} tile does not split into "
+                          f"{ur} x {uc} blocks ({wm} x {wn} warps of mma.sync atoms)",
+                          hint=f"make the shape a multiple of ({ur}, {uc})")
+    shard, replica = _mma_iters(operand, rows // ur, cols // uc, e, wm, wn, warp_axis)
+    layout = TileLayout.from_iters(shard, replica).group((rows, cols))
+    _check_mma_fragment(layout, operand, (rows, cols), e, wm, wn, warp_axis)
+    return layout
+
+
+def _mma_iters(operand: str, br: int, bc: int, e: int, wm: int, wn: int, w: str):
+    """Shard and replica iters: ``br x bc`` atoms per warp, warps ``wm x wn``."""
+    if operand == "C":
+        rows = [(wm, wn, w), (br, bc * 4, "m"), (2, 2, "m"), (8, 4, "laneid")]
+        cols = [(wn, 1, w), (bc, 4, "m"), (4, 1, "laneid"), (2, 1, "m")]
+        return rows + cols, []
+    if operand == "A":
+        size = 4 * e
+        rows = [(wm, wn, w), (br, bc * size, "m"), (2, e, "m"), (8, 4, "laneid")]
+        cols = [(bc, size, "m"), (2, 2 * e, "m"), (4, 1, "laneid"), (e, 1, "m")]
+        return rows + cols, [(wn, 1, w)] if wn > 1 else []
+    size = 2 * e
+    rows = [(br, bc * size, "m"), (2, e, "m"), (4, 1, "laneid"), (e, 1, "m")]
+    cols = [(wn, 1, w), (bc, size, "m"), (8, 4, "laneid")]
+    return rows + cols, [(wm, wn, w)] if wm > 1 else []
+
+
+def _check_mma_fragment(layout, operand, shape, e, wm, wn, w) -> None:
+    """Every (warp, lane, element) the formulas give holds its element, and nothing else."""
+    want = []
+    per = {"A": mma.A_REGS * e, "B": mma.B_REGS * e, "C": 4}[operand]
+    tile = {"A": (mma.M, 8 * e), "B": (8 * e, mma.N), "C": (mma.M, mma.N)}[operand]
+    coords = {"A": lambda t, i: mma.a_coords(t, i, e), "B": lambda t, i: mma.b_coords(t, i, e),
+              "C": mma.c_coords}[operand]
+    t, i = np.meshgrid(np.arange(32), np.arange(per), indexing="ij")
+    r0, c0 = coords(t, i)
+    for wi in range(wm):
+        for wj in range(wn):
+            base_r = wi * (shape[0] // wm) if operand != "B" else 0
+            base_c = wj * (shape[1] // wn) if operand != "A" else 0
+            nr = (shape[0] // wm if operand != "B" else shape[0]) // tile[0]
+            nc = (shape[1] // wn if operand != "A" else shape[1]) // tile[1]
+            for b in range(nr * nc):
+                row = base_r + (b // nc) * tile[0] + r0
+                col = base_c + (b % nc) * tile[1] + c0
+                want.append((row.ravel() * shape[1] + col.ravel(), wi * wn + wj,
+                             t.ravel(), b * per + i.ravel()))
+    got = layout.apply_np(np.concatenate([x[0] for x in want]))
+    lin = np.concatenate([x[0] for x in want])
+    warp = np.concatenate([np.full(len(x[0]), x[1]) for x in want])
+    reps = [r.get(w, 0) for r in layout.replicas()]
+    first = got.get(w, np.zeros_like(lin))
+    ok = np.zeros(len(lin), bool)
+    for d in reps:
+        ok |= first + d == warp
+    held = np.concatenate([x[2] for x in want]), np.concatenate([x[3] for x in want])
+    if not (ok.all() and np.array_equal(got["laneid"], held[0])
+            and np.array_equal(got["m"], held[1])
+            and len(lin) == layout.size() * len(reps)):
+        raise RuntimeError(f"mma {operand} fragment layout disagrees with the PTX formulas")
 
 
 # ---- structural matching -------------------------------------------------------------

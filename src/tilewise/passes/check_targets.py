@@ -29,10 +29,10 @@ class _Check(SpanVisitor):
         if op is None:
             raise CompileError(f"T.{e.op} is not an instruction the code generator knows",
                                e.span or self.span, hint=did_you_mean(e.op, PTX_OPS))
-        if op.feature is not None:
-            self.target.require(op.feature, what=f"T.{e.op} ({op.ptx.split()[0]})",
+        for feature in op.features_of(e.args):
+            self.target.require(feature, what=f"T.{e.op} ({op.ptx.split()[0]})",
                                 span=e.span or self.span)
-            self.features.add(op.feature)
+            self.features.add(feature)
         self.math = self.math or op.math
         self.generic_visit(e)
 

@@ -177,7 +177,9 @@ def _launch_ranges(func: PrimFunc) -> dict[int, tuple[int, int]]:
            "warpgroup_id": max(block // WARPGROUP, 1)}
     out = {}
     for b in func.launch:
-        n = b.extent if b.kind == "cta_id" else per[b.kind]
+        if b.kind == "cluster_id":
+            continue  # grid / cluster: bounded, but by a quotient nothing here needs
+        n = b.extent if b.kind in ("cta_id", "cta_id_in_cluster") else per[b.kind]
         out[id(b.var)] = (0, n - 1)
     return out
 

@@ -22,13 +22,15 @@ kind           operand
                of ``step``
 ``flag``       a compile-time bool
 ``str``        a compile-time string, one of ``choices`` (spelt into the opcode)
+``reg32``      one 32-bit register value (an mma.sync fragment register); a float is
+               passed by its bits
 ``regs_in``    trailing 32-bit register values (``tcgen05.st``)
 ``regs_out``   trailing destination registers: 32-bit buffer elements (``tcgen05.ld``)
 ``regs_inout`` trailing registers read and written (wgmma accumulators)
+``tensormap``  a TMA tensor map: the hidden ``byval`` kernel parameter the ``tma`` variant
+               creates (``ptx/tma.py``); kernels cannot name one
+``coords``     trailing int32 tensor coordinates, innermost first (TMA copies)
 =============  ===========================================================================
-
-Tensor-map parameters (TMA tensor copies) are not a kind yet: they need kernel parameters
-passed by value, which arrive with the TMA tensor copy itself.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 from ..errors import ScriptError
 from ..ir import dtype as dt
 from ..ir.dtype import DataType
-from ..ir.expr import AddressOf, BufferLoad, Expr, IntImm, StringImm, as_int, const
+from ..ir.expr import AddressOf, BufferLoad, Expr, IntImm, StringImm, Var, as_int, const
 
 REQUIRED = object()
 
@@ -204,6 +206,15 @@ def _str(op, p, v, span):
     return StringImm(s)
 
 
+@kind("reg32")
+def _reg32(op, p, v, span):
+    e = _as_expr(op, p, v, span)
+    if e.dtype.bits != 32:
+        raise _error(op, p, f"is a 32-bit register and must be a 32-bit value, got {e.dtype}",
+                     span, "pass an element of a 32-bit (uint32) view of the fragment")
+    return e
+
+
 def _register(op, p, v, span, k):
     e = _as_expr(op, p, v, span)
     if e.dtype.bits != 32:
@@ -225,11 +236,29 @@ kind("regs_out")(_destination)
 kind("regs_inout")(_destination)
 
 
+@kind("tensormap")
+def _tensormap(op, p, v, span):
+    if not isinstance(v, Var) or v.dtype.kind != "tensormap":
+        raise _error(op, p, "must be a TMA tensor map", span,
+                     "tensor maps are made by Tx.*.copy_async(..., dispatch=\"tma\"); copy "
+                     "with the tile primitive instead of naming the instruction")
+    return v
+
+
+@kind("coords")
+def _coordinate(op, p, v, span, k):
+    e = _as_expr(op, p, v, span)
+    if not e.dtype.is_int:
+        raise ScriptError(f"coordinate {k} of T.{op.name} must be an integer, got {e.dtype}",
+                          span, "pass int32 tensor coordinates, innermost first")
+    return e
+
+
 def regs_written(p: Param | None) -> bool:
     """Whether a register operand's registers receive values (out, inout)."""
     return p is not None and p.kind in ("regs_out", "regs_inout")
 
 
 def regs_read(p: Param | None) -> bool:
-    """Whether a register operand's registers are read (in, inout)."""
-    return p is not None and p.kind in ("regs_in", "regs_inout")
+    """Whether a trailing operand's values are read (register values, coordinates)."""
+    return p is not None and p.kind in ("regs_in", "regs_inout", "coords")

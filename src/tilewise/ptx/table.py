@@ -27,7 +27,7 @@ from ..errors import ScriptError, did_you_mean
 from ..ir import dtype as dt
 from ..ir.dtype import DataType
 from ..ir.expr import Call
-from . import tcgen05, wgmma
+from . import mma, tcgen05, tma, wgmma
 from .operands import KINDS, REQUIRED, Param
 
 __all__ = ["Asm", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "ROWS", "lookup",
@@ -58,6 +58,20 @@ class PtxOp:
     alias_of: str | None = None  # set on the entry of an alias spelling: the row's name
     doc: str = ""
     math: bool = False  # result type follows the first operand (float math)
+    # (operand, {value: feature}): a static operand whose value needs another feature than
+    # the row's (TMA's cta_group=1/2 exists on tcgen05 targets only)
+    feature_by: tuple | None = None
+
+    def features_of(self, args) -> tuple[str, ...]:
+        """The target features a bound call needs (the row's, and its operand's)."""
+        out = () if self.feature is None else (self.feature,)
+        if self.feature_by is not None:
+            name, by_value = self.feature_by
+            k = next(i for i, p in enumerate(self.params) if p.name == name)
+            value = getattr(args[k], "value", args[k])
+            if value in by_value:
+                out += (by_value[value],)
+        return out
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -111,6 +125,10 @@ class PtxOp:
         if self.regs is None:
             return []
         want = self.regs.count(values)
+        if len(regs) != want and self.regs.kind == "coords":
+            raise ScriptError(f"T.{self.name} of a {want}-D tensor takes {want} "
+                              f"coordinate(s); the call passes {len(regs)}", span,
+                              hint=f"pass exactly {want} coordinate(s), innermost first")
         if len(regs) != want:
             raise ScriptError(f"T.{self.name} with these operands moves {want} 32-bit "
                               f"register(s) per thread; the call passes {len(regs)}", span,
@@ -181,7 +199,51 @@ _WGMMA = (_p("a_desc", "desc64"), _p("b_desc", "desc64"),
           _p("acc", "str", "float32", choices=tuple(wgmma.ACC_TYPE)),
           _p("trans_a", "flag", False), _p("trans_b", "flag", False))
 
-def _mma_params(a: Param) -> tuple[Param, ...]:
+_DIM = _p("dim", "imm", lo=1, hi=tma.MAX_RANK)
+_CACHE_HINT = _p("cache_hint", "str", None, tuple(tma.CACHE_POLICY))
+
+
+def _coords() -> Param:
+    return _p("coords", "coords", count=lambda v: v["dim"])
+
+
+def _mma_regs(values) -> int:
+    return mma.c_regs(values["acc"])
+
+
+def _mma_check(values) -> str | None:
+    return mma.combination_problem(values["a_type"], values["b_type"], values["acc"])
+
+
+def _mma_params(inputs: tuple[str, ...]) -> tuple[Param, ...]:
+    return ((_p("a_type", "str", choices=inputs), _p("b_type", "str", choices=inputs),
+             _p("acc", "str", choices=tuple(mma.ACC_TYPE)))
+            + tuple(_p(f"a{i}", "reg32") for i in range(mma.A_REGS))
+            + tuple(_p(f"b{i}", "reg32") for i in range(mma.B_REGS)))
+
+
+def _mma_row(name: str, inputs: tuple[str, ...], feature: str, doc: str) -> PtxOp:
+    return PtxOp(name, _mma_params(inputs),
+                 "mma.sync.aligned.m16n8k<K>.row.col.<acc>.<a>.<b>.<acc> {d}, {a0, a1, a2, a3}, "
+                 "{b0, b1}, {d}", feature, regs=_p("acc_regs", "regs_inout", count=_mma_regs),
+                 check=_mma_check,
+                 doc=doc + "; D = A @ B + D in place: A (16 x K) in a0..a3 and B (K x 8) in "
+                 "b0, b1 (32-bit registers of packed inputs), D (16 x 8) the accumulator "
+                 "registers (4 float32 / int32, or 2 float16x2), read and written "
+                 "(ptx/mma.py gives the fragments); the whole warp executes it")
+
+
+def _matrix_row(name: str, what: str, feature: str, doc: str) -> PtxOp:
+    pointer = "src" if name.endswith("ldmatrix") else "dst"
+    spelling = ("{regs}, [src]" if pointer == "src" else "[dst], {regs}")
+    return PtxOp(name, (_shared(pointer), _p("num", "imm", choices=mma.LDMATRIX_NUMS),
+                        _p("trans", "flag")),
+                 f"{what}.sync.aligned.m8n8.x<num>{{.trans}}.shared.b16 {spelling}", feature,
+                 regs=_p("regs", "regs_out" if pointer == "src" else "regs_in",
+                         count=lambda v: v["num"]), doc=doc)
+
+
+def _tcgen05_mma_params(a: Param) -> tuple[Param, ...]:
     return (_p("d_tmem", "taddr"), a, _p("b_desc", "desc64"),
             _p("idesc", "value", dtype=dt.uint32),
             _p("enable_input_d", "value", dtype=dt.bool_),
@@ -237,6 +299,60 @@ _OPS = [
           "cp.async.bulk.wait_group.read n", "tma",
           llvm="llvm.nvvm.cp.async.bulk.wait.group.read",
           doc="wait until at most n bulk groups still read their shared-memory source"),
+    # ---- tensor copies by the TMA unit, PTX ISA §9.7.9.25.5 (facts in ptx/tma.py)
+    PtxOp("ptx.cp_async.bulk.tensor.g2c",
+          (_DIM, _shared("dst"), _shared(), _p("tmap", "tensormap"),
+           _p("cta_mask", "value", None, dtype=dt.DTYPES["uint16"]),
+           _p("cta_group", "imm", 0, (0, 1, 2)), _CACHE_HINT),
+          "cp.async.bulk.tensor.<dim>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+          "{.multicast::cluster}{.cta_group::N}{.L2::cache_hint} [dst], [tmap, {coords}], "
+          "[mbar]{, cta_mask}{, policy}", "tma", regs=_coords(),
+          feature_by=("cta_group", {1: "tcgen05", 2: "tcgen05"}),
+          doc="global -> shared copy of the tensor map's box at `coords` (innermost first; "
+              "out-of-bounds elements filled) that performs complete_tx(box bytes) on mbar; "
+              "with cta_mask, into the same offsets of every CTA of the cluster in the mask "
+              "and on their mbarriers at mbar's offset"),
+    PtxOp("ptx.cp_async.bulk.tensor.s2g",
+          (_DIM, _shared("src"), _p("tmap", "tensormap"), _CACHE_HINT),
+          "cp.async.bulk.tensor.<dim>d.global.shared::cta.tile.bulk_group{.L2::cache_hint} "
+          "[tmap, {coords}], [src]{, policy}", "tma", regs=_coords(),
+          doc="shared -> global copy of a box (elements out of bounds are not written), "
+              "tracked by this thread's bulk async-groups"),
+    PtxOp("ptx.cp_async.bulk.tensor.s2g_reduce",
+          (_DIM, _shared("src"), _p("tmap", "tensormap"),
+           _p("op", "str", choices=tma.REDUCE_OPS), _CACHE_HINT),
+          "cp.reduce.async.bulk.tensor.<dim>d.global.shared::cta.<op>.tile.bulk_group"
+          "{.L2::cache_hint} [tmap, {coords}], [src]{, policy}", "tma", regs=_coords(),
+          doc="shared -> global reduction (add, min or max) of a box into global memory"),
+    PtxOp("ptx.prefetch_tensormap", (_p("tmap", "tensormap"),),
+          "prefetch.param.tensormap [tmap]", "tma",
+          doc="bring a tensor map into the cache ahead of the copies that use it"),
+    PtxOp("ptx.cp_async.bulk.s2c",
+          (_shared("dst"), _shared("src"), _p("nbytes"), _shared(), _p("rank", "rank")),
+          "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], "
+          "[src], size, [mbar]", "tma",
+          doc="shared -> shared copy of nbytes (a multiple of 16, 16-byte aligned) into CTA "
+              "`rank` of the cluster: dst and mbar are this CTA's addresses of the buffer and "
+              "mbarrier, mapped to that CTA (mapa); complete_tx(nbytes) on its mbarrier"),
+    # ---- clusters, PTX ISA §9.7.13.4 (barrier.cluster) and §9.7.13.15.18
+    PtxOp("ptx.barrier.cluster.arrive",
+          (_p("relaxed", "flag", False, spell=((1, ".relaxed"), (0, ""))),
+           _p("aligned", "flag", False, spell=((1, ".aligned"), (0, "")))),
+          "barrier.cluster.arrive{.relaxed}{.aligned}", "cluster",
+          llvm="llvm.nvvm.barrier.cluster.arrive{relaxed}{aligned}",
+          doc="arrive on the cluster barrier (release; relaxed=True orders nothing); "
+              "aligned=True: every thread of the warp executes it"),
+    PtxOp("ptx.barrier.cluster.wait",
+          (_p("aligned", "flag", False, spell=((1, ".aligned"), (0, ""))),),
+          "barrier.cluster.wait{.aligned}", "cluster",
+          llvm="llvm.nvvm.barrier.cluster.wait{aligned}",
+          doc="wait until every thread of every CTA of the cluster has arrived (acquire)"),
+    PtxOp("cuda.cluster_sync", (), "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned",
+          "cluster", doc="all threads of the cluster: arrive, then wait (TIRx's spelling)"),
+    PtxOp("ptx.fence.mbarrier_init", (), "fence.mbarrier_init.release.cluster", "cluster",
+          llvm="llvm.nvvm.fence.mbarrier_init.release.cluster",
+          doc="make this thread's mbarrier.init visible to the cluster (before the barrier "
+              "that precedes remote arrivals or multicast copies)"),
     PtxOp("ptx.fence.proxy_async",
           (_p("space", "str", "shared::cta", [s for s, _ in _PROXY_SPACES],
               spell=_PROXY_SPACES),),
@@ -320,6 +436,20 @@ _OPS = [
               "their matrix descriptors (ptx/wgmma.py), D the warpgroup's accumulator "
               "fragment (n/2 float32 or n/4 float16x2 registers per thread); trans_a / "
               "trans_b: the operand is MN-major"),
+    # ---- warp-level matrix instructions, PTX ISA §9.7.14
+    _mma_row("ptx.mma_sync", mma.SYNC_INPUTS, "mma_sync",
+             "mma.sync m16n8k16 (float16, bfloat16), m16n8k8 (float32 as tf32), m16n8k32 "
+             "(int8, uint8)"),
+    _mma_row("ptx.mma_sync_fp8", mma.FP8_INPUTS, "mma_fp8",
+             "mma.sync m16n8k32 with fp8 inputs (e4m3, e5m2; float32 accumulators)"),
+    _matrix_row("ptx.ldmatrix", "ldmatrix", "ldmatrix",
+                "load num (1, 2, 4) 8x8 matrices of 16-bit elements from shared memory: lanes "
+                "8j..8j+7 pass the 16-byte row addresses of matrix j, register j of every lane "
+                "receives its part of matrix j (trans: transposed); destinations are 32-bit "
+                "buffer elements"),
+    _matrix_row("ptx.stmatrix", "stmatrix", "stmatrix",
+                "store num (1, 2, 4) 8x8 matrices of 16-bit elements to shared memory, the "
+                "inverse of ldmatrix (same lanes, rows and registers)"),
     # ---- tcgen05 tensor memory, PTX ISA §9.7.16
     PtxOp("ptx.tcgen05.alloc", (_shared("dst"), _N_COLS, _CTA_GROUP),
           "tcgen05.alloc.cta_group::N.sync.aligned.shared::cta.b32 [dst], nCols", "tcgen05",
@@ -341,11 +471,11 @@ _OPS = [
           llvm="llvm.nvvm.tcgen05.wait.ld"),
     PtxOp("ptx.tcgen05.wait.st", (), "tcgen05.wait::st.sync.aligned", "tcgen05",
           llvm="llvm.nvvm.tcgen05.wait.st"),
-    PtxOp("ptx.tcgen05.mma", _mma_params(_p("a_desc", "desc64")),
+    PtxOp("ptx.tcgen05.mma", _tcgen05_mma_params(_p("a_desc", "desc64")),
           "tcgen05.mma.cta_group::N.kind::<kind> [d_tmem], a-desc, b-desc, idesc, "
           "enable-input-d", "tcgen05", doc=_MMA_DOC.format(a="A in shared memory by its "
                                                            "descriptor")),
-    PtxOp("ptx.tcgen05.mma.ts", _mma_params(_p("a_tmem", "taddr")),
+    PtxOp("ptx.tcgen05.mma.ts", _tcgen05_mma_params(_p("a_tmem", "taddr")),
           "tcgen05.mma.cta_group::N.kind::<kind> [d_tmem], [a_tmem], b-desc, idesc, "
           "enable-input-d", "tcgen05", doc=_MMA_DOC.format(a="A in tensor memory at a_tmem "
                                                            "(row-major, 256 bits a K-step)")),

@@ -15,6 +15,7 @@ import sys
 from ..errors import LaunchError
 from . import device
 from .args import check_arguments
+from .tensormap import check_tensor_maps, launch_slots
 
 _DEFAULT_SMEM_LIMIT = 48 * 1024
 
@@ -98,7 +99,8 @@ class Launcher:
             self._load()
         device.make_current(self.ordinal)
         driver = device._driver()
-        slots = [_slot(v) for v in call.values]  # kept alive until the launch returns
+        # kept alive until the launch returns; tensor maps are encoded after the context
+        slots = [_slot(v) for v in call.values] + launch_slots(k, call)
         pointers = np.array([a.ctypes.data for a in slots], dtype=np.uint64)
         handle = driver.CUstream(stream_handle(stream, arrays))
         device.check(driver.cuLaunchKernel(self.function, *grid, k.launch_config.block, 1, 1,
@@ -112,6 +114,7 @@ def prepare(kernel, arrays, ordinal=None):
     call = check_arguments(kernel.func, arrays, ordinal)
     grid = call.binding.grid(kernel.lowered.func)
     _check_cluster(kernel, grid)
+    check_tensor_maps(kernel, call)
     return call, grid
 
 

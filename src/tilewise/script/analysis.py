@@ -104,4 +104,13 @@ def known_multiple(e) -> int:
         return ka // cb if ka % cb == 0 else 1
     if e.op == "%" and cb is not None and cb > 0:
         return math.gcd(ka, cb)
+    if e.op in ("^", "|"):  # bits below both operands' known low zero bits stay zero
+        return min(_pow2(ka), _pow2(kb))
+    if e.op == "&":
+        return max(_pow2(ka), _pow2(kb))
     return 1
+
+
+def _pow2(k: int) -> int:
+    """The largest power of two dividing ``k`` (a huge one for 0: every bit is zero)."""
+    return k & -k if k else 1 << 62

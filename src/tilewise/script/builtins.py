@@ -6,7 +6,8 @@ from ..errors import ScriptError, TilewiseError
 from ..ir import dtype as dt
 from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, IntImm, Range, SizeVar, Var,
                        binop, cast, const)
-from ..ir.stmt import SCOPES, Buffer, DeclBuffer, ThreadBinding, TileCall
+from ..ir.launch import CTA_KINDS
+from ..ir.stmt import SCOPES, THREAD_KINDS, Buffer, DeclBuffer, ThreadBinding, TileCall
 from ..ptx import table as ptx_table
 from . import typerules as tr
 from .namespace import Builtin, PtxPath, TilePrimitiveRef, TypeCtor
@@ -226,16 +227,17 @@ def _launch(kind):
         ext = args[0]
         if isinstance(ext, int) or is_ir(ext):
             ext = [ext]
-        ok = isinstance(ext, (list, tuple)) and 0 < len(ext) <= (3 if kind == "cta_id" else 1)
+        symbolic = kind in ("cta_id", "cluster_id")
+        ok = isinstance(ext, (list, tuple)) and 0 < len(ext) <= (3 if kind in CTA_KINDS else 1)
         if ok:
-            ext = [_symbolic_extent(p, e, f"T.{kind}") if is_ir(e) and kind == "cta_id" else e
+            ext = [_symbolic_extent(p, e, f"T.{kind}") if is_ir(e) and symbolic else e
                    for e in ext]
-            ok = all((is_ir(e) and kind == "cta_id") or (
+            ok = all((is_ir(e) and symbolic) or (
                 isinstance(e, int) and not isinstance(e, bool) and e > 0) for e in ext)
         if not ok:
-            most = "up to 3" if kind == "cta_id" else "one"
-            what = "positive int(s) or symbolic size expression(s)" if kind == "cta_id" else \
-                "positive compile-time int"
+            most = "up to 3" if kind in CTA_KINDS else "one"
+            what = "positive int(s) or symbolic size expression(s)" if symbolic else \
+                "positive compile-time int(s)"
             raise p.error(f"T.{kind} takes a list of {most} {what}, "
                           f"got {_describe(ext) if not isinstance(ext, (list, tuple)) else ext}",
                           f"write T.{kind}([n])")
@@ -252,7 +254,7 @@ def _launch(kind):
     return h
 
 
-for _k in ("cta_id", "thread_id", "warp_id", "lane_id", "warpgroup_id"):
+for _k in THREAD_KINDS:
     _HANDLERS[_k] = _launch(_k)
 
 
@@ -268,6 +270,9 @@ def _alloc(p, scope, args, kwargs, fname):
     layout = _layout(p, kwargs.get("layout"), shape, f"T.{fname}")
     t = _dtype(p, args[1])
     align = _align(p, kwargs.get("align"), t, scope)
+    swz = getattr(layout, "swizzling", None)
+    if swz is not None and not align and scope != "local":
+        align = 8 * swz.mode  # the swizzle's repeat: absolute addresses swizzle like offsets
     buf = Buffer(_name(p, "buf"), shape, t, scope, layout, align=align, span=p.span())
     p.emit(DeclBuffer(buf, span=p.span()))
     return buf

@@ -131,7 +131,10 @@ def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None) -> None:
     span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
     ctx.asyncs.check_write(span_b, tids, span)
     who = np.broadcast_to((tids if owner is None else owner)[:, None], span_b.shape)
-    ctx.mem.owner[span_b] = who
+    mem = ctx.mem
+    mem.owner[span_b] = who
+    mem.gen_writer[span_b] = np.broadcast_to(tids[:, None], span_b.shape)  # generic proxy
+    mem.gen_dirty = True
 
 
 def mbarrier_addrs(ctx, mbar, span, what, read: bool = True):

@@ -18,11 +18,8 @@ read of them is a hazard. A completed copy is visible to its thread only, until 
 ``bar.sync``. ``cp.async.mbarrier.arrive.noinc`` arrives when all of the thread's earlier
 copies have completed (a *trigger*).
 
-**bulk copies** (§5, non-tensor). global -> shared copies land at issue (the earliest
-legal completion) and ``complete_tx`` their mbarrier; the bytes are owned by the copy
-(shadow ``owner = BULK_TAG0 - k``) until a thread observes the phase it completed, by a
-successful wait. shared -> global stores read their source at issue and keep it *being
-read* until their bulk group is retired (``wait_group[_read]``).
+**Copy-engine copies** (§5: bulk and tensor copies, multicast, copies between the CTAs
+of a cluster) and the generic/async proxy split are :mod:`.async_bulk`'s, mixed in.
 
 **tcgen05.mma / tcgen05.cp** in flight, their commits and the tensor-memory cells and shared
 operands they own are :mod:`.async_tcgen05` (``ctx.asyncs.tcgen05``); wgmma's are
@@ -32,8 +29,11 @@ tell the tcgen05 part what threads have observed.
 **Drains.** Threads run in program order, warp-synchronously: a wait that is not
 satisfied when it executes first completes the cp.async copies its mbarrier tracks (they
 may complete at any time, so this is a legal schedule); if it is still unsatisfied, the
-other sides of a forked warp-specialised branch run until it is (:mod:`.fibers`); when
-none can make progress it never will be, and it is reported as a deadlock.
+the other sides of a forked warp-specialised branch run until it is (:mod:`.fibers`), and
+the other CTAs of the cluster until they block too (:mod:`.cluster`); a wait nothing can
+satisfy any more is reported as a deadlock, naming the barrier and what it still waits
+for (arrivals, or transaction bytes that were announced and never arrived, or arrived
+without being announced).
 """
 
 from __future__ import annotations
@@ -42,13 +42,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .memory import (BULK_TAG0, SHARED, SPACE_SHIFT, UNWRITTEN, VISIBLE, byte_span)
+from .async_bulk import BulkCore, shared_addr as _shared_addr
+from .memory import VISIBLE, byte_span
 
 MAX_COUNT = (1 << 20) - 1  # mbarrier counts are 20-bit
-
-
-def _shared_addr(off: int) -> int:
-    return (SHARED << SPACE_SHIFT) + off
 
 
 # ------------------------------------------------------------------------ mbarriers
@@ -100,65 +97,16 @@ class _CpAsync:
         self.triggers: list[tuple[int, int, int, object]] = []  # (tid, mbar, seq, span)
 
 
-# ------------------------------------------------------------------------ bulk copies
-@dataclass
-class _Copy:
-    """One thread's global -> shared bulk copy."""
-
-    tid: int
-    dst: int  # shared offset
-    nbytes: int
-    mbar: int  # the mbarrier's address
-    phase: int  # the mbarrier phase its complete_tx counted towards
-    span: object
-    seen: np.ndarray  # per thread: observed the phase complete (a successful wait)
-
-
-@dataclass
-class _Store:
-    """One thread's shared -> global bulk store, until its group is retired for reading."""
-
-    tid: int
-    group: int
-    src: int  # shared offset
-    nbytes: int
-    span: object
-
-
-class _Bulk:
-    def __init__(self, n_threads: int, shared_bytes: int):
-        self.copies: list[_Copy] = []
-        self.stores: list[_Store] = []
-        self.committed = np.zeros(n_threads, np.int64)
-        self.read_retired = np.zeros(n_threads, np.int64)
-        self.retired = np.zeros(n_threads, np.int64)
-        self.wait_spans: dict[int, tuple] = {}  # tid -> (instruction, n, span) of its last wait
-        self.reading = np.zeros(shared_bytes, np.int32)
-        self.n_reading = 0
-
-    def copy_of(self, tag: int) -> _Copy:
-        return self.copies[BULK_TAG0 - int(tag)]
-
-    def why_reading(self, st: _Store) -> str:
-        if st.group >= self.committed[st.tid]:
-            return "was never committed (missing cp.async.bulk.commit_group)"
-        last = self.wait_spans.get(st.tid)
-        if last is not None:
-            name, n, wspan = last
-            return (f"is still in flight: {name}({n}) at {wspan} leaves up to {n} bulk "
-                    f"group(s) pending and this store's group is one of them")
-        return "has not been waited for (missing cp.async.bulk.wait_group_read)"
-
-
-class AsyncCore:
+class AsyncCore(BulkCore):
     """The asynchronous state of one CTA (``ctx.asyncs``); each part is created on first
-    use, so a kernel without cp.async or bulk copies pays nothing for them."""
+    use, so a kernel without cp.async or bulk copies pays nothing for them. The copy
+    engine's half (bulk and tensor copies, proxies) is :class:`~.async_bulk.BulkCore`."""
 
     def __init__(self, ctx):
         self.ctx = ctx
         self.mbars: dict[int, _Mbar] = {}
         self._cp: _CpAsync | None = None
-        self._bulk: _Bulk | None = None
+        self._bulk = None
         self._wgmma = None
         self._tcgen05 = None
 
@@ -167,12 +115,6 @@ class AsyncCore:
         if self._cp is None:
             self._cp = _CpAsync(self.ctx.n)
         return self._cp
-
-    @property
-    def bulk(self) -> _Bulk:
-        if self._bulk is None:
-            self._bulk = _Bulk(self.ctx.n, self.ctx.mem.shared.size)
-        return self._bulk
 
     @property
     def wgmma(self):
@@ -273,21 +215,27 @@ class AsyncCore:
         m = self.mbars.get(int(addr))
         if m is None:
             return "never initialised"
-        return (f"phase {m.phase} is still open with {m.pending} of {m.expected} arrival(s) "
+        text = (f"phase {m.phase} is still open with {m.pending} of {m.expected} arrival(s) "
                 f"and {m.tx} transaction byte(s) outstanding")
+        if m.tx > 0:
+            text += f" (expect_tx announced {m.tx} byte(s) more than the copies delivered)"
+        elif m.tx < 0:
+            text += (f" (copies delivered {-m.tx} byte(s) more than expect_tx announced: the "
+                     "expect_tx count does not match the copies)")
+        return text
 
     def wait_parity(self, tids, addrs, parity, span) -> np.ndarray:
         """Which threads' ``try_wait.parity`` succeed: polled, then (for those that do not)
         after draining the cp.async copies their mbarriers track, and while other forked
         thread sets run (:mod:`.fibers`); a wait no thread set can satisfy is a deadlock.
         Successful waits observe the bulk copies of the completed phases."""
-        ok = None
+        ok = self._poll(tids, addrs, parity, span)  # reports an uninitialised barrier once
 
         def poll():
             nonlocal ok
-            ok = self._poll(tids, addrs, parity, span)
+            ok = self._done(tids, addrs, parity)
             if not ok.all() and any(self._drain(a) for a in np.unique(addrs[~ok]).tolist()):
-                ok = self._poll(tids, addrs, parity, span)
+                ok = self._done(tids, addrs, parity)
             return bool(ok.all())
 
         if not self.ctx.block(poll, lambda: self._waiting(tids, addrs, parity, ok, span)):
@@ -305,6 +253,14 @@ class AsyncCore:
             out[k] = m is not None and p != (m.phase & 1)
         return out
 
+    def _done(self, tids, addrs, parity) -> np.ndarray:
+        """Which threads' waits are satisfied (uninitialised barriers: not; reported once)."""
+        out = np.zeros(addrs.shape, bool)
+        for k, (a, p) in enumerate(zip(addrs.tolist(), parity.tolist())):
+            m = self.mbars.get(int(a))
+            out[k] = m is not None and p != (m.phase & 1)
+        return out
+
     def _waiting(self, tids, addrs, parity, ok, span) -> str:
         k = int(np.argmin(ok))
         return (f"{self.ctx.where(int(tids[k]), int(addrs[k]))} waits at line {span.line} "
@@ -316,11 +272,15 @@ class AsyncCore:
         a = int(addrs[k])
         if a not in self.mbars:
             return
-        also = self.ctx.blocked_elsewhere()
+        hint = ("make sure the expected number of threads arrive (mbarrier.arrive) before "
+                "this wait, or fix the parity")
+        if self.mbars[a].tx:
+            hint = ("announce exactly the bytes the copies deliver "
+                    "(mbarrier.arrive.expect_tx: a TMA box counts in full, out-of-bounds fill "
+                    "included; a multicast counts in every CTA it lands in)")
         self.ctx.hazard(f"mbarrier wait can never complete (deadlock): waiting for parity "
                         f"{int(parity[k])} but {self.describe(a)}, and nothing pending can "
-                        f"arrive{also}", span, "make sure the expected number of threads "
-                        "arrive (mbarrier.arrive) before this wait, or fix the parity",
+                        f"arrive{self.ctx.blocked_elsewhere()}", span, hint,
                         tid=int(tids[k]), addr=a)
 
     # ================================================================== cp.async
@@ -379,6 +339,8 @@ class AsyncCore:
         mem.n_pending -= cols.size
         owner = VISIBLE if visible_to_all else b.tids[sel][:, None]
         mem.owner[cols] = np.broadcast_to(owner, cols.shape)
+        mem.gen_writer[cols] = np.broadcast_to(b.tids[sel][:, None], cols.shape)
+        mem.gen_dirty = True  # cp.async writes through the generic proxy
         b.done |= sel
 
     def _fire_triggers(self) -> None:
@@ -406,61 +368,6 @@ class AsyncCore:
             self._complete(lambda b, t=t, s=s: (b.tids == t) & (b.seq < s),
                            visible_to_all=True)
         return bool(waiting)
-
-    # ================================================================== bulk copies
-    def bulk_land(self, tid: int, off: int, data: np.ndarray, mbar: int, span) -> None:
-        """A global -> shared bulk copy by ``tid``: ``data`` lands at shared ``off``, owned
-        by the copy, then ``complete_tx(len(data))`` on ``mbar``."""
-        st, mem = self.bulk, self.ctx.mem
-        size = len(data)
-        self.check_write(byte_span(np.array([off]), size), np.array([tid]), span)
-        mem.shared[off:off + size] = data
-        mem.owner[off:off + size] = BULK_TAG0 - len(st.copies)
-        mem.bulk_tagged = True
-        copy = _Copy(tid, off, size, mbar, -1, span, np.zeros(self.ctx.n, bool))
-        st.copies.append(copy)
-        phase = self.complete_tx(mbar, size, tid, span)
-        copy.phase = phase if phase is not None else -1
-
-    def bulk_store(self, tid: int, src: int, nbytes: int, span) -> None:
-        """A shared -> global bulk store by ``tid``: its source is read until its bulk
-        group is retired for reading."""
-        st = self.bulk
-        st.reading[src:src + nbytes] += 1
-        st.n_reading += nbytes
-        st.stores.append(_Store(tid, int(st.committed[tid]), src, nbytes, span))
-
-    def bulk_commit(self, tids) -> None:
-        self.bulk.committed[tids] += 1
-
-    def bulk_retire(self, tids, n: int, name: str, span, reads_only: bool) -> None:
-        """``cp.async.bulk.wait_group[.read] n`` by ``tids``."""
-        st = self.bulk
-        target = st.committed[tids] - n
-        st.read_retired[tids] = np.maximum(st.read_retired[tids], target)
-        if not reads_only:
-            st.retired[tids] = np.maximum(st.retired[tids], target)
-        for t in tids.tolist():
-            st.wait_spans[t] = (name, n, span)
-        keep = []
-        for s in st.stores:
-            if s.group < st.read_retired[s.tid]:
-                st.reading[s.src:s.src + s.nbytes] -= 1
-                st.n_reading -= s.nbytes
-            else:
-                keep.append(s)
-        st.stores = keep
-
-    def _acquire(self, tids, addrs) -> None:
-        """Threads ``tids`` observed the completed phases of the mbarriers ``addrs``."""
-        st, mem = self.bulk, self.ctx.mem
-        for a in np.unique(addrs).tolist():
-            who = tids[addrs == a]
-            phase = self.phase(a)
-            for k, c in enumerate(st.copies):
-                if c.mbar == a and phase is not None and c.phase < phase:
-                    c.seen[who] = True
-                    mem.bulk_seen.add(BULK_TAG0 - k)
 
     # ================================================================== memory checks
     def check_read(self, span_b, tids, bad, own, span) -> np.ndarray:
@@ -490,68 +397,14 @@ class AsyncCore:
         if self._tcgen05 is not None:
             self._tcgen05.check_shared_write(span_b, tids, span)
 
-    def _filter_bulk_reads(self, own, tids, bad, span_b, span):
-        tagged = bad & (own <= BULK_TAG0) & (own > UNWRITTEN)
-        if not tagged.any():
-            return bad
-        t = np.broadcast_to(tids[:, None], own.shape)
-        ok = np.zeros(own.shape, bool)
-        for tag in np.unique(own[tagged]).tolist():
-            sel = tagged & (own == tag)
-            ok[sel] = self.bulk.copy_of(tag).seen[t[sel]]
-        bad = bad & ~ok
-        left = bad & tagged
-        if left.any():
-            k, j = np.argwhere(left)[0]
-            self._report_unseen_read(int(own[k, j]), int(tids[k]), int(span_b[k, j]), span)
-            bad = bad & ~left
-        return bad
-
-    def _check_bulk_write(self, span_b, tids, span) -> None:
-        st, ctx = self.bulk, self.ctx
-        if st.n_reading and np.any(st.reading[span_b]):
-            k, j = np.argwhere(st.reading[span_b] > 0)[0]
-            self._report_overwritten(int(span_b[k, j]), int(tids[k]), span)
-        if not st.copies:
-            return
-        own = ctx.mem.owner[span_b]
-        tagged = (own <= BULK_TAG0) & (own > UNWRITTEN)
-        for tag in np.unique(own[tagged]).tolist():
-            c = st.copy_of(tag)
-            if not c.seen.any():
-                k, j = np.argwhere(own == tag)[0]
-                ctx.hazard(f"write to shared memory that a cp.async.bulk of thread {c.tid} "
-                           f"(issued at {c.span}) is still writing: no thread has waited on "
-                           f"its mbarrier ({ctx.describe_addr(c.mbar)}) yet", span,
-                           "wait for the bulk copy (T.ptx.mbarrier.wait_parity) before "
-                           "reusing its destination", tid=int(tids[k]),
-                           addr=_shared_addr(int(span_b[k, j])))
-                return
-
     # ================================================================== exit
     def at_exit(self) -> None:
-        """Hazards of a CTA that exits with bulk work or wgmma operations in flight."""
+        """Hazards of a CTA that exits with work in flight."""
         if self._wgmma is not None:
             self._wgmma.at_exit()
         if self._tcgen05 is not None:
             self._tcgen05.at_exit()
-        st, ctx = self._bulk, self.ctx
-        if st is None:
-            return
-        for s in st.stores:
-            ctx.hazard(f"the CTA exits while a bulk store still reads shared memory: thread "
-                       f"{s.tid}'s cp.async.bulk shared -> global {st.why_reading(s)}", s.span,
-                       "end with T.ptx.cp_async.bulk.commit_group() and "
-                       "T.ptx.cp_async.bulk.wait_group_read(0) (or wait_group(0))",
-                       tid=s.tid, addr=_shared_addr(s.src))
-        for c in st.copies:
-            phase = self.phase(c.mbar)
-            if phase is not None and phase <= c.phase:
-                ctx.hazard(f"the CTA exits while a cp.async.bulk into shared memory is still "
-                           f"in flight: its mbarrier ({ctx.describe_addr(c.mbar)}): "
-                           f"{self.describe(c.mbar)}", c.span,
-                           "announce the bytes (mbarrier.arrive_expect_tx) and wait on the "
-                           "mbarrier before the CTA ends", tid=c.tid, addr=_shared_addr(c.dst))
+        self.bulk_at_exit()
 
     # ================================================================== messages
     def _find_pending(self, off):
@@ -590,34 +443,6 @@ class AsyncCore:
                     "this copy's group) before reading")
         return ("no cp.async.wait_group completed it (missing cp.async.wait_group)",
                 "call T.ptx.cp_async.wait_group(0) (then T.cuda.cta_sync()) before reading")
-
-    def _report_unseen_read(self, tag, reader, off, span) -> None:
-        ctx, c = self.ctx, self.bulk.copy_of(tag)
-        who = "its own" if c.tid == reader else f"thread {c.tid}'s"
-        bar = ctx.describe_addr(c.mbar)
-        if (self.phase(c.mbar) or 0) <= c.phase:
-            why = f"its mbarrier ({bar}): {self.describe(c.mbar)}"
-            hint = ("announce the copy's bytes on the mbarrier (mbarrier.arrive_expect_tx) "
-                    "and wait on it (T.ptx.mbarrier.wait_parity(mbar, parity)) before reading")
-        else:
-            why = (f"its mbarrier ({bar}) completed phase {c.phase}, but this thread has not "
-                   f"waited on it (missing mbarrier wait)")
-            hint = ("call T.ptx.mbarrier.wait_parity(mbar, parity) in every thread that reads "
-                    "the bytes (or wait in one thread, then T.cuda.cta_sync())")
-        ctx.hazard(f"read before the bulk copy's mbarrier completed: the bytes are written by "
-                   f"{who} cp.async.bulk (issued at {c.span}); {why}", span, hint,
-                   tid=reader, addr=_shared_addr(off))
-
-    def _report_overwritten(self, off, writer, span) -> None:
-        st = self.bulk
-        store = next(s for s in st.stores if s.src <= off < s.src + s.nbytes)
-        self.ctx.hazard(f"shared memory overwritten while a bulk store still reads it: thread "
-                        f"{store.tid}'s cp.async.bulk shared -> global (issued at "
-                        f"{store.span}) {st.why_reading(store)}", span,
-                        "commit the store (T.ptx.cp_async.bulk.commit_group()) and wait for "
-                        "its reads (T.ptx.cp_async.bulk.wait_group_read(0), then "
-                        "T.cuda.cta_sync() when other threads reuse the buffer) before "
-                        "overwriting its source", tid=writer, addr=_shared_addr(off))
 
 
 def _gather_sources(mem, sp, off, ss, size):

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
-from ..ir.launch import thread_value
+from ..ir.launch import CTA_KINDS, cta_value, thread_value
 from ..ir.visitor import jumps_out
 from ..ptx.operands import regs_read, regs_written
 from ..ptx.table import PTX_OPS
@@ -42,6 +42,7 @@ class Program:
         self.semantics = load_all()
         self._launch = [(self.slot(b.var), b) for b in func.launch]
         self.span = None  # the statement being compiled: loads a variant made carry none
+        self.cluster = func.launch_config.cluster
         self.body = self.stmt(func.body)
 
     @property
@@ -59,8 +60,8 @@ class Program:
                 ctx.vals[self.slots[key]] = v
         for slot, b in self._launch:
             d = V.np_dtype(b.var.dtype)
-            if b.kind == "cta_id":
-                ctx.vals[slot] = d.type(cta[b.dim])
+            if b.kind in CTA_KINDS:
+                ctx.vals[slot] = d.type(cta_value(b.kind, b.dim, cta, self.cluster))
             else:
                 ctx.vals[slot] = thread_value(b.kind, ctx.tids).astype(d)
 

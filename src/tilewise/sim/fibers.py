@@ -10,8 +10,10 @@ mbarrier wait; :func:`blocks`) is **forked**: each side becomes a *fiber*, a thr
 with its own active mask, loop frame and parked threads, and the branch is left only when
 every fiber has finished (the threads reconverge). One fiber runs at a time; a wait that
 is not satisfied hands over to the next fiber (round robin) and polls again when its turn
-comes back. When every live fiber has polled once with no progress in between, nothing
-can ever arrive: the wait that notices reports the deadlock (``block`` returns False).
+comes back. When every live fiber has polled once with no progress in between, the other
+CTAs of the cluster run (:mod:`.cluster`) until one of the fibers' waits holds; when they
+cannot make it hold either, nothing can ever arrive: the wait that notices reports the
+deadlock (``block`` returns False).
 
 Each fiber is a Python thread, but only the one holding the baton runs, so execution is
 deterministic and the simulator's state needs no locks. A fiber that raises stops the
@@ -44,7 +46,7 @@ class _Abort(BaseException):
 
 class _Fiber:
     __slots__ = ("fn", "state", "sem", "thread", "parent", "children", "done", "error",
-                 "waiting")
+                 "waiting", "poll")
 
     def __init__(self, fn, state, parent):
         self.fn = fn
@@ -56,6 +58,7 @@ class _Fiber:
         self.done = False
         self.error = None
         self.waiting = None  # what it is blocked on, for deadlock reports
+        self.poll = None  # while blocked: whether its wait is satisfied now
 
 
 class Scheduler:
@@ -148,29 +151,44 @@ class Scheduler:
         self._resume(nxt)
 
     def block(self, poll, what: str = "") -> bool:
-        """Wait until ``poll()`` is true, running the other fibers meanwhile. False when no
-        fiber can make progress (a deadlock: every one polled in vain since the last
-        progress). ``what`` (a callable returning a string) describes the wait for
+        """Wait until ``poll()`` is true, running the other fibers meanwhile (and, in a
+        cluster, once every fiber is stuck, the other CTAs). False when nothing can make
+        progress (a deadlock: every fiber polled in vain since the last progress).
+        ``what`` (a callable returning a string) describes the wait for
         :meth:`blocked_elsewhere`."""
         if poll():
             return True
         me = self.current
-        me.waiting = what
+        me.waiting, me.poll = what, poll
         try:
             while True:
                 nxt = self._next(me)
-                if nxt is None:
-                    return False
+                stuck = nxt is None or self.stalls > 2 * len(self._live())
+                if stuck:
+                    self.stalls = 0
+                    if not self._other_ctas():
+                        return False
+                    if poll():
+                        return True
+                    if nxt is None:
+                        continue
                 self.stalls += 1
                 self._switch(nxt)
                 if poll():
                     self.stalls = 0
                     return True
-                if self.stalls > 2 * len(self._live()):
-                    self.stalls = 0
-                    return False
         finally:
-            me.waiting = None
+            me.waiting = me.poll = None
+
+    def _other_ctas(self) -> bool:
+        """Every fiber of this CTA is blocked: let the other CTAs of the cluster run until
+        one of the fibers' waits is satisfied. False without a cluster, or when nothing
+        anywhere can progress."""
+        cluster = self.ctx.cluster
+        if cluster is None:
+            return False
+        polls = [f.poll for f in self._live() if f.poll is not None]
+        return cluster.block(self.ctx, lambda: any(p() for p in polls))
 
     def blocked_elsewhere(self) -> list[str]:
         """What the other fibers are blocked on (for a deadlock report)."""

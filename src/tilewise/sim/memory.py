@@ -70,6 +70,7 @@ class StoragePlan:
         self.param_names = [b.name for b in func.param_buffers()]
         self.shared_bytes = 0
         self.local_bytes = 0
+        self.shared_names: list[tuple[int, int, str, int]] = []  # base, bytes, name, elem
         for k, b in enumerate(func.param_buffers()):  # nbytes -1: the array's, at launch
             nbytes = -1 if b.symbolic else b.size * b.dtype.bytes
             self.places[id(b)] = Placement(GLOBAL0 + k, 0, nbytes)
@@ -92,6 +93,7 @@ class StoragePlan:
         if buf.scope in ("shared", "shared.dyn"):
             base = -(-self.shared_bytes // align) * align
             self.shared_bytes = base + n
+            self.shared_names.append((base, n, buf.name, buf.dtype.bytes))
             return Placement(SHARED, base, n)
         base = -(-self.local_bytes // align) * align
         self.local_bytes = base + n
@@ -103,6 +105,13 @@ class StoragePlan:
     def placements(self, space: int) -> list[Placement]:
         """Every allocation placed in ``space`` (views share their root's)."""
         return [p for p in self.places.values() if p.space == space]
+
+    def shared_element(self, off: int) -> str | None:
+        """``name[i]``: the shared allocation element holding byte ``off`` (for messages)."""
+        for base, n, name, eb in self.shared_names:
+            if base <= off < base + n:
+                return f"{name}[{(off - base) // eb}]"
+        return None
 
 
 class CtaMemory:
@@ -119,6 +128,9 @@ class CtaMemory:
         self.views: dict = {}  # typed views of placed buffers, built on first use
         self.bulk_tagged = False  # some owner is a bulk-copy tag (see barrier)
         self.bulk_seen: set[int] = set()  # tags of bulk copies a thread observed complete
+        # the thread whose generic-proxy write of each byte is not fenced yet (-1: none)
+        self.gen_writer = np.full(self.shared.size, -1, np.int32)
+        self.gen_dirty = False  # some gen_writer is set (skip the checks otherwise)
 
     def reset(self) -> None:
         """Fresh contents for the next CTA (poisoned, nothing written, nothing pending)."""
@@ -129,6 +141,9 @@ class CtaMemory:
         self.n_pending = 0
         self.bulk_tagged = False
         self.bulk_seen.clear()
+        if self.gen_dirty:
+            self.gen_writer.fill(-1)
+            self.gen_dirty = False
 
     def space_bytes(self, space: int) -> np.ndarray | None:
         """The flat byte array of a non-local space (None for an unknown space)."""

@@ -8,13 +8,15 @@ import numpy as np
 
 from ..errors import LaunchError, SimulationError
 from ..ir import signature as sig
-from ..ir.launch import LaunchConfig
+from ..ir.launch import LaunchConfig, cluster_rank
 from ..ir.stmt import PrimFunc
+from .cluster import Cluster
 from .compiler import Program
 from .memory import CtaMemory
 from .registry import EXIT_CHECKS
 from . import values as V
 from .state import Ctx, SimReport
+from .tensormap import bind_tensor_maps
 
 
 def lower_for_sim(func, target):
@@ -125,29 +127,76 @@ def _grid(func, grid, binding):
     return tuple(g) + (1,) * (3 - len(g))
 
 
+class _Run:
+    """One launch: the program, its memories and the report."""
+
+    def __init__(self, prog: Program, globals_, grid, strict, keep_tmem, values):
+        cfg = LaunchConfig.of(prog.func)
+        self.prog, self.globals, self.grid = prog, globals_, grid
+        self.block, self.cluster = cfg.block, cfg.cluster
+        self.strict, self.keep_tmem, self.values = strict, keep_tmem, values or {}
+        self.report = SimReport(grid=grid, block=self.block)
+        self.names = [b.name for b in prog.func.param_buffers()]
+
+    def ctx(self, cta, mem) -> Ctx:
+        ctx = Ctx(self.block, self.prog.n_slots, cta, mem, self.report, self.strict, self.names)
+        self.prog.bind_launch(ctx, cta, self.values)
+        return ctx
+
+    def execute(self, ctx) -> None:
+        self.prog.body(ctx)
+        for check in EXIT_CHECKS:
+            check(ctx, self.prog.func.span)
+        if self.keep_tmem and ctx.tmem_if_used is not None:
+            ctx.stats.tmem = ctx.tmem_if_used.cells.copy()
+
+    def ctas(self):
+        g = self.grid
+        return [(x, y, z) for z in range(g[2]) for y in range(g[1]) for x in range(g[0])]
+
+    def alone(self) -> None:
+        """Every CTA after another, one memory reused."""
+        mem = CtaMemory(self.prog.plan, self.block, self.globals)
+        for cta in self.ctas():
+            mem.reset()
+            ctx = self.ctx(cta, mem)
+            self.execute(ctx)
+            self.report.ctas.append(ctx.stats)
+
+    def clustered(self) -> None:
+        """Cluster after cluster; the CTAs of one run together (:mod:`.cluster`)."""
+        size = self.cluster[0] * self.cluster[1] * self.cluster[2]
+        groups: dict = {}
+        for cta in self.ctas():
+            key = tuple(c // n for c, n in zip(cta, self.cluster))
+            groups.setdefault(key, []).append(cta)
+        for members in groups.values():
+            cl = Cluster(size, self.block)
+            for cta in members:
+                ctx = self.ctx(cta, CtaMemory(self.prog.plan, self.block, self.globals))
+                ctx.cluster, ctx.rank = cl, cluster_rank(cta, self.cluster)
+                cl.ctxs[ctx.rank] = ctx
+            cl.run(lambda r, cl=cl: self.execute(cl.ctxs[r]))
+            self.report.ctas.extend(c.stats for c in cl.ctxs)
+
+
 def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = False,
                 values: dict | None = None) -> SimReport:
-    """Execute every CTA of ``grid`` one after another."""
-    block = LaunchConfig.of(prog.func).block
-    report = SimReport(grid=grid, block=block)
-    names = [b.name for b in prog.func.param_buffers()]
-    mem = CtaMemory(prog.plan, block, globals_)
+    """Execute every CTA of ``grid``: one after another, or cluster by cluster when the
+    kernel declares clusters (``T.cta_id_in_cluster``)."""
+    run = _Run(prog, globals_, grid, strict, keep_tmem, values)
+    if any(g % c for g, c in zip(grid, run.cluster)):
+        raise LaunchError(f"the grid {grid} is not a whole number of clusters {run.cluster}",
+                          prog.func.span, "make every grid dimension a multiple of the "
+                          "cluster's")
     t0 = time.perf_counter()
     with np.errstate(all="ignore"):
-        for z in range(grid[2]):
-            for y in range(grid[1]):
-                for x in range(grid[0]):
-                    mem.reset()
-                    ctx = Ctx(block, prog.n_slots, (x, y, z), mem, report, strict, names)
-                    prog.bind_launch(ctx, (x, y, z), values or {})
-                    prog.body(ctx)
-                    for check in EXIT_CHECKS:
-                        check(ctx, prog.func.span)
-                    if keep_tmem and ctx.tmem_if_used is not None:
-                        ctx.stats.tmem = ctx.tmem_if_used.cells.copy()
-                    report.ctas.append(ctx.stats)
-    report.seconds = time.perf_counter() - t0
-    return report
+        if run.cluster == (1, 1, 1):
+            run.alone()
+        else:
+            run.clustered()
+    run.report.seconds = time.perf_counter() - t0
+    return run.report
 
 
 def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
@@ -172,5 +221,6 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     lowered = lower_for_sim(func, target)
     kernel, flat = lowered.kernel or lowered.func, lowered.func
     globals_, values, binding = bind_arguments(kernel, args)
+    values.update(_at(flat, bind_tensor_maps, flat, binding))
     prog = Program(flat)
     return run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)

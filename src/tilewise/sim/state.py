@@ -83,6 +83,8 @@ class Ctx:
         self.stats = CtaStats(cta)
         self._fibers = None
         self.named_barriers: dict = {}  # bar.sync id -> {"gen", "arrived", "count"}
+        self.cluster = None  # sim/cluster.Cluster when the kernel declares one
+        self.rank = 0  # %cluster_ctarank
 
     @property
     def fibers(self):
@@ -93,9 +95,14 @@ class Ctx:
         return self._fibers
 
     def block(self, poll, what: str = "") -> bool:
-        """Wait for ``poll()`` while other thread sets run (:meth:`Scheduler.block`); with
-        none forked, only ``poll()`` itself."""
-        return poll() if self._fibers is None else self._fibers.block(poll, what)
+        """Wait for ``poll()`` while other thread sets run (:meth:`Scheduler.block`) and,
+        in a cluster, other CTAs (:meth:`Cluster.block`); False when nothing can make it
+        hold (a deadlock)."""
+        if self._fibers is not None:
+            return self._fibers.block(poll, what)
+        if poll():
+            return True
+        return self.cluster is not None and self.cluster.block(self, poll)
 
     def blocked_elsewhere(self) -> str:
         """'; meanwhile <what each other forked thread set waits for>', or '' (for the
@@ -103,6 +110,18 @@ class Ctx:
         waits = [] if self._fibers is None else self._fibers.blocked_elsewhere()
         texts = [t for t in (w() for w in waits) if t]
         return "; meanwhile " + "; ".join(texts) if texts else ""
+
+    def peer(self, rank: int, span, what: str):
+        """The context of CTA ``rank`` of this CTA's cluster (this CTA for its own rank)."""
+        if self.cluster is not None:
+            return self.cluster.peer(self, rank, span, what)
+        if rank != 0:
+            from ..errors import SimulationError
+
+            raise SimulationError(f"{what} names CTA rank {rank} of the cluster, but the "
+                                  "kernel declares no cluster (a cluster of one CTA)", span,
+                                  "declare the cluster with T.cta_id_in_cluster([n])")
+        return self
 
     @property
     def tmem(self) -> TensorMemory:
@@ -140,7 +159,8 @@ class Ctx:
     def describe_addr(self, addr: int) -> str:
         sp, off = int(space_of(addr)), int(offset_of(addr))
         if sp == SHARED:
-            return f"shared+{off:#x}"
+            name = self.mem.plan.shared_element(off)
+            return f"shared+{off:#x}" + (f" ({name})" if name else "")
         return f"{space_name(sp, self.params)}+{off:#x}"
 
     def hazard(self, message, span, hint=None, tid=None, addr=None) -> None:

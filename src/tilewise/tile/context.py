@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..ir.expr import BinOp, BufferRegion, Call, Expr, IntImm, UnaryOp, Var
-from ..ir.launch import WARP, WARPGROUP, thread_value
+from ..ir.launch import CTA_KINDS, WARP, WARPGROUP, thread_value
 from ..ir.printer import script
 
 SCOPE_THREADS = {"thread": 1, "warp": WARP, "warpgroup": WARPGROUP}
@@ -98,6 +98,25 @@ class DispatchContext:
     tid: Expr | None = None  # the linear thread id (threadIdx.x) as an expression
     notes: list[str] = field(default_factory=list)  # warnings recorded in the log
     info: list[str] = field(default_factory=list)  # the chosen plan, for the log
+    tensor_maps: dict | None = None  # the kernel's TMA tensor maps, shared by its calls
+
+    def tensor_map(self, buffer, spec) -> Var:
+        """The hidden kernel parameter carrying tensor map ``spec`` of global ``buffer``: one
+        per distinct (buffer, spec) in the kernel, added to its parameters by the dispatch
+        pass (``PrimFunc.attrs["tensor_maps"]``)."""
+        from ..ir import dtype as dt
+        from ..ptx.tma import TensorMapParam
+
+        key = (id(buffer), spec.dtype, tuple(map(_key_text, spec.dims)),
+               tuple(map(_key_text, spec.strides)), spec.box, spec.swizzle, spec.oob,
+               spec.l2_promotion)
+        maps = self.tensor_maps if self.tensor_maps is not None else {}
+        found = maps.get(key)
+        if found is None:
+            same = sum(1 for p in maps.values() if p.buffer is buffer)
+            name = f"{buffer.name}_tmap" + (f"{same}" if same else "")
+            found = maps[key] = TensorMapParam(Var(name, dt.tensormap), buffer, spec)
+        return found.var
 
     @property
     def dst(self) -> BufferRegion:
@@ -123,6 +142,10 @@ class DispatchContext:
         self.notes.append(text)
 
 
+def _key_text(e) -> str:
+    return str(e) if isinstance(e, int) else script(e)
+
+
 def scope_threads(scope: str, block: int) -> int:
     return block if scope in ("cta", "cluster") else SCOPE_THREADS[scope]
 
@@ -131,7 +154,7 @@ def launch_env(func, tids: np.ndarray) -> dict[int, np.ndarray]:
     """Per-thread values of the thread-kind launch variables."""
     env = {}
     for b in func.launch:
-        if b.kind != "cta_id":
+        if b.kind not in CTA_KINDS:
             env[id(b.var)] = np.asarray(thread_value(b.kind, tids), np.int64)
     return env
 

@@ -90,6 +90,7 @@ class _Dispatch(Mutator):
         self.immutable: set[int] = {id(b.var) for b in func.launch}
         self.reassigned = _reassigned(func.body)
         self.lets: dict[int, object] = {}
+        self.tensor_maps: dict = {}  # key -> TensorMapParam, filled by the tma variant
 
     def is_uniform(self, e) -> bool:
         """True when ``e`` has one value for the whole CTA (CTA ids, constant-bound loop
@@ -196,7 +197,8 @@ class _Dispatch(Mutator):
         if self.lets:
             s = dataclasses.replace(s, args=tuple(self.inline(a) for a in s.args))
         ctx = DispatchContext(self.target, s.scope, scope_threads(s.scope, self.launch.block),
-                              self.active(), self.launch, s, s.span, tid=self.tid)
+                              self.active(), self.launch, s, s.span, tid=self.tid,
+                              tensor_maps=self.tensor_maps)
         d = Decision(_call_text(s), s.span)
         self.log.append(d)
         try:
@@ -261,6 +263,10 @@ def dispatch(func: PrimFunc, target) -> tuple[PrimFunc, list[Decision]]:
     out = func.with_body(body)
     if pass_.new_binding is not None and _uses(body, pass_.tid):
         out = dataclasses.replace(out, launch=out.launch + (pass_.new_binding,))
+    if pass_.tensor_maps:
+        maps = tuple(pass_.tensor_maps.values())
+        out = dataclasses.replace(out, params=out.params + tuple(m.var for m in maps),
+                                  attrs=out.attrs + (("tensor_maps", maps),))
     return out, pass_.log
 
 

@@ -102,6 +102,28 @@ def static_sizes(ctx):
     return True
 
 
+def option_needs_feature(ctx, option: str, feature: str, what: str):
+    """Option ``option``, when given, needs target feature ``feature``."""
+    if ctx.option(option) is None or ctx.target.has(feature):
+        return True
+    return False, f"{what} needs {FEATURES[feature].needs}; target is {ctx.target}"
+
+
+#: Options only the TMA tensor copy (``tma``) and the cluster copy (``dsmem``) take.
+TMA_OPTIONS = ("cta_mask", "oob", "l2_promotion", "prefetch_tensormap", "use_tma_reduce")
+DSMEM_OPTIONS = ("remote_cta_id",)
+
+
+def no_foreign_options(ctx, options: tuple[str, ...], owner: str):
+    """None of ``options`` is given: they belong to variant ``owner`` (never silently
+    ignored by another variant)."""
+    given = [o for o in options if ctx.option(o) is not None]
+    if not given:
+        return True
+    return False, (f"{given[0]}= is an option of the {owner} variant; this variant does not "
+                   f"implement it (pass dispatch=\"{owner}\")")
+
+
 def one_issuer(ctx, what: str):
     """At most one thread reaches a call whose instruction has single-thread semantics
     (``tcgen05.mma``, ``tcgen05.cp``): each thread that reaches it would issue its own."""

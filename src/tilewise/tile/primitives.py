@@ -46,7 +46,9 @@ class Primitive:
                     f" ({self.name} options: {', '.join(o.name for o in self.options)})")
             if opt.kind == "str" and not isinstance(v, str):
                 raise ScriptError(f"option {k}= of {self.name} must be a string", span)
-            if opt.kind == "int" and not isinstance(v, int):
+            if opt.kind == "bool" and not isinstance(v, bool):
+                raise ScriptError(f"option {k}= of {self.name} must be True or False", span)
+            if opt.kind == "int" and (not isinstance(v, int) or isinstance(v, bool)):
                 raise ScriptError(f"option {k}= of {self.name} must be a compile-time int", span)
             if opt.choices and v not in opt.choices:
                 raise ScriptError(f"option {k}={v!r} of {self.name} is not one of "
@@ -69,6 +71,17 @@ PRIMITIVES: dict[str, Primitive] = {
             Option("prefetch_size", "int", "L2 prefetch size in bytes", (64, 128, 256)),
             Option("predicate", "expr", "copy only where this is true (zero-fill elsewhere)"),
             Option("cta_group", "int", "tcgen05 CTA group", (1, 2)),
+            Option("cta_mask", "expr", "TMA multicast: the CTAs of the cluster (a 16-bit mask "
+                   "of ranks) whose shared memory receives the tile"),
+            Option("oob", "str", "TMA: what elements outside the array read as",
+                   ("zero", "nan")),
+            Option("l2_promotion", "int", "TMA: L2 promotion of the tensor map, in bytes",
+                   (0, 64, 128, 256)),
+            Option("prefetch_tensormap", "bool", "TMA: prefetch the tensor map first"),
+            Option("use_tma_reduce", "str", "TMA store: reduce into global memory instead of "
+                   "overwriting it", ("add", "min", "max")),
+            Option("remote_cta_id", "expr", "dsmem: the CTA rank in the cluster whose shared "
+                   "memory receives the tile"),
         ), "asynchronous copy; completion (commit/wait/barrier) is the caller's"),
         Primitive("gemm_async", ("C", "A", "B"), _COMMON + (
             Option("accum", "expr", "add into C (True, or a run-time bool) instead of "

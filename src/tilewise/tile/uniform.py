@@ -17,6 +17,7 @@ the threads (the dispatch pass treats their active set as unknown).
 from __future__ import annotations
 
 from ..ir.expr import BinOp, Call, Cast, FloatImm, IntImm, Select, UnaryOp, Var
+from ..ir.launch import CTA_KINDS
 from ..ir.stmt import Assign, For, IfThenElse, LetStmt, While
 from ..ir.visitor import Visitor, walk
 
@@ -79,7 +80,7 @@ def analyse(func) -> tuple[set[int], set[int]]:
     parameters and symbolic sizes are uniform inputs)."""
     sites = _Sites()
     sites.visit(func.body)
-    uniform = {id(b.var) for b in func.launch if b.kind == "cta_id"}
+    uniform = {id(b.var) for b in func.launch if b.kind in CTA_KINDS}
     uniform |= {id(p) for p in func.params}
     assigned = {id(v) for v, _, _ in sites.sites}
     uniform |= assigned

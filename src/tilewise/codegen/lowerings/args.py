@@ -40,7 +40,14 @@ def _ptr(em, p, e):
     return em.address(e, PTR_SPACE[p.space])[0]
 
 
+def bits32(em, e) -> ir.Value:
+    """A 32-bit operand as an ``i32`` holding its bits (a float is reinterpreted)."""
+    v = em.expr(e)
+    return em.b.bitcast(v, ty.I32) if e.dtype.is_float else v
+
+
 CONVERT = {
+    "reg32": lambda em, p, e: bits32(em, e),
     "ptr": _ptr,
     "value": lambda em, p, e: em.typed(e, p.dtype),
     "rank": lambda em, p, e: em.typed(e, dt.int32),

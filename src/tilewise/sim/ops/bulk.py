@@ -30,9 +30,10 @@ The bookkeeping (landed bytes and their owners, stores still reading, bulk group
 exit check) is the async core's (:mod:`tilewise.sim.async_core`); this module checks the
 operands.
 
-**fence.proxy.async** is accepted and has no effect: the simulator does not model the
-generic/async proxy split, so a missing fence between generic writes of shared memory and
-a bulk store that reads them is not reported.
+**fence.proxy.async**: a store by the copy engine reads shared memory through the async
+proxy, so bytes a thread wrote with ordinary stores must be fenced by that thread first;
+an unfenced source byte is reported ("... wrote with ordinary stores and no
+fence.proxy.async since").
 """
 
 from __future__ import annotations
@@ -91,9 +92,9 @@ def g2s(ctx, site, args):
     if bars is None or s is None:
         return
     for k, t in enumerate(ctx.active().tolist()):
-        size, off = int(sizes[k]), int(s[1][k])
+        size, off, doff = int(sizes[k]), int(s[1][k]), int(d[1][k])
         data = ctx.mem.space_bytes(int(s[0][k]))[off:off + size]
-        ctx.asyncs.bulk_land(t, int(d[1][k]), data, int(bars[k]), site.span)
+        ctx.asyncs.bulk_land(t, np.arange(doff, doff + size), data, int(bars[k]), site.span)
 
 
 @semantics("ptx.cp_async.bulk.s2g")
@@ -112,8 +113,10 @@ def s2g(ctx, site, args):
         check_shared_read(ctx, s[1][sel], size, tids[sel], site.span)
     for k, t in enumerate(tids.tolist()):
         size, off, goff = int(sizes[k]), int(s[1][k]), int(d[1][k])
+        offs = np.arange(off, off + size)
+        ctx.asyncs.check_async_read(offs, t, "cp.async.bulk (shared -> global)", site.span)
         mem.space_bytes(int(d[0][k]))[goff:goff + size] = mem.shared[off:off + size]
-        ctx.asyncs.bulk_store(t, off, size, site.span)
+        ctx.asyncs.bulk_store(t, offs, site.span)
 
 
 @semantics("ptx.cp_async.bulk.commit_group")
@@ -135,7 +138,9 @@ def wait_group_read(ctx, site, args):
 
 @semantics("ptx.fence.proxy_async")
 def fence_proxy_async(ctx, site, args):
-    """No effect: the simulator has one proxy (see the module docstring)."""
+    """The executing threads' generic writes of shared memory become visible to the copy
+    engine (the async proxy)."""
+    ctx.asyncs.proxy_fence(ctx.active())
 
 
 @at_cta_exit

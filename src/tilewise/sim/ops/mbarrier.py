@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import SimulationError
 from ..access import mark_shared_write, mbarrier_addrs
 from ..memory import SPACE_SHIFT
 from ..registry import semantics
@@ -53,31 +52,31 @@ def arrive_expect_tx(ctx, site, args):
 
 @semantics("ptx.mbarrier.arrive.expect_tx")
 def arrive_expect_tx_anywhere(ctx, site, args):
-    """TIRx's form: no state; ``remote`` names a CTA of the cluster, ``pred`` the threads
-    that arrive. The simulator runs one CTA at a time, a cluster of one: rank 0 is this
-    CTA, and its own barrier is the one arrived on; another rank is refused."""
+    """TIRx's form: no state; ``remote`` names the CTA of the cluster whose mbarrier (at the
+    same shared offset) is arrived on, ``pred`` the threads that arrive."""
     mbar, tx, remote, pred = args
-    if remote is not None:
-        _own_rank(ctx, site, remote)
     if pred is None:
-        _arrive_all(ctx, site, mbar, tx)
+        _arrive_remote(ctx, site, mbar, tx, remote)
         return
     keep = np.broadcast_to(np.asarray(pred, bool), ctx.active().shape)
     if keep.any():
-        pick = [v if np.ndim(v) == 0 else np.asarray(v)[keep] for v in (mbar, tx)]
-        masked(ctx, ctx.active()[keep], _arrive_all, site, *pick)
+        pick = [v if np.ndim(v) == 0 else np.asarray(v)[keep] for v in (mbar, tx, remote)]
+        masked(ctx, ctx.active()[keep], _arrive_remote, site, *pick)
 
 
-def _own_rank(ctx, site, remote) -> None:
-    ranks = np.broadcast_to(np.asarray(remote, np.int64), ctx.active().shape)
-    if (ranks != 0).any():
-        r = int(ranks[np.argmax(ranks != 0)])
-        raise SimulationError(
-            f"mbarrier.arrive.expect_tx on the mbarrier of CTA rank {r} of the cluster: the "
-            "simulator runs one CTA at a time, as a cluster of one (rank 0), and does not "
-            "simulate multi-CTA clusters yet", site.span,
-            "simulate the kernel with remote=0 (this CTA), or check the cluster version on "
-            "the GPU")
+def _arrive_remote(ctx, site, mbar, tx, remote):
+    if remote is None:
+        _arrive_all(ctx, site, mbar, tx)
+        return
+    addrs = mbarrier_addrs(ctx, mbar, site.span, "mbarrier.arrive.expect_tx", read=False)
+    if addrs is None:
+        return
+    tids = ctx.active()
+    txs = np.broadcast_to(np.asarray(tx, np.int64), tids.shape)
+    ranks = np.broadcast_to(np.asarray(remote, np.int64), tids.shape)
+    for t, a, x, r in zip(tids.tolist(), addrs.tolist(), txs.tolist(), ranks.tolist()):
+        peer = ctx.peer(r, site.span, "mbarrier.arrive.expect_tx(remote=)")
+        peer.asyncs.arrive(a, 1, t, site.span, x)
 
 
 @semantics("ptx.mbarrier.expect_tx")

@@ -23,25 +23,16 @@ from __future__ import annotations
 
 import math
 
-from tilewise.ir.expr import BufferLoad, Expr, IntImm, Var, binop
+from tilewise.ir.expr import BufferLoad, IntImm, Var
 from tilewise.ir.launch import WARP, WARPGROUP
 from tilewise.ir.stmt import BufferStore, For
-from tilewise.layout.ops import split_into
 from tilewise.tile import predicates as P
-from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
+from tilewise.tile.fragment import logical_coords
+from tilewise.tile.registry import predicate, register_dispatch
 
 MEMORIES = ("global", "shared*")
 PAIRS = tuple(p for mem in MEMORIES for p in (("local", mem), (mem, "local")))
 SCOPES = ("thread", "warp", "warpgroup", "cta")
-
-
-def _axis_value(name: str, tid: Expr) -> Expr:
-    table = {"tid_in_wg": lambda: tid % WARPGROUP, "laneid": lambda: tid % WARP,
-             "warpid": lambda: tid // WARP, "wid_in_wg": lambda: (tid // WARP) % 4,
-             "wgid": lambda: tid // WARPGROUP, "tx": lambda: tid}
-    if name not in table:
-        raise DispatchFail(f"register layouts on the {name} axis are not supported")
-    return table[name]()
 
 
 def _axis_limit(name: str, ctx) -> int:
@@ -81,20 +72,6 @@ def _nonzero(e) -> bool:
     return as_int(e) != 0
 
 
-def _coords(layout, shape, r: Expr, tid: Expr) -> list[Expr]:
-    out = []
-    for iters in split_into(layout.canonicalize().shard, tuple(shape)):
-        c: Expr = IntImm(0)
-        inner = 1
-        for it in reversed(iters):
-            place = r if it.axis.name == "m" else _axis_value(it.axis.name, tid)
-            digit = binop("%", binop("//", place, it.stride), it.extent)
-            c = c + digit * inner
-            inner *= it.extent
-        out.append(c)
-    return out
-
-
 @register_dispatch("copy", "cuda", variant="reg", priority=30, when=[
     predicate("operands are regions", P.operands_are_regions),
     predicate("compile-time sizes", P.static_sizes),
@@ -110,7 +87,7 @@ def reg(ctx):
     layout = regside.buffer.layout
     n_regs = layout.storage().span("m")
     r = Var("r")
-    coords = _coords(layout, regside.buffer.shape, r, ctx.tid)
+    coords = logical_coords(layout, regside.buffer.shape, r, ctx.tid)
     mem = ctx.src if regside is ctx.dst else ctx.dst
     mem_idx = tuple(rg.start + c for rg, c in zip(mem.region, coords))
     reg_idx = tuple(coords)

@@ -114,23 +114,33 @@ def _emit(ctx):
     return IfThenElse(cmp("==", ctx.scope_tid, 0), body, span=ctx.span)
 
 
+#: The rules every copy-engine variant shares (bulk, tma, dsmem): one thread of the scope
+#: issues the whole copy, of one dtype and one size, and it is not predicated per element.
+ISSUED_BY_ONE_THREAD = (
+    predicate("no predicate", P.no_option, option="predicate",
+              why="a copy by the copy engine cannot be predicated per element"),
+    predicate("scope", P.scope_in, scopes=SCOPES),
+    predicate("first thread active", P.first_thread_active),
+    predicate("same dtype", P.same_dtype),
+    predicate("same size", P.same_size),
+)
+
+
 @register_dispatch("copy_async", "cuda", variant="bulk", priority=25, when=[
     predicate("target has TMA", P.has_feature, feature="tma",
               what="cp.async.bulk"),
     predicate("operands are regions", P.operands_are_regions),
+    predicate("no TMA options", P.no_foreign_options, options=P.TMA_OPTIONS, owner="tma"),
+    predicate("no dsmem options", P.no_foreign_options, options=P.DSMEM_OPTIONS,
+              owner="dsmem"),
     predicate("compile-time sizes", P.static_sizes),
     predicate("global <-> shared", P.direction, pairs=PAIRS),
     predicate("completion", _direction),
     predicate("no cache policy", P.no_option, option="cache_hint",
               why="bulk does not implement cache_hint= (.L2::cache_hint) yet"),
-    predicate("no predicate", P.no_option, option="predicate",
-              why="a bulk copy cannot be predicated per element"),
     predicate("no prefetch size", P.no_option, option="prefetch_size",
               why="prefetch_size= is a cp.async hint; bulk copies have none"),
-    predicate("scope", P.scope_in, scopes=SCOPES),
-    predicate("first thread active", P.first_thread_active),
-    predicate("same dtype", P.same_dtype),
-    predicate("same size", P.same_size),
+    *ISSUED_BY_ONE_THREAD,
     predicate("plain shared layout", _plain_shared),
 ])
 def bulk(ctx):

@@ -63,6 +63,9 @@ def _emit(ctx):
     predicate("target has cp.async", P.has_feature, feature="cp_async",
               what="cp.async"),
     predicate("operands are regions", P.operands_are_regions),
+    predicate("no TMA options", P.no_foreign_options, options=P.TMA_OPTIONS, owner="tma"),
+    predicate("no dsmem options", P.no_foreign_options, options=P.DSMEM_OPTIONS,
+              owner="dsmem"),
     predicate("no mbarrier", P.no_option, option="mbar",
               why="completion by mbarrier needs a TMA variant; cp.async groups cannot "
               "signal an mbarrier"),

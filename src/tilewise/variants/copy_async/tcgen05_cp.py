@@ -154,7 +154,7 @@ def _emit(ctx):
     return seq(*out)
 
 
-@register_dispatch("copy_async", "cuda", variant="tcgen05_cp", priority=12, when=[
+@register_dispatch("copy_async", "cuda", variant="tcgen05_cp", priority=13, when=[
     predicate("target has tcgen05", P.has_feature, feature="tcgen05", what="tcgen05.cp"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("shared -> tmem", P.direction, pairs=PAIRS),

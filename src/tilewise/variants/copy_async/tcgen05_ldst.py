@@ -365,7 +365,7 @@ def _describe(c: Copy, dp: str, issues: list[Issue]) -> str:
     return f"{kind} datapath {dp}{where}{rt}: {parts}"
 
 
-@register_dispatch("copy_async", "cuda", variant="tcgen05_ldst", priority=10, when=[
+@register_dispatch("copy_async", "cuda", variant="tcgen05_ldst", priority=12, when=[
     predicate("target has tcgen05", P.has_feature, feature="tcgen05",
               what="tcgen05 tensor memory"),
     predicate("operands are regions", P.operands_are_regions),

@@ -1,0 +1,119 @@
+"""Simulator semantics of the cluster instructions: ``barrier.cluster`` (PTX ISA §9.7.13.4),
+``fence.mbarrier_init`` and the shared -> shared copy into another CTA of the cluster
+(``cp.async.bulk.shared::cluster.shared::cta``, §9.7.9.25.4). The CTAs of a cluster run
+together (:mod:`tilewise.sim.cluster`); a kernel that declares no cluster is a cluster of
+one CTA, rank 0.
+
+* ``barrier.cluster.arrive`` counts one arrival per executing thread; ``wait`` blocks each
+  thread until every thread of every CTA of the cluster has arrived as often (other CTAs
+  run meanwhile); a wait nothing can satisfy is a deadlock. ``aligned=True`` requires
+  whole warps. ``cuda.cluster_sync`` is arrive then wait. Arrive has release and wait
+  acquire semantics: after the wait, every write of the cluster's threads made before
+  their arrive is visible (the CTA's own shared memory: as after ``bar.sync``).
+* ``fence.mbarrier_init`` orders this thread's ``mbarrier.init`` before later cluster
+  operations: no effect in the simulator, where an init is seen at once.
+* ``s2c``: the source must be visible to the issuing thread and fenced for the async
+  proxy; the bytes land at the same shared offset in CTA ``rank``, owned by the copy, and
+  ``complete_tx(nbytes)`` counts on that CTA's mbarrier at ``mbar``'s offset. The source is
+  read at issue; the copy completes on the mbarrier, not through bulk groups.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..access import check_pointer, check_shared_read, mbarrier_addrs
+from ..collective import whole_groups
+from ..memory import SHARED
+from ..registry import semantics
+
+_ALIGN = 16
+
+
+def _arrive(ctx, site, aligned: bool) -> None:
+    if aligned:
+        whole_groups(ctx, site.span, "barrier.cluster.arrive.aligned", 32, "warp")
+    if ctx.cluster is not None:
+        ctx.cluster.arrive(ctx, ctx.active())
+
+
+def _wait(ctx, site, aligned: bool) -> None:
+    if aligned:
+        whole_groups(ctx, site.span, "barrier.cluster.wait.aligned", 32, "warp")
+    cl = ctx.cluster
+    if cl is None:  # a cluster of one CTA: a barrier of the CTA
+        if ctx.act is not None:
+            ctx.hazard(f"barrier.cluster.wait reached by {len(ctx.act)} of {ctx.n} threads: "
+                       "the other threads of the cluster (one CTA) never arrive (deadlock)",
+                       site.span, "wait on the cluster barrier from every thread",
+                       tid=int(ctx.act[0]))
+        ctx.mem.barrier()
+        return
+    tids = ctx.active()
+    if (cl.arrived[ctx.rank, tids] == 0).any():
+        ctx.hazard("barrier.cluster.wait without an earlier barrier.cluster.arrive by this "
+                   "thread", site.span, "call T.ptx.barrier.cluster.arrive() first (or "
+                   "T.cuda.cluster_sync())", tid=int(tids[0]))
+        return
+    if not cl.wait(ctx, tids):
+        behind = np.argwhere(cl.arrived < cl.arrived[ctx.rank, tids].max())[0]
+        ctx.hazard(f"barrier.cluster.wait can never complete (deadlock): thread "
+                   f"{int(behind[1])} of CTA rank {int(behind[0])} never arrives",
+                   site.span, "every thread of every CTA of the cluster must arrive "
+                   "(T.ptx.barrier.cluster.arrive / T.cuda.cluster_sync) the same number "
+                   "of times", tid=int(tids[0]))
+        return
+    ctx.mem.barrier()
+
+
+@semantics("ptx.barrier.cluster.arrive")
+def barrier_cluster_arrive(ctx, site, args):
+    _arrive(ctx, site, bool(args[1]))
+
+
+@semantics("ptx.barrier.cluster.wait")
+def barrier_cluster_wait(ctx, site, args):
+    _wait(ctx, site, bool(args[0]))
+
+
+@semantics("cuda.cluster_sync")
+def cluster_sync(ctx, site, args):
+    _arrive(ctx, site, True)
+    _wait(ctx, site, True)
+
+
+@semantics("ptx.fence.mbarrier_init")
+def fence_mbarrier_init(ctx, site, args):
+    """No effect: an mbarrier.init is visible at once in the simulator."""
+
+
+@semantics("ptx.cp_async.bulk.s2c")
+def s2c(ctx, site, args):
+    dst, src, nbytes, mbar, rank = args
+    tids = ctx.active()
+    sizes = np.broadcast_to(np.asarray(nbytes, np.int64), tids.shape)
+    ranks = np.broadcast_to(np.asarray(rank, np.int64), tids.shape)
+    what = "cp.async.bulk (shared -> shared::cluster)"
+    for k, t in enumerate(tids.tolist()):
+        size = int(sizes[k])
+        if size <= 0 or size % _ALIGN:
+            ctx.hazard(f"{what}: size {size} is not a positive multiple of 16 bytes",
+                       site.span, "copy a multiple of 16 bytes", tid=t)
+            return
+    s = check_pointer(ctx, src, int(sizes.max()), site.span, what + " source", (SHARED,),
+                      _ALIGN)
+    d = s and check_pointer(ctx, dst, int(sizes.max()), site.span, what + " destination",
+                            (SHARED,), _ALIGN)
+    bars = d and mbarrier_addrs(ctx, mbar, site.span, what + " mbarrier", read=False)
+    if bars is None or d is None or s is None:
+        return
+    for k, t in enumerate(tids.tolist()):
+        size, off, doff = int(sizes[k]), int(s[1][k]), int(d[1][k])
+        offs = np.arange(off, off + size)
+        check_shared_read(ctx, offs[::16], 16, np.full(size // 16, t), site.span)
+        ctx.asyncs.check_async_read(offs, t, what, site.span)
+        peer = ctx.peer(int(ranks[k]), site.span, what)
+        data = ctx.mem.shared[offs].copy()
+        source = "" if peer is ctx else f" of CTA rank {ctx.rank}"
+        peer.asyncs.bulk_land(t, np.arange(doff, doff + size), data, int(bars[k]),
+                              site.span, "cp.async.bulk (dsmem)", source)

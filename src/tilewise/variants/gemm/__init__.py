@@ -1,0 +1,1 @@
+"""Variants of gemm (synchronous tensor-core matrix multiply-accumulate of register tiles)."""
