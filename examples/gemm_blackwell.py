@@ -11,9 +11,12 @@ Structure (one CTA of 256 threads per SM, a persistent loop over 128 x BN output
   ``t`` uses ``t % 2``), so the epilogue of one tile overlaps the MMAs of the next.
 * **producer** (warp 0): fills a ring of ``STAGES`` shared-memory stages, each a 128 x 64
   tile of A (K-major) and a 64 x BN tile of B (MN-major), both blocked 128-byte-swizzled
-  (``swizzled_tile``, what a TMA load writes). It waits for a stage to be *empty*, issues
-  the copies, and signals *full*. Out-of-range rows and columns are zero-filled, so any M, N,
-  K work.
+  (``swizzled_tile``, what a TMA load writes). It waits for a stage to be *empty*; one
+  elected thread announces the stage's bytes on its *full* barrier
+  (``mbarrier.arrive.expect_tx``) and issues the two TMA tensor copies
+  (``Tx.thread.copy_async(..., dispatch="tma", mbar=full[s])``: one box for A, one per
+  64-column block of B) that complete on it. Boxes hanging over M, N or K are zero-filled by
+  the copy engine, so any M, N, K work.
 * **MMA** (warp 1): waits for a full stage, and one elected thread issues the stage's
   ``Tx.gemm_async(acc, A_stage, B_stage, accum=kb > 0, dispatch="tcgen05")`` (four
   ``tcgen05.mma.kind::f16`` M128 N BN K16, descriptors built from the layouts), then
@@ -24,17 +27,10 @@ Structure (one CTA of 256 threads per SM, a persistent loop over 128 x BN output
   rounds to the output dtype and stores the in-range part of C; then it frees the
   accumulator (an arrival of its 128 threads on the accumulator's *empty* barrier).
 
-**Loads: TMA is pending issue 12.** The TMA tensor copy (tensor maps, ``copy_async
-dispatch="tma"``, ``cp.async.bulk.tensor``) is being built on branch ``issue-12`` and is not on
-main yet, so the producer loads with ``cp.async`` (16-byte LDGSTS, ``src_size`` 0 for
-out-of-range chunks) into the same swizzled stages and signals *full* with
-``cp.async.mbarrier.arrive.noinc`` (32 arrivals, one per producer thread). The MMA thread
-issues ``fence.proxy.async`` after its wait: cp.async writes through the generic proxy and
-tcgen05.mma reads through the async proxy. When the rows of A or B are not 16-byte aligned
-(K or N not a multiple of 8 for 16-bit data) the producer loads element by element instead,
-then ``fence.proxy.async`` and an ordinary arrival. With TMA the producer becomes one
-elected thread issuing ``arrive.expect_tx`` and two tensor copies per stage (see
-``docs/tcgen05.md``, "The Blackwell GEMM example"), and the MMA thread's proxy fence goes.
+**Rows TMA cannot describe.** A tensor map's row stride must be a multiple of 16 bytes
+(K and N multiples of 8 for 16-bit data). Otherwise the producer warp loads the stage
+element by element (guarded, zero outside), then ``fence.proxy.async`` (its generic stores
+are read by the MMA through the async proxy) and 32 ordinary arrivals on *full*.
 
 Nothing here has run on Blackwell hardware (there is none to run it on): the cubin is
 assembled for sm_100a by nvJitLink, and the simulator executes the lowered program.
@@ -78,16 +74,14 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
     if BN % 64 or not 64 <= BN <= 256:  # whole 128-byte swizzle blocks of B's 16-bit rows
         raise ValueError(f"BN={BN} must be 64, 128, 192 or 256")
     eb = ELEM[dtype]
-    per = 16 // eb  # elements in a 16-byte chunk
     tm, tn, nk = _ceil(M, BM), _ceil(N, BN), _ceil(K, BK)
     tiles = tm * tn
     grid = ctas or min(tiles, SMS)
     cols = _tmem_cols(BN)
     la = swizzled_tile(BM, BK, 8 * eb, 128, stages=STAGES)
     lb = swizzled_tile(BK, BN, 8 * eb, 128, stages=STAGES)
-    a_vec, b_vec = (K * eb) % 16 == 0, (N * eb) % 16 == 0  # 16-byte aligned rows
-    a_chunks, b_chunks = BM * BK // per // 32, BK * BN // per // 32  # per producer thread
-    a_row, b_row = BK // per, BN // per  # chunks in a row of a stage
+    tma = (K * eb) % 16 == 0 and (N * eb) % 16 == 0  # tensor maps need 16-byte row strides
+    stage_bytes = (BM * BK + BK * BN) * eb  # a stage's TMA boxes, out-of-range parts included
     regs = TileLayout(S[(128, EPI) : (1 @ tid_in_wg, 1)])
 
     @T.prim_func
@@ -112,7 +106,7 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
             T.ptx.tcgen05.alloc(T.address_of(tmem_addr), n_cols=cols, cta_group=1)
         if tid == 0:
             for s in range(STAGES):
-                T.ptx.mbarrier.init(T.address_of(full[s]), 32)
+                T.ptx.mbarrier.init(T.address_of(full[s]), 1 if tma else 32)
                 T.ptx.mbarrier.init(T.address_of(empty[s]), 1)
             for a in range(2):
                 T.ptx.mbarrier.init(T.address_of(acc_full[a]), 1)
@@ -155,43 +149,28 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
                     s = it % STAGES
                     T.ptx.mbarrier.try_wait(T.address_of(empty[s]), it // STAGES % 2 ^ 1)
                     k0 = kb * BK
-                    for q in range(a_chunks):
-                        c = q * 32 + lane
-                        ar = c // a_row
-                        ak = c % a_row * per
-                        if a_vec:
-                            ok = m0 + ar < M and k0 + ak < K
-                            T.ptx.cp_async(T.address_of(As[s, ar, ak]),
-                                           T.address_of(A[T.select(ok, m0 + ar, 0),
-                                                          T.select(ok, k0 + ak, 0)]),
-                                           16, src_size=T.select(ok, 16, 0))
-                        else:
-                            for e in range(per):
-                                ok = m0 + ar < M and k0 + ak + e < K
-                                As[s, ar, ak + e] = T.select(
-                                    ok, A[T.min(m0 + ar, M - 1), T.min(k0 + ak + e, K - 1)],
-                                    T.cast(0, dtype))
-                    for q in range(b_chunks):
-                        c = q * 32 + lane
-                        bk = c // b_row
-                        bn = c % b_row * per
-                        if b_vec:
-                            ok = k0 + bk < K and n0 + bn < N
-                            T.ptx.cp_async(T.address_of(Bs[s, bk, bn]),
-                                           T.address_of(B[T.select(ok, k0 + bk, 0),
-                                                          T.select(ok, n0 + bn, 0)]),
-                                           16, src_size=T.select(ok, 16, 0))
-                        else:
-                            for e in range(per):
-                                ok = k0 + bk < K and n0 + bn + e < N
-                                Bs[s, bk, bn + e] = T.select(
-                                    ok, B[T.min(k0 + bk, K - 1), T.min(n0 + bn + e, N - 1)],
-                                    T.cast(0, dtype))
-                    if a_vec and b_vec:
-                        T.ptx.cp_async.mbarrier_arrive(T.address_of(full[s]))
+                    if tma:
+                        if T.ptx.elect_sync():
+                            T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
+                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + BM, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                            Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, n0:n0 + BN],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
                     else:
-                        T.ptx.cp_async.commit_group()
-                        T.ptx.cp_async.wait_group(0)
+                        for q in range(BM * BK // 32):
+                            ar = (q * 32 + lane) // BK
+                            ak = (q * 32 + lane) % BK
+                            ok = m0 + ar < M and k0 + ak < K
+                            As[s, ar, ak] = T.select(
+                                ok, A[T.min(m0 + ar, M - 1), T.min(k0 + ak, K - 1)],
+                                T.cast(0, dtype))
+                        for q in range(BK * BN // 32):
+                            bk = (q * 32 + lane) // BN
+                            bn = (q * 32 + lane) % BN
+                            ok = k0 + bk < K and n0 + bn < N
+                            Bs[s, bk, bn] = T.select(
+                                ok, B[T.min(k0 + bk, K - 1), T.min(n0 + bn, N - 1)],
+                                T.cast(0, dtype))
                         T.ptx.fence.proxy_async()
                         T.ptx.mbarrier.arrive(T.address_of(full[s]))
         elif warp_id == 1:
@@ -205,7 +184,6 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
                     it = lt * nk + kb
                     s = it % STAGES
                     T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // STAGES % 2)
-                    T.ptx.fence.proxy_async()
                     T.ptx.tcgen05.fence.after_thread_sync()
                     if T.ptx.elect_sync():
                         Tx.gemm_async(acc[:, buf * BN:buf * BN + BN], As[s, :, :], Bs[s, :, :],

@@ -1,6 +1,7 @@
 """examples/gemm_blackwell.py: the Blackwell GEMM (warp-specialised producer / MMA / epilogue,
-an mbarrier ring, a persistent tile loop, tcgen05.mma issued by one elected thread, the
-accumulator read back with tcgen05.ld) assembled for sm_100a and executed by the simulator —
+TMA loads into an mbarrier ring, a persistent tile loop, tcgen05.mma issued by one elected
+thread, the accumulator read back with tcgen05.ld) assembled for sm_100a and executed by the
+simulator —
 no Blackwell GPU exists here. Exactness: every element of C within one output rounding of
 the float64 product (gemm_blackwell.check)."""
 
@@ -34,10 +35,14 @@ def test_the_cubin_assembles_and_the_log_shows_the_tcgen05_decisions():
     n = ptx.count("tcgen05.mma.cta_group::1.kind::f16")  # a stage is 4 x K16 (LLVM may unroll)
     assert n >= 4 and n % 4 == 0
     for word in ("tcgen05.commit.cta_group::1", "tcgen05.ld.sync.aligned.32x32b.x32",
-                 "tcgen05.alloc", "tcgen05.dealloc", "cp.async.mbarrier.arrive.noinc",
-                 "mbarrier.try_wait.parity"):
+                 "tcgen05.alloc", "tcgen05.dealloc", "mbarrier.try_wait.parity",
+                 "cp.async.bulk.tensor.2d", "mbarrier.arrive.expect_tx"):
         assert word in ptx, word
-    chosen = {d.chosen: d.info for d in lower(k, TARGET).dispatch_log}
+    log = lower(k, TARGET).dispatch_log
+    assert [d.info for d in log if d.chosen == "tma"] == [
+        ["1 TMA load(s) of a 2-D box 128x64, 128B swizzle, oob zero (16384 bytes each)"],
+        ["2 TMA load(s) of a 2-D box 64x64, 128B swizzle, oob zero (8192 bytes each)"]]
+    chosen = {d.chosen: d.info for d in log}
     assert chosen["tcgen05"] == ["4 x tcgen05.mma.cta_group::1.kind::f16 M128 N128 K16 (D "
                                  "datapath D; A K-major, swizzle 128; B MN-major, swizzle 128)"]
     assert chosen["tcgen05_ldst"] == ["tcgen05.ld datapath D + run-time column: .32x32b.x32 "
@@ -47,8 +52,8 @@ def test_the_cubin_assembles_and_the_log_shows_the_tcgen05_decisions():
 
 
 @pytest.mark.parametrize("M, N, K, kw", [
-    (200, 72, 40, {}),  # edge tiles: zero-filled 16-byte chunks, partial stores
-    (130, 100, 30, dict(BN=64)),  # rows not 16-byte aligned: element-wise loads
+    (200, 72, 40, {}),  # edge tiles: boxes zero-filled by the copy engine, guarded stores
+    (130, 100, 30, dict(BN=64)),  # rows not 16-byte aligned (no tensor map): element loads
     (256, 128, 128, dict(BN=64, ctas=1, STAGES=2)),  # one CTA loops over 8 tiles
     (64, 40, 24, dict(dtype="float16")),
 ])
