@@ -224,6 +224,12 @@ HAZARDS = [
      {"BODY": "if warp_id == 0:\n        " + WAIT + "\n    " + LOAD}),
     ("operand-overwritten", "overwrites shared memory that a tcgen05.mma", "# OVERWRITE",
      {"BODY": "Tx.cta.copy(As[:, :], A[:, :])  # OVERWRITE\n    " + WAIT + "\n    " + LOAD}),
+    ("operand-overwritten-by-tma", "overwrites shared memory that a tcgen05.mma", "# TMA",
+     {"BODY": "if tid == 0:\n        T.ptx.mbarrier.init(T.address_of(bar[1]), 1)\n        "
+      "T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[1]), 16384)\n        "
+      "Tx.thread.copy_async(As[:, :], A[:, :], dispatch='tma', mbar=T.address_of(bar[1]))"
+      "  # TMA\n    " + WAIT + "\n    " + LOAD,
+      "bar = T.alloc_shared([1]": "bar = T.alloc_shared([2]"}),
     ("columns-beyond-the-allocation", "tcgen05.mma D uses tensor-memory column 32, which is "
      "not allocated", "# MMA", {"NCOLS": "32", "BODY": WAIT + "\n    " + LOAD}),
     ("exit-pending", "the CTA exits while a tcgen05.mma is pending", "# MMA",
