@@ -15,6 +15,7 @@ import json
 import os
 
 from .errors import CompileError, TargetError
+from .ir.stmt import PrimFunc
 
 STAGES = ("ir", "lowered", "llvm", "ptx")
 
@@ -221,3 +222,13 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     options = declared_cluster(check_options(options, lowered.target), lowered.func)
     check_launch(options, lowered.func)
     return Kernel(func, options, lowered)
+
+
+def _compile_for_device(func) -> Kernel:
+    """``func`` compiled for the target of this machine's GPU (a LaunchError without one)."""
+    from .runtime import device_target
+
+    return compile(func, device_target())
+
+
+PrimFunc.device_compiler = _compile_for_device

@@ -14,7 +14,7 @@ def test_equal_priority_is_an_error():
     with pytest.raises(DispatchError, match="both have priority 20"):
         register_dispatch("copy_async", variant="other", priority=20)(lambda ctx: None)
     assert [v.name for v in candidates("copy_async")] == before
-    assert before == ["bulk", "ldgsts", "tcgen05_ldst", "dsmem", "tma"]
+    assert before == ["bulk", "ldgsts", "tcgen05_cp", "tcgen05_ldst", "dsmem", "tma"]
 
 
 def test_candidates_by_priority():

@@ -70,12 +70,12 @@ CORPUS = [
         "replica-on-m",
         lambda: S[4 : 1 @ laneid] + R[2:4],
         "replica on the memory axis m is not allowed",
-        "thread, CTA or cluster axis",
+        "thread, CTA, cluster or TLane axis",
     ),
     (
-        "replica-on-tmem",
-        lambda: R[2 : 1 @ Axis.get("TLane")],
-        "replica on the tmem axis TLane is not allowed",
+        "replica-on-tmem-column",
+        lambda: R[2 : 1 @ Axis.get("TCol")],
+        "replica on the tmem axis TCol is not allowed",
         "R[2 : 4@warpid]",
     ),
     (

@@ -54,20 +54,25 @@ def regs_elems(layout: TileLayout) -> int:
 # ---- the round trip: registers -> tmem -> registers ------------------------------------------
 def roundtrip(reg_layout: TileLayout, width: int, dtype: str, dp: str = "D", *,
               tmem_cols: int | None = None, tmem_col0: int = 0, reg_width: int | None = None,
-              reg_col0: int = 0, tmem_lay: TileLayout | None = None, scope: str = "wg"):
+              reg_col0: int = 0, tmem_lay: TileLayout | None = None, scope: str = "wg",
+              tmem_row0: int = 0, tmem_rows: int | None = None):
     """A warpgroup copies an ``M x width`` tile of ``A`` into registers (``Tx.wg.copy``),
     stores it to tensor memory columns ``tmem_col0..`` and loads it back into other registers,
     then writes ``B``. ``reg_width`` > ``width``: the register view is wider and the copies
-    use its columns ``reg_col0..``."""
+    use its columns ``reg_col0..``. ``tmem_rows`` / ``tmem_row0``: a taller tensor-memory
+    buffer (128 lanes, datapath D) whose rows ``tmem_row0..`` the copies use."""
     rows = ROWS[dp]
-    bits = 16 if dtype in ("float16", "bfloat16", "uint16") else 32
+    bits = {"float16": 16, "bfloat16": 16, "uint16": 16, "uint8": 8, "int8": 8,
+            "float8_e4m3": 8}.get(dtype, 32)
     e = 32 // bits
     tcols = tmem_cols or (tmem_col0 + width)
     rwidth = reg_width or width
-    tlay = tmem_lay or tmem_layout(dp, tcols)
+    trows = tmem_rows or rows
+    tlay = tmem_lay or tmem_layout(dp if trows == rows else "D", tcols)
     nalloc = n_alloc((tcols + e - 1) // e)
     nreg = regs_elems(reg_layout)
     t0, t1, r0, r1 = tmem_col0, tmem_col0 + width, reg_col0, reg_col0 + width
+    q0, q1 = tmem_row0, tmem_row0 + rows
 
     @T.prim_func
     def tcgen05_roundtrip(A_ptr: T.handle, B_ptr: T.handle):
@@ -80,7 +85,7 @@ def roundtrip(reg_layout: TileLayout, width: int, dtype: str, dp: str = "D", *,
         if warp_id == 0:
             T.ptx.tcgen05.alloc(T.address_of(tmem_addr), n_cols=nalloc, cta_group=1)
         T.tvm_storage_sync("shared")
-        tmem = T.decl_buffer((rows, tcols), dtype, scope="tmem", allocated_addr=tmem_addr[0],
+        tmem = T.decl_buffer((trows, tcols), dtype, scope="tmem", allocated_addr=tmem_addr[0],
                              layout=tlay)
         A_reg = T.alloc_local((nreg,), dtype)
         B_reg = T.alloc_local((nreg,), dtype)
@@ -88,10 +93,10 @@ def roundtrip(reg_layout: TileLayout, width: int, dtype: str, dp: str = "D", *,
         B_local = B_reg.view(rows, rwidth, layout=reg_layout)
         Tx.wg.copy(A_local[:, :], A[:, :])
         Tx.wg.copy(B_local[:, :], B[:, :])
-        Tx.wg.copy_async(tmem[:, t0:t1], A_local[:, r0:r1])  # STORE
+        Tx.wg.copy_async(tmem[q0:q1, t0:t1], A_local[:, r0:r1])  # STORE
         T.ptx.tcgen05.wait.st()
         T.cuda.cta_sync()
-        Tx.wg.copy_async(B_local[:, r0:r1], tmem[:, t0:t1])  # LOAD
+        Tx.wg.copy_async(B_local[:, r0:r1], tmem[q0:q1, t0:t1])  # LOAD
         T.ptx.tcgen05.wait.ld()
         Tx.wg.copy(B[:, :], B_local[:, :])
         T.cuda.cta_sync()
@@ -107,6 +112,46 @@ def atom_roundtrip(shape: str, num: int, dtype: str, dp: str = "D", **kw):
     bits = 16 if dtype in ("float16", "bfloat16", "uint16") else 32
     lay = tcgen05_warpgroup_atom(shape, num, bits, dp)
     return roundtrip(lay, lay.size() // ROWS[dp], dtype, dp, **kw)
+
+
+def roundtrip_blocks(reg_layout: TileLayout, width: int, blocks: int, dtype: str):
+    """Column blocks of ``width`` stored to and loaded from tensor memory in a loop: the
+    tensor-memory column start ``j * width`` is a run-time value."""
+    e = 32 // (16 if dtype in ("float16", "bfloat16") else 32)
+    total = width * blocks
+    nalloc = n_alloc(total // e)
+    nreg = regs_elems(reg_layout)
+    tlay = TileLayout(S[(128, total) : (1 @ TLane, 1 @ TCol)])
+
+    @T.prim_func
+    def tcgen05_blocks(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (128, total), dtype)
+        B = T.match_buffer(B_ptr, (128, total), dtype)
+        T.device_entry()
+        warp_id = T.warp_id([4])
+        tid = T.thread_id([128])
+        tmem_addr = T.alloc_shared([1], "uint32")
+        if warp_id == 0:
+            T.ptx.tcgen05.alloc(T.address_of(tmem_addr), n_cols=nalloc, cta_group=1)
+        T.tvm_storage_sync("shared")
+        tmem = T.decl_buffer((128, total), dtype, scope="tmem", allocated_addr=tmem_addr[0],
+                             layout=tlay)
+        R = T.alloc_local((nreg,), dtype)
+        V = R.view(128, width, layout=reg_layout)
+        for j in range(blocks):
+            Tx.wg.copy(V[:, :], A[:, j * width:j * width + width])
+            Tx.wg.copy_async(tmem[:, j * width:j * width + width], V[:, :])  # STORE
+            T.ptx.tcgen05.wait.st()
+        T.cuda.cta_sync()
+        for j in range(blocks):
+            Tx.wg.copy_async(V[:, :], tmem[:, j * width:j * width + width])  # LOAD
+            T.ptx.tcgen05.wait.ld()
+            Tx.wg.copy(B[:, j * width:j * width + width], V[:, :])
+        T.cuda.cta_sync()
+        if warp_id == 0:
+            T.ptx.tcgen05.dealloc(tmem_addr[0], n_cols=nalloc, cta_group=1)
+
+    return tcgen05_blocks
 
 
 # ---- single copies, for the declines -----------------------------------------------------------
@@ -210,11 +255,14 @@ def tmem_to_tmem():
 
 def inputs(rows: int, width: int, dtype: str, seed: int = 0):
     rng = np.random.default_rng(seed)
-    if dtype == "float32":
-        a = rng.standard_normal((rows, width)).astype(np.float32)
-    elif dtype == "float16":
-        a = rng.standard_normal((rows, width)).astype(np.float16)
+    if dtype in ("float32", "float16"):
+        a = rng.standard_normal((rows, width)).astype(dtype)
+    elif dtype == "bfloat16":
+        import ml_dtypes
+
+        a = rng.standard_normal((rows, width)).astype(ml_dtypes.bfloat16)
     else:
-        a = rng.integers(0, 2**16, (rows, width)).astype(np.dtype(dtype))
+        info = np.iinfo(np.dtype(dtype))
+        a = rng.integers(info.min, info.max, (rows, width), endpoint=True).astype(dtype)
     b = np.zeros_like(a)
     return a, b

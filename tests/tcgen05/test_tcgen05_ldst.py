@@ -276,15 +276,16 @@ def test_decline_unknown_datapath():
              "is neither datapath D (128 rows")
 
 
-def test_decline_8bit():
-    _decline(K.one_copy(K.row_major_regs(8), (128, 8), "uint8", D8),
-             "uint8 elements are 8-bit; tcgen05_ldst moves 16- or 32-bit elements")
+def test_decline_64bit():
+    _decline(K.one_copy(K.row_major_regs(8), (128, 8), "float64", D8),
+             "float64 elements are 64-bit; tcgen05_ldst moves 8-, 16- or 32-bit elements")
 
 
 def test_decline_odd_16bit_width():
     t = TileLayout(S[(128, 3) : (1 @ TLane, 1 @ TCol)])
     _decline(K.one_copy(K.row_major_regs(3), (128, 3), "float16", t),
-             "16-bit elements travel two per 32-bit tensor-memory column")
+             "2 float16 elements share a 32-bit register, so the width must be a multiple "
+             "of 2")
 
 
 def test_decline_16bit_column_inside_a_cell():

@@ -230,15 +230,16 @@ class PrimFunc(Node):
 
         return replace(self, body=body)
 
+    #: ``func -> Kernel`` for this machine's GPU; :mod:`tilewise.compiler` installs it (the
+    #: IR does not import the compiler)
+    device_compiler = None
+
     def __call__(self, *arrays, stream=None):
         """Launch on this machine's GPU: ``k(A, B, C)`` compiles the kernel for the device's
         target once (``tilewise.compile``; kept on the function) and launches it."""
         kernel = self.__dict__.get("_device_kernel")
         if kernel is None:
-            from ..compiler import compile as compile_kernel
-            from ..runtime import device_target
-
-            kernel = compile_kernel(self, device_target())
+            kernel = PrimFunc.device_compiler(self)
             object.__setattr__(self, "_device_kernel", kernel)
         return kernel(*arrays, stream=stream)
 

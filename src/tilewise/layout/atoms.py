@@ -30,9 +30,19 @@ from tilewise.ptx import mma, tcgen05
 
 Place = dict[str, int]
 
-# The atoms' shapes: every tcgen05.ld/st shape except .16x32bx2, whose two half-warps
-# address two column ranges (not one tile).
-ATOM_SHAPES = {k: v for k, v in tcgen05.SHAPES.items() if k != "16x32bx2"}
+# The atoms' shapes: every tcgen05.ld/st shape. ``.16x32bx2``'s upper half-warp adds the
+# half-split immediate to its columns; with tilewise's split (``num`` columns,
+# :func:`tilewise.ptx.tcgen05.half_split`) the two halves sit side by side, one 16 x 2num tile.
+ATOM_SHAPES = tcgen05.SHAPES
+
+
+def _columns(shape: str, num: int) -> Callable:
+    """``c(t, r)`` of ``shape``, with ``.16x32bx2``'s half split added for the upper half."""
+    c = ATOM_SHAPES[shape].c
+    if shape != "16x32bx2":
+        return c
+    split = tcgen05.half_split(shape, num, packed=False)
+    return lambda t, r: c(t, r) + split * (t >= 16)
 
 
 def _fit(dims: tuple[int, int], table: Iterable[tuple[tuple[int, int], Place]]) -> TileLayout:
@@ -82,7 +92,7 @@ def _check_shape_num(shape: str, num: object) -> tuple[int, int, Callable, Calla
             f"num={n} is not a legal .x count for tcgen05 .{shape}",
             hint=f"use one of {list(s.nums)}",
         )
-    return s.lanes, s.nregs(n), s.dl, s.c
+    return s.lanes, s.nregs(n), s.dl, _columns(shape, n)
 
 
 def tcgen05_shape(shape: str, num: int = 1, dtype_bits: int = 32) -> tuple[int, int]:

@@ -76,14 +76,19 @@ class Offsets(Mapping[str, int]):
 
 
 def check_replica(iters: Iterable[Iter]) -> tuple[Iter, ...]:
-    """The replica iters, or a LayoutError for one on a memory / tensor-memory axis."""
+    """The replica iters, or a LayoutError for one on a memory axis or on ``TCol``.
+
+    ``TLane`` takes replicas: ``tcgen05.cp``'s multicasts write one shared row to several
+    tensor-memory lanes (``32x128b.warpx4`` is ``R[4 : 32@TLane]``), and TIRx states them in
+    the destination's layout."""
     iters = tuple(iters)
     for it in iters:
-        if not it.axis.is_execution:
+        if not it.axis.is_execution and it.axis.name != "TLane":
             raise LayoutError(
                 f"replica on the {it.axis.kind} axis {it.axis.name} is not allowed",
-                hint="a replica copies an element to several threads / CTAs: put it on "
-                "a thread, CTA or cluster axis, e.g. R[2 : 4@warpid]",
+                hint="a replica copies an element to several threads / CTAs (or tensor-"
+                "memory lanes): put it on a thread, CTA, cluster or TLane axis, e.g. "
+                "R[2 : 4@warpid]",
             )
     return iters
 

@@ -246,6 +246,20 @@ def _matrix_row(name: str, what: str, feature: str, doc: str) -> PtxOp:
                          count=lambda v: v["num"]), doc=doc)
 
 
+def _tcgen05_mma_params(a: Param) -> tuple[Param, ...]:
+    return (_p("d_tmem", "taddr"), a, _p("b_desc", "desc64"),
+            _p("idesc", "value", dtype=dt.uint32),
+            _p("enable_input_d", "value", dtype=dt.bool_),
+            _p("kind", "str", choices=tuple(tcgen05.KINDS)), _CTA_GROUP)
+
+
+_MMA_DOC = ("D (+)= A @ B on the tensor cores, issued by one thread: D in tensor memory at "
+            "d_tmem, {a}, B in shared memory by its descriptor (ptx/tcgen05.py smem_desc), "
+            "shapes, types and majorness in the 32-bit instruction descriptor idesc "
+            "(instr_desc); enable_input_d false overwrites D. Completion: "
+            "T.ptx.tcgen05.commit to an mbarrier")
+_CP_SPELL = tuple((k, v.llvm) for k, v in tcgen05.CP_SHAPES.items())
+
 _PROXY_SPACES = (("shared::cta", ".shared_cta"), ("shared::cluster", ".shared_cluster"),
                  ("global", ".global"))
 
@@ -460,6 +474,27 @@ _OPS = [
           llvm="llvm.nvvm.tcgen05.wait.ld"),
     PtxOp("ptx.tcgen05.wait.st", (), "tcgen05.wait::st.sync.aligned", "tcgen05",
           llvm="llvm.nvvm.tcgen05.wait.st"),
+    PtxOp("ptx.tcgen05.mma", _tcgen05_mma_params(_p("a_desc", "desc64")),
+          "tcgen05.mma.cta_group::N.kind::<kind> [d_tmem], a-desc, b-desc, idesc, "
+          "enable-input-d", "tcgen05", doc=_MMA_DOC.format(a="A in shared memory by its "
+                                                           "descriptor")),
+    PtxOp("ptx.tcgen05.mma.ts", _tcgen05_mma_params(_p("a_tmem", "taddr")),
+          "tcgen05.mma.cta_group::N.kind::<kind> [d_tmem], [a_tmem], b-desc, idesc, "
+          "enable-input-d", "tcgen05", doc=_MMA_DOC.format(a="A in tensor memory at a_tmem "
+                                                           "(row-major, 256 bits a K-step)")),
+    PtxOp("ptx.tcgen05.commit", (_shared(), _CTA_GROUP),
+          "tcgen05.commit.cta_group::N.mbarrier::arrive::one.shared::cluster.b64 [mbar]",
+          "tcgen05", llvm="llvm.nvvm.tcgen05.commit.shared.cg{cta_group}",
+          doc="arrive (count 1) on mbar once every earlier tcgen05.mma / tcgen05.cp of this "
+              "thread has completed"),
+    PtxOp("ptx.tcgen05.cp", (_p("taddr", "taddr"), _p("s_desc", "desc64"),
+                             _p("shape", "str", choices=tuple(tcgen05.CP_SHAPES),
+                                spell=_CP_SPELL), _CTA_GROUP),
+          "tcgen05.cp.cta_group::N.<shape>{.<multicast>} [taddr], s-desc", "tcgen05",
+          llvm="llvm.nvvm.tcgen05.cp.{shape}.cg{cta_group}",
+          doc="shared -> tensor memory, issued by one thread: the rows of the shape (a "
+              "K-major canonical tile by the descriptor) land in the lanes the shape and its "
+              "multicast name (ptx/tcgen05.py CP_SHAPES); completion: T.ptx.tcgen05.commit"),
     PtxOp("ptx.tcgen05.fence.before_thread_sync", (), "tcgen05.fence::before_thread_sync",
           "tcgen05", llvm="llvm.nvvm.tcgen05.fence.before.thread.sync"),
     PtxOp("ptx.tcgen05.fence.after_thread_sync", (), "tcgen05.fence::after_thread_sync",

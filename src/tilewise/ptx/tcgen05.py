@@ -130,3 +130,160 @@ DATAPATHS: dict[str, tuple[int, Callable[[int], int]]] = {
     "D": (128, lambda r: r),
     "F": (64, lambda r: 32 * (r // 16) + r % 16),
 }
+
+
+# ---- tcgen05.mma: kinds, shapes, descriptors (PTX ISA §9.7.16.2, §9.7.16.4, §9.7.16.10) ---
+#: The kinds tilewise emits: input dtype names -> their instruction-descriptor code, the
+#: K of one instruction and the intrinsic's ``kind`` immediate (LLVM 22: 0 f16, 1 tf32,
+#: 2 f8f6f4). float32 inputs are read as tf32. Table 39 / Table 42.
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    k: int
+    llvm: int
+    codes: dict  # input dtype name -> atype/btype code (Table 42)
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    Kind("f16", 16, 0, {"float16": 0, "bfloat16": 1}),
+    Kind("tf32", 8, 1, {"float32": 2}),
+    Kind("f8f6f4", 32, 2, {"float8_e4m3": 0, "float8_e5m2": 1}),
+)}
+#: Accumulator (D) dtype codes of the instruction descriptor (bits 4-5).
+D_CODES = {"float16": 0, "float32": 1}
+
+
+def kind_of(dtype: str) -> Kind | None:
+    """The MMA kind whose inputs include ``dtype`` (None: no kind takes it)."""
+    return next((k for k in KINDS.values() if dtype in k.codes), None)
+
+
+def mma_shape_problem(m: int, n: int, cta_group: int) -> str | None:
+    """Why ``M x N`` is not a dense tcgen05.mma shape for ``cta_group`` (Table 39), or None.
+    ``m`` is the instruction's M (the CTA pair's for cta_group 2)."""
+    ms = (64, 128) if cta_group == 1 else (128, 256)
+    step = 8 * cta_group
+    if m not in ms:
+        return f"M = {m} is not {' or '.join(map(str, ms))} (cta_group {cta_group})"
+    if not step <= n <= 256 or n % step:
+        return f"N = {n} is not a multiple of {step} in {step}..256 (cta_group {cta_group})"
+    return None
+
+
+def instr_desc(kind: str, a: str, b: str, d: str, m: int, n: int, trans_a: bool,
+               trans_b: bool) -> int:
+    """The 32-bit instruction descriptor of a dense tcgen05.mma (Table 42): D type bits 4-5,
+    A / B types bits 7-9 / 10-12, transpose (MN-major) A / B bits 15 / 16, N >> 3 bits
+    17-22, M >> 4 bits 24-28; sparsity, saturation, negation and shift 0."""
+    codes = KINDS[kind].codes
+    return (D_CODES[d] << 4 | codes[a] << 7 | codes[b] << 10 | int(trans_a) << 15
+            | int(trans_b) << 16 | (n >> 3) << 17 | (m >> 4) << 24)
+
+
+@dataclass(frozen=True)
+class InstrDesc:
+    """The fields of an instruction descriptor, decoded (what the hardware reads)."""
+
+    d: str | None
+    a: str | None
+    b: str | None
+    trans_a: bool
+    trans_b: bool
+    n: int
+    m: int
+    reserved: int  # bits that must be 0 for the dense, non-negated forms tilewise models
+
+
+def decode_instr_desc(kind: str, desc: int) -> InstrDesc:
+    desc = int(desc) & 0xFFFFFFFF
+    codes = {v: k for k, v in KINDS[kind].codes.items()}
+    d_codes = {v: k for k, v in D_CODES.items()}
+    reserved = desc & (0xF | 1 << 6 | 3 << 13 | 1 << 23 | 1 << 29 | 3 << 30)
+    return InstrDesc(d_codes.get(desc >> 4 & 3), codes.get(desc >> 7 & 7),
+                     codes.get(desc >> 10 & 7), bool(desc >> 15 & 1), bool(desc >> 16 & 1),
+                     (desc >> 17 & 0x3F) << 3, (desc >> 24 & 0x1F) << 4, reserved)
+
+
+#: Shared-memory descriptor swizzle codes, bits 61-63 (Table 40; 1 = 128-byte swizzle with
+#: 32-byte atoms, which tilewise's layouts do not express, is never produced).
+SMEM_SWIZZLE_CODE = {0: 0, 128: 2, 64: 4, 32: 6}
+SMEM_SWIZZLE_OF_CODE = {v: k for k, v in SMEM_SWIZZLE_CODE.items()}
+SMEM_DESC_VERSION = 1  # bits 46-48: the fixed constant 0b001
+
+
+def smem_desc(start: int, lbo: int, sbo: int, swizzle: int, base_offset: int = 0) -> int:
+    """The 64-bit tcgen05 shared-memory descriptor (Table 40): start, LBO and SBO as
+    ``(x & 0x3FFFF) >> 4`` in bits 0-13 / 16-29 / 32-45, the version 0b001 in bits 46-48,
+    the matrix base offset in 49-51, the LBO mode (0: relative) in 52, the swizzle in
+    61-63. The canonical layouts it describes are wgmma's (§9.7.16.3.3 equals §9.7.15.5.1.1:
+    :func:`tilewise.ptx.wgmma.element_address`)."""
+    enc = lambda x: (x & 0x3FFFF) >> 4  # noqa: E731
+    return (enc(start) | enc(lbo) << 16 | enc(sbo) << 32 | SMEM_DESC_VERSION << 46
+            | (base_offset & 7) << 49 | SMEM_SWIZZLE_CODE[swizzle] << 61)
+
+
+def smem_desc_fields(lbo: int, sbo: int, swizzle: int) -> int:
+    """The descriptor without its start address (add ``(addr & 0x3FFFF) >> 4``)."""
+    return smem_desc(0, lbo, sbo, swizzle)
+
+
+def decode_smem_desc(desc: int):
+    """``(wgmma.Descriptor, problem)``: the fields, and why the hardware would not accept
+    them (wrong version bits, a swizzle code tilewise does not model, absolute LBO mode),
+    or None."""
+    from .wgmma import Descriptor
+
+    desc = int(desc) & (2**64 - 1)
+    code, version = desc >> 61 & 7, desc >> 46 & 7
+    problem = None
+    if version != SMEM_DESC_VERSION:
+        problem = f"bits 46-48 are {version:#05b}, not the fixed 0b001"
+    elif code not in SMEM_SWIZZLE_OF_CODE:
+        problem = f"swizzle code {code} is not 0 (none), 2 (128B), 4 (64B) or 6 (32B)"
+    elif desc >> 52 & 1:
+        problem = "the leading-dimension stride is in absolute-address mode (sm_103a only)"
+    d = Descriptor(start=(desc & 0x3FFF) << 4, lbo=(desc >> 16 & 0x3FFF) << 4,
+                   sbo=(desc >> 32 & 0x3FFF) << 4,
+                   swizzle=SMEM_SWIZZLE_OF_CODE.get(code, 0), base_offset=desc >> 49 & 7)
+    return d, problem
+
+
+def datapath_lanes(m_cta: int, rows, lane0=0):
+    """Tensor-memory lanes of rows ``rows`` of an accumulator (or A) of ``m_cta`` rows in
+    one CTA: Layout D (128 rows: lane = row) or F (64 rows: 32 (row // 16) + row % 16), plus
+    the address's lane field ``lane0`` (0; 0 or 16 for F), §9.7.16.10.5."""
+    return DATAPATHS["D" if m_cta == 128 else "F"][1](rows) + lane0
+
+
+A_TMEM_COLS = 8  # 32-bit columns one K-step of A occupies in tensor memory (256 bits a row)
+
+
+# ---- tcgen05.cp (PTX ISA §9.7.16.9.2; the lane maps of CUTLASS's UTCCP traits and TIRx) ---
+@dataclass(frozen=True)
+class CpShape:
+    """One ``tcgen05.cp`` shape and multicast: rows of the source, bytes a row, and where
+    source row ``r`` lands: ``lanes(r)`` the lanes (several with a multicast) relative to
+    the address's lane field."""
+
+    name: str  # the PTX spelling, shape and multicast
+    llvm: str  # the intrinsic's spelling
+    rows: int
+    row_bytes: int
+    lanes: Callable
+
+    @property
+    def cols(self) -> int:
+        """32-bit columns a row fills."""
+        return self.row_bytes // 4
+
+
+CP_SHAPES: dict[str, CpShape] = {s.name: s for s in (
+    CpShape("128x256b", "128x256b", 128, 32, lambda r: (r,)),
+    CpShape("128x128b", "128x128b", 128, 16, lambda r: (r,)),
+    CpShape("4x256b", "4x256b", 4, 32, lambda r: (32 * r,)),
+    CpShape("64x128b.warpx2::02_13", "64x128b_warpx2_02_13", 64, 16, lambda r: (r, r + 64)),
+    CpShape("64x128b.warpx2::01_23", "64x128b_warpx2_01_23", 64, 16,
+            lambda r: (64 * (r // 32) + r % 32, 64 * (r // 32) + r % 32 + 32)),
+    CpShape("32x128b.warpx4", "32x128b_warpx4", 32, 16,
+            lambda r: (r, r + 32, r + 64, r + 96)),
+)}

@@ -21,6 +21,11 @@ copies have completed (a *trigger*).
 **Copy-engine copies** (§5: bulk and tensor copies, multicast, copies between the CTAs
 of a cluster) and the generic/async proxy split are :mod:`.async_bulk`'s, mixed in.
 
+**tcgen05.mma / tcgen05.cp** in flight, their commits and the tensor-memory cells and shared
+operands they own are :mod:`.async_tcgen05` (``ctx.asyncs.tcgen05``); wgmma's are
+:mod:`.async_wgmma`. Both are asked about shared writes; a successful wait and a ``bar.sync``
+tell the tcgen05 part what threads have observed.
+
 **Drains.** Threads run in program order, warp-synchronously: a wait that is not
 satisfied when it executes first completes the cp.async copies its mbarrier tracks (they
 may complete at any time, so this is a legal schedule); if it is still unsatisfied, the
@@ -103,6 +108,7 @@ class AsyncCore(BulkCore):
         self._cp: _CpAsync | None = None
         self._bulk = None
         self._wgmma = None
+        self._tcgen05 = None
 
     @property
     def cp(self) -> _CpAsync:
@@ -123,6 +129,25 @@ class AsyncCore(BulkCore):
     @property
     def wgmma_if_used(self):
         return self._wgmma
+
+    @property
+    def tcgen05(self):
+        """tcgen05.mma / tcgen05.cp in flight, their commits, the tensor-memory cells and
+        shared operands they own (:mod:`.async_tcgen05`)."""
+        if self._tcgen05 is None:
+            from .async_tcgen05 import Tcgen05State
+
+            self._tcgen05 = Tcgen05State(self.ctx)
+        return self._tcgen05
+
+    @property
+    def tcgen05_if_used(self):
+        return self._tcgen05
+
+    def barrier(self) -> None:
+        """``bar.sync``: completions observed by one thread are observed by all."""
+        if self._tcgen05 is not None:
+            self._tcgen05.barrier()
 
     # ================================================================== mbarriers
     def mbar_init(self, addr: int, count: int, tid: int, span) -> None:
@@ -221,6 +246,8 @@ class AsyncCore(BulkCore):
             self._deadlock(tids, addrs, parity, ok, span)
         if self._bulk is not None and ok.any():
             self._acquire(tids[ok], addrs[ok])
+        if self._tcgen05 is not None and ok.any():
+            self._tcgen05.observe(tids[ok], addrs[ok])
         return ok
 
     def _poll(self, tids, addrs, parity, span) -> np.ndarray:
@@ -265,6 +292,8 @@ class AsyncCore(BulkCore):
         """One cp.async per thread of ``tids``: ``src_size`` bytes read (0: none), the rest
         of ``size`` zero-filled, performed when its group completes."""
         st, mem = self.cp, self.ctx.mem
+        if self._tcgen05 is not None:  # the copy may land at any time from now
+            self._tcgen05.check_shared_write(byte_span(dst, size), tids, span)
         span_b = byte_span(dst, size).ravel()
         np.add.at(mem.pending, span_b, 1)
         mem.n_pending += span_b.size
@@ -322,9 +351,14 @@ class AsyncCore(BulkCore):
         st = self._cp
         if st is None or not st.triggers:
             return
+        low = np.full(self.ctx.n, np.iinfo(np.int64).max, np.int64)  # oldest pending, per thread
+        for b in st.batches:
+            live = ~b.done
+            if live.any():
+                np.minimum.at(low, b.tids[live], b.seq[live])
         keep = []
         for t, addr, seq, span in st.triggers:
-            if any(((b.tids == t) & (b.seq < seq) & ~b.done).any() for b in st.batches):
+            if low[t] < seq:  # an earlier copy of the thread is still pending
                 keep.append((t, addr, seq, span))
             else:
                 self.arrive(addr, 1, t, span)
@@ -364,12 +398,16 @@ class AsyncCore(BulkCore):
             self._check_bulk_write(span_b, tids, span)
         if self._wgmma is not None:
             self._wgmma.check_shared_write(span_b, tids, span)
+        if self._tcgen05 is not None:
+            self._tcgen05.check_shared_write(span_b, tids, span)
 
     # ================================================================== exit
     def at_exit(self) -> None:
         """Hazards of a CTA that exits with work in flight."""
         if self._wgmma is not None:
             self._wgmma.at_exit()
+        if self._tcgen05 is not None:
+            self._tcgen05.at_exit()
         self.bulk_at_exit()
 
     # ================================================================== messages

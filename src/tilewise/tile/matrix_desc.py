@@ -23,11 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.expr import BufferRegion, as_int
+from ..ir import dtype as dt
+from ..ir.expr import AddressOf, BufferRegion, Expr, IntImm, as_int, binop, cast
 from ..ptx import wgmma
+from ..ptx.table import PTX_OPS
 from ..passes.indexing import memory_offset
 from ..script.analysis import known_multiple
-from .partition import Side
+from .partition import Side, region_text
 from .registry import DispatchFail
 
 
@@ -46,21 +48,26 @@ class OperandPlan:
         return wgmma.encode_fields(self.lbo, self.sbo, self.swizzle)
 
 
+def _text(region: BufferRegion) -> str:
+    return f"{region_text(region)} ({region.buffer.scope})"
+
+
 def _dims(region: BufferRegion) -> list[int]:
     dims = [d for d, r in enumerate(region.region) if r.extent > 1]
     if len(dims) != 2:
-        raise DispatchFail(f"the operand region {Side('op', region).text} must span exactly "
+        raise DispatchFail(f"the operand region {_text(region)} must span exactly "
                            f"two dimensions (rows and K), it spans {len(dims)}")
     return dims
 
 
 def plan_operand(region: BufferRegion, mn_dim: int, k_inst: int, allow_mn_major: bool,
-                 what: str) -> OperandPlan:
+                 what: str, inst: str = "wgmma") -> OperandPlan:
     """The descriptor plan of ``region`` (a shared buffer region) whose region dimension
-    ``mn_dim`` (0 or 1 of its two spanned dimensions) is M/N and the other K."""
+    ``mn_dim`` (0 or 1 of its two spanned dimensions) is M/N and the other K. ``inst`` names
+    the instruction in the refusal (wgmma and tcgen05 share the canonical layouts)."""
     buf = region.buffer
     if buf.scope not in ("shared", "shared.dyn"):
-        raise DispatchFail(f"{what} {Side('op', region).text} must be in shared memory")
+        raise DispatchFail(f"{what} {_text(region)} must be in shared memory")
     dims = _dims(region)
     mn_d, k_d = dims[mn_dim], dims[1 - mn_dim]
     mn, kt = region.region[mn_d].extent, region.region[k_d].extent
@@ -77,8 +84,18 @@ def plan_operand(region: BufferRegion, mn_dim: int, k_inst: int, allow_mn_major:
         if plan is not None:
             return plan
         reasons.append(reason)
-    raise DispatchFail(f"{what} {Side('op', region).text} is not a canonical wgmma layout: "
+    raise DispatchFail(f"{what} {_text(region)} is not a canonical {inst} layout: "
                        + "; ".join(reasons))
+
+
+def descriptor_expr(fields: int, buf, coords) -> Expr:
+    """The 64-bit descriptor of an operand tile starting at element ``coords`` of ``buf``:
+    the start address field ``(addr & 0x3FFFF) >> 4`` (the 14 bits 0-13, the same in the
+    wgmma and tcgen05 encodings) or'ed with the instruction's fixed ``fields``."""
+    addr = PTX_OPS["ptx.smem_addr"].call([AddressOf(buf, tuple(coords))], {})
+    start = binop("&", binop(">>", cast(dt.uint64, addr), IntImm(4, dt.uint32)),
+                  IntImm(0x3FFF, dt.uint64))
+    return binop("|", start, IntImm(fields, dt.uint64))
 
 
 def _check_alignment(region, swz: int, eb: int, what: str) -> None:
@@ -92,7 +109,7 @@ def _check_alignment(region, swz: int, eb: int, what: str) -> None:
     layout = buf.layout.unswizzled() if buf.layout is not None else None
     off = memory_offset(layout, buf.shape, [r.start for r in region.region])
     if math.gcd(known_multiple(off) * eb, repeat) != repeat:
-        raise DispatchFail(f"{what} {Side('op', region).text} starts at a run-time offset not "
+        raise DispatchFail(f"{what} {_text(region)} starts at a run-time offset not "
                            f"known to be a multiple of {repeat} bytes (the swizzle repeat)")
 
 

@@ -135,3 +135,17 @@ def register_tiles(ctx, roles: tuple[str, ...] = ("dst", "src")):
             return False, (f"{role} {r.buffer.name!r} is not a register tile (a local view "
                            "whose layout has thread axes); this variant works on registers")
     return True
+
+
+def one_issuer(ctx, what: str):
+    """At most one thread reaches a call whose instruction has single-thread semantics
+    (``tcgen05.mma``, ``tcgen05.cp``): each thread that reaches it would issue its own."""
+    n = ctx.active.count
+    if n <= 1:
+        return True
+    how = (f"{n} threads reach this call" if ctx.active.exact else
+           f"up to {n} threads may reach this call (condition {ctx.active.unknown[0]!r} is "
+           "not known at compile time)")
+    return False, (f"{how} and each would issue its own {what} (single-thread semantics); "
+                   "guard it so that one thread issues it, e.g. `if T.ptx.elect_sync():` "
+                   "inside one warp")

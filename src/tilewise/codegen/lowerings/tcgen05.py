@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from ...ir import dtype as dt
 from ...ptx import tcgen05
 from .. import types as ty
 from ..registry import lowering
@@ -53,3 +54,17 @@ def _tc_st(em, c):
 def _bits32(em, e) -> ir.Value:
     v = em.expr(e)
     return em.b.bitcast(v, ty.I32) if e.dtype.is_float else v
+
+
+@lowering("ptx.tcgen05.mma", "ptx.tcgen05.mma.ts")
+def _mma(em, c):
+    """``llvm.nvvm.tcgen05.mma.{shared,tensor}`` (nvptx-llvm22-compat.md §2: d, a-desc or
+    a-tmem, b-desc, idesc, enable-input-d, then the immediates kind, cta_group and the
+    collector usage 0 = discard)."""
+    d, a, b, idesc, enable, kind, group = c.args
+    tensor = c.op == "ptx.tcgen05.mma.ts"
+    a_val = tmem_ptr(em, a) if tensor else em.typed(a, dt.uint64)
+    em.call(f"llvm.nvvm.tcgen05.mma.{'tensor' if tensor else 'shared'}", ty.VOID,
+            [tmem_ptr(em, d), a_val, em.typed(b, dt.uint64), em.typed(idesc, dt.uint32),
+             em.truth(enable), i32(tcgen05.KINDS[kind.value].llvm), i32(imm(em, group)),
+             i32(0)])

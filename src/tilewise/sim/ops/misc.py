@@ -42,6 +42,7 @@ def cta_sync(ctx, site, args):
                    "move the barrier out of the branch so that every thread of the CTA "
                    "reaches it", tid=int(absent[0]))
     ctx.mem.barrier()
+    ctx.asyncs.barrier()
     ctx.stats.barriers += 1
 
 

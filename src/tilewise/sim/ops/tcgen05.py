@@ -37,7 +37,7 @@ def alloc(ctx, site, args):
         return
     for w in whole_groups(ctx, site.span, "tcgen05.alloc").tolist():
         lane0 = int(np.argmax(act // WARP == w))
-        start = _take(ctx, site, n_cols, w * WARP)
+        start = _take(ctx, site, n_cols, w)
         if start is None:
             continue
         off = ptrs[1][lane0:lane0 + 1]
@@ -48,8 +48,8 @@ def alloc(ctx, site, args):
         ctx.stats.tmem_peak_cols = max(ctx.stats.tmem_peak_cols, int(ctx.tmem.owned.sum()))
 
 
-def _take(ctx, site, n, tid):
-    tm = ctx.tmem
+def _take(ctx, site, n, warp):
+    tm, tid = ctx.tmem, warp * WARP
     if tm.relinquished is not None:
         ctx.hazard(f"tcgen05.alloc after tcgen05.relinquish_alloc_permit (at "
                    f"{tm.relinquished})", site.span, "allocate before relinquishing", tid=tid)
@@ -58,7 +58,7 @@ def _take(ctx, site, n, tid):
         ctx.hazard(f"tcgen05.alloc of {n} columns after an allocation of {tm.last_size}: "
                    "allocation sizes must not increase", site.span,
                    "allocate the largest block first", tid=tid)
-    start = tm.take(n, site.span)
+    start = tm.take(n, site.span, warp)
     if start is None:
         ctx.hazard(f"tcgen05.alloc of {n} columns can never be satisfied: "
                    f"{int(tm.owned.sum())} of {tm.owned.size} columns are allocated and "
@@ -75,6 +75,12 @@ def dealloc(ctx, site, args):
     whole_groups(ctx, site.span, "tcgen05.dealloc")
     for w, a in warp_uniform(ctx, site.span, taddr, "tcgen05.dealloc taddr").items():
         col, lane = tcgen05.col_of(a), tcgen05.lane_of(a)
+        live = tm.allocs.get(col)
+        if lane == 0 and live is not None and live[0] == n_cols and live[2] != w:
+            ctx.hazard(f"tcgen05.dealloc by warp {w} of tensor memory allocated by warp "
+                       f"{live[2]} (at {live[1]}): the allocating warp must free it",
+                       site.span, f"deallocate from warp {live[2]} (if warp_id == "
+                       f"{live[2]}: ...)", tid=w * WARP)
         if lane == 0 and tm.free(col, n_cols, site.span):
             continue
         if (col, n_cols) in tm.freed and lane == 0:
@@ -96,7 +102,7 @@ def _leak_check(ctx, span):
     tm = ctx.tmem_if_used
     if tm is None:
         return
-    for start, (n, aspan) in sorted(tm.allocs.items()):
+    for start, (n, aspan, _warp) in sorted(tm.allocs.items()):
         ctx.hazard(f"tensor memory leak: {n} columns allocated at column {start} are still "
                    f"allocated when the CTA exits", aspan,
                    "call T.ptx.tcgen05.dealloc(taddr, n_cols) before the kernel ends")

@@ -93,6 +93,10 @@ def ld(ctx, site, args):
         return
     tm, (lanes, cols) = ctx.tmem, where
     _check_unwaited_st(ctx, site, tm, lanes, cols)
+    pending = ctx.asyncs.tcgen05_if_used  # MMAs / copies that write these cells
+    if pending is not None:
+        pending.check_ld(ctx.active(), lanes[..., None] if cols.ndim == 3 else lanes, cols,
+                         site.span)
     if cols.ndim == 3:
         lo = tm.cells[lanes, cols[..., 0]] & 0xFFFF  # .pack::16b: the cells' low halves
         vals = lo | ((tm.cells[lanes, cols[..., 1]] & 0xFFFF) << 16)
@@ -129,6 +133,8 @@ def st(ctx, site, args):
     else:
         tm.cells[lanes, cols] = vals
         tm.st_pending[lanes, cols] = act[:, None]
+    if ctx.asyncs.tcgen05_if_used is not None:
+        ctx.asyncs.tcgen05.stored(lanes[..., None] if cols.ndim == 3 else lanes, cols)
 
 
 def _bits32(v, n):

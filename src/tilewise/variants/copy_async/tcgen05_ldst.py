@@ -11,20 +11,25 @@ Algorithm:
 
 1. **Accept** a copy between exactly one ``tmem`` and one ``local`` region of one dtype and one
    shape, in scope ``warpgroup`` with all 128 threads of the warpgroup active, on a target
-   with tcgen05 (sm_100a / sm_100f / sm_103a / sm_110a; PTX ISA 8.6+), with constant region
-   starts and no option but ``dispatch=``. Elements must be 16 or 32 bits;
-   ``e = 32 // bits`` elements share one 32-bit register / tensor-memory cell.
+   with tcgen05 (sm_100a / sm_100f / sm_103a / sm_110a; PTX ISA 8.6+), with constant starts
+   of the register region (the tensor-memory column start may be computed at run time) and
+   no option but ``dispatch=``. Elements are 8, 16 or 32 bits; ``e = 32 // bits`` elements
+   share one 32-bit register.
 2. **Register layout**: the local view's layout restricted to the region
    (``layout.slice``). Its thread axis is ``tid_in_wg`` (``laneid`` + ``wid_in_wg`` are
    rewritten as ``tid_in_wg``); its offset on ``m`` is the first register used (a column slice
    of a wider fragment).
-3. **Datapath** of the tensor-memory side (§9.7.16.10 "data path layout organization"): the
-   region is evaluated through the tmem layout; ``D`` (M=128) maps row ``r`` to lane ``r``,
-   ``F`` (M=64) row ``r`` to lane ``32 (r // 16) + r % 16`` (:func:`tmem_datapath`), column
-   ``j`` to ``TCol = col0 + j`` in both. ``col0 / e`` is the 32-bit column offset.
-4. **Instruction shape**: with ``W32 = width / e`` 32-bit columns, try ``.16x256b``,
-   ``.16x128b``, ``.16x64b`` (widest first) with ``num = W32 / footprint`` (8, 4, 2 columns
-   per ``.num``, §3 "Footprint"); the register layout must be ``match_atom``-equal to
+3. **Datapath** of the tensor-memory side (§9.7.16.10 "data path layout organization";
+   :mod:`tilewise.tile.tmem_region`): ``D`` (M=128) maps row ``r`` to lane ``r``, ``F``
+   (M=64) row ``r`` to lane ``32 (r // 16) + r % 16`` — a ``tmem_datapath("F")`` buffer, or a
+   64-row half of a 128-lane buffer, classified automatically (rows 64..127: lane alignment
+   16). Columns ``TCol = col0 + j``: ``e`` elements a cell; or, for 16-bit data,
+   ``TCol = col0 + 2 j``: one element in the low half of each cell, moved with
+   ``.pack::16b`` (ld) / ``.unpack::16b`` (st).
+4. **Instruction shape**: with ``W32 = width / e`` 32-bit registers a row, try ``.16x256b``,
+   ``.16x128b``, ``.16x64b``, ``.16x32bx2`` (widest first) with ``num = W32 / footprint``
+   (8, 4, 2, 2 registers per ``.num``, §3 "Footprint"; ``.16x32bx2``'s two half-warps side
+   by side, ``immHalfSplitoff`` = ``num``); the register layout must be ``match_atom``-equal to
    :func:`tcgen05_warpgroup_atom` of that shape, num and datapath. Otherwise ``.32x32b`` on
    datapath D only: ``W32`` is issued as power-of-two pieces (largest first, ``num <= 128``,
    increasing column offsets), each of which must match the ``.32x32b`` warpgroup atom;
@@ -33,14 +38,15 @@ Algorithm:
    others ``.x128``; ``.32x32b`` on datapath F; a width that is not a multiple of the
    shape's footprint) decline with a reason naming them.
 5. **Issue**: warp ``w`` of the warpgroup addresses its own lane slice,
-   ``taddr = allocated_addr + ((32 w) << 16)`` (datapath F too: its 16 rows sit at the start
-   of the slice), with immediates ``row = 16 * slab`` (two slabs for a ``.16x*b`` shape on
-   datapath D, slab 1's registers after slab 0's; one slab otherwise) and
-   ``col = col0 / e + piece offset``.
+   ``taddr = allocated_addr + ((32 w + lane alignment) << 16) + run-time column`` (datapath F:
+   its 16 rows sit in the first or second half of the slice), with immediates
+   ``row = 16 * slab`` (two slabs for a ``.16x*b`` shape on datapath D, slab 1's registers
+   after slab 0's; one slab otherwise) and ``col`` = the first cell + the piece's offset
+   (doubled when packed: a register holds two cells' halves).
 6. **Registers**: a ``DeclBuffer`` of a ``uint32`` view of the local storage root
    (``<root>_32b``, same bytes); register ``i`` of an issue is ``<root>_32b[reg_base + i]``
-   (received for ld, sent for st). 16-bit data travels as whole 32-bit cells holding two
-   elements each (no ``.pack::16b`` / ``.unpack::16b``).
+   (received for ld, sent for st): ``e`` elements each, low first; packed 16-bit data is
+   split over two cells by ``.pack::16b`` / ``.unpack::16b``.
 7. **No wait**: completion (``T.ptx.tcgen05.wait.ld()`` / ``wait.st()``) is the caller's.
 """
 
@@ -54,16 +60,16 @@ from tilewise.errors import LayoutError
 from tilewise.ir import dtype as dt
 from tilewise.ir.expr import BufferLoad, BufferRegion, Cast, IntImm, as_int
 from tilewise.ir.stmt import Buffer, DeclBuffer, Evaluate, seq
-from tilewise.layout import TileLayout, match_atom, tcgen05_warpgroup_atom, tmem_datapath
+from tilewise.layout import TileLayout, match_atom, tcgen05_warpgroup_atom
 from tilewise.ptx import tcgen05
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
+from tilewise.tile.tmem_region import TmemRegion, classify
 
 PAIRS = (("tmem", "local"), ("local", "tmem"))  # (dst, src)
-WIDE_SHAPES = ("16x256b", "16x128b", "16x64b")  # widest first
+WIDE_SHAPES = ("16x256b", "16x128b", "16x64b", "16x32bx2")  # widest first
 SHAPES = tcgen05.SHAPES  # registers, 32-bit columns (footprint) and max .num per shape
-ROWS = {dp: rows for dp, (rows, _) in tcgen05.DATAPATHS.items()}
 THREAD_AXES = {"tid_in_wg": 1, "laneid": 1, "wid_in_wg": 32}  # -> stride on tid_in_wg
 
 
@@ -87,7 +93,7 @@ class Copy:
     """What the plan is computed from."""
 
     load: bool
-    tmem: BufferRegion
+    tmem: TmemRegion
     reg: BufferRegion
     bits: int
 
@@ -102,6 +108,11 @@ class Copy:
     @property
     def width(self) -> int:
         return self.reg.shape[1]
+
+    @property
+    def scale(self) -> int:
+        """Cells per register column: 2 when packed (one 16-bit element a cell)."""
+        return 2 if self.tmem.packed else 1
 
 
 # ---- predicates ----------------------------------------------------------------------------
@@ -127,15 +138,15 @@ def _operands(ctx) -> Copy:
     if len(reg.shape) != 2:
         raise DispatchFail(f"the region is {len(reg.shape)}-D; tcgen05.ld/st copies a 2-D "
                            "(rows x columns) tile")
-    for r in (tmem, reg):
-        if any(as_int(x.start) is None for x in r.region):
-            raise DispatchFail(f"the region of {r.buffer.name!r} starts at a run-time "
-                               "position; tcgen05_ldst needs constant region starts")
+    if any(as_int(x.start) is None for x in reg.region):
+        raise DispatchFail(f"the region of register buffer {reg.buffer.name!r} starts at a "
+                           "run-time position; registers are named at compile time (only "
+                           "the tensor-memory column start may be computed at run time)")
     bits = reg.buffer.dtype.bits
-    if bits not in (16, 32):
+    if bits not in (8, 16, 32):
         raise DispatchFail(f"{reg.buffer.dtype} elements are {bits}-bit; tcgen05_ldst moves "
-                           "16- or 32-bit elements")
-    return Copy(load, tmem, reg, bits)
+                           "8-, 16- or 32-bit elements")
+    return Copy(load, classify(tmem, "tensor-memory"), reg, bits)
 
 
 def _bounds(r: BufferRegion) -> list[tuple[int, int]]:
@@ -144,41 +155,6 @@ def _bounds(r: BufferRegion) -> list[tuple[int, int]]:
 
 def _region_text(r: BufferRegion) -> str:
     return f"{r.buffer.name}[{', '.join(f'{a}:{b}' for a, b in _bounds(r))}]"
-
-
-# ---- step 3: the tensor-memory datapath ----------------------------------------------------
-def classify_datapath(c: Copy) -> tuple[str, int]:
-    """``("D"|"F", 32-bit column offset)`` of the tmem region, or decline."""
-    b = c.tmem.buffer
-    if b.layout is None:
-        raise DispatchFail(f"tensor-memory buffer {b.name!r} has no layout; declare it with "
-                           f"layout=TileLayout(S[({b.shape[0]}, {b.shape[1]}) : "
-                           "(1@TLane, 1@TCol)])")
-    lin = np.arange(c.rows * c.width)
-    coords = np.stack([lin // c.width + _bounds(c.tmem)[0][0],
-                       lin % c.width + _bounds(c.tmem)[1][0]], axis=1)
-    got = b.layout.apply_np(coords, shape=b.shape)
-    lane = got.get("TLane", np.zeros_like(lin))
-    col = got.get("TCol", np.zeros_like(lin))
-    others = [a.name for a in b.layout.axes() if a.name not in ("TLane", "TCol")]
-    for kind in ("D", "F"):
-        if others or c.rows != ROWS[kind]:
-            continue
-        want = tmem_datapath(kind).apply_np(lin // c.width)["TLane"]
-        if np.array_equal(lane, want) and np.array_equal(col, col[0] + lin % c.width):
-            return kind, _col_offset(c, int(col[0]))
-    raise DispatchFail(
-        f"tensor-memory region {_region_text(c.tmem)} with layout {b.layout!r} is neither "
-        "datapath D (128 rows, row r -> TLane r, column j -> TCol j) nor datapath F (64 rows, "
-        "row r -> TLane 32*(r//16) + r%16); use layout=tmem_datapath('D'|'F', cols)")
-
-
-def _col_offset(c: Copy, col0: int) -> int:
-    if col0 % c.e:
-        raise DispatchFail(f"the tensor-memory region starts at element column {col0}, inside "
-                           f"a 32-bit cell ({c.e} {c.reg.buffer.dtype} per cell); start it at a "
-                           f"multiple of {c.e}")
-    return col0 // c.e
 
 
 # ---- step 2: the register layout -----------------------------------------------------------
@@ -215,6 +191,11 @@ def _thread_iter(it, layout) -> tuple[int, int, str]:
 
 
 # ---- step 4: the instruction shape ---------------------------------------------------------
+def _footprint(shape: str) -> int:
+    """32-bit register columns one ``.num`` covers (``.16x32bx2``: two halves side by side)."""
+    return SHAPES[shape].cols * (2 if shape == "16x32bx2" else 1)
+
+
 def _atom(shape: str, num: int, bits: int, dp: str) -> TileLayout | str:
     if num not in tcgen05.NUMS:
         return f"needs .x{num}, not a power of two"
@@ -226,7 +207,7 @@ def _atom(shape: str, num: int, bits: int, dp: str) -> TileLayout | str:
 def _threads_look_like(layout: TileLayout, c: Copy, shape: str, dp: str) -> bool:
     """Whether the first columns (up to one ``.x1`` block) are distributed over threads like
     ``shape``'s ``.x1`` fragment, registers ignored: the user meant that shape."""
-    block = SHAPES[shape].cols * c.e
+    block = _footprint(shape) * c.e
     cols = min(block, c.width)
     atom = tcgen05_warpgroup_atom(shape, 1, c.bits, dp)
     rr, cc = np.meshgrid(np.arange(c.rows), np.arange(cols), indexing="ij")
@@ -237,7 +218,7 @@ def _threads_look_like(layout: TileLayout, c: Copy, shape: str, dp: str) -> bool
 
 
 def _illegal_combination(c: Copy, shape: str, w32: int) -> str | None:
-    fc, mx = SHAPES[shape].cols, SHAPES[shape].max_num
+    fc, mx = _footprint(shape), SHAPES[shape].max_num
     if w32 % fc:
         return (f"the register layout is the .{shape} fragment, but the copy is {c.width} "
                 f"columns wide ({w32} 32-bit columns), not a multiple of the .{shape} column "
@@ -258,7 +239,7 @@ def match_wide(layout: TileLayout, c: Copy, dp: str, w32: int, why: list[str]):
     """``(shape, num)`` of the widest ``.16x*b`` atom the layout is, else None (reasons in
     ``why``); an existing-fragment-but-illegal-width layout declines outright."""
     for shape in WIDE_SHAPES:
-        fc = SHAPES[shape].cols
+        fc = _footprint(shape)
         if w32 % fc == 0:
             atom = _atom(shape, w32 // fc, c.bits, dp)
             res = match_atom(layout, atom) if not isinstance(atom, str) else None
@@ -302,12 +283,12 @@ def _without_m_offset(layout: TileLayout) -> TileLayout:
 
 def plan(c: Copy) -> tuple[str, list[Issue]]:
     """The datapath and the issues (steps 2-5 of the module docstring)."""
-    dp, col0 = classify_datapath(c)
+    dp, col0 = c.tmem.datapath, c.tmem.cell0()
     layout, m0 = register_layout(c)
     if c.width % c.e:
-        raise DispatchFail(f"the copy is {c.width} {c.reg.buffer.dtype} columns wide; 16-bit "
-                           "elements travel two per 32-bit tensor-memory column, so the width "
-                           "must be even")
+        raise DispatchFail(f"the copy is {c.width} {c.reg.buffer.dtype} columns wide; {c.e} "
+                           f"{c.reg.buffer.dtype} elements share a 32-bit register, so the "
+                           f"width must be a multiple of {c.e}")
     w32, why = c.width // c.e, []
     wide = match_wide(layout, c, dp, w32, why)
     if wide is not None:
@@ -319,16 +300,17 @@ def plan(c: Copy) -> tuple[str, list[Issue]]:
     if dp == "F":
         raise DispatchFail(
             "datapath F (M=64) has no .32x32b form (.32x32b moves 32 lanes per warp, F gives "
-            "each warp 16 rows); lay the registers out as a .16x64b / .16x128b / .16x256b "
-            "warpgroup atom on datapath F (tcgen05_warpgroup_atom(shape, num, bits, 'F')); "
-            + "; ".join(why))
+            "each warp 16 rows); lay the registers out as a .16x64b / .16x128b / .16x256b / "
+            ".16x32bx2 warpgroup atom on datapath F (tcgen05_warpgroup_atom(shape, num, bits, "
+            "'F')); " + "; ".join(why))
     pieces = pieces_32x32b(TileLayout.from_iters(
         [(it.extent, it.stride, it.axis) for it in layout.shard], offset={"m": m0}), c, w32, why)
     if not pieces:
         raise DispatchFail(f"the register layout {c.reg.buffer.layout!r} of "
                            f"{_region_text(c.reg)} is no tcgen05 warpgroup fragment: "
                            + "; ".join(why))
-    return dp, [Issue("32x32b", num, 0, col0 + col, _reg_index(c, m)) for num, col, m in pieces]
+    return dp, [Issue("32x32b", num, 0, col0 + c.scale * col, _reg_index(c, m))
+                for num, col, m in pieces]
 
 
 def _reg_index(c: Copy, m: int) -> int:
@@ -353,22 +335,34 @@ def _reg_view(c: Copy, issues: list[Issue]) -> Buffer:
 def _emit(ctx, c: Copy, issues: list[Issue]):
     view = _reg_view(c, issues)
     op = PTX_OPS["ptx.tcgen05.ld" if c.load else "ptx.tcgen05.st"]
-    addr = c.tmem.buffer.allocated_addr
-    lane_base = tcgen05.address(tcgen05.lane_slice(ctx.tid // 32), 0)  # the warp's slice
-    taddr = addr + (lane_base if lane_base.dtype == addr.dtype else Cast(addr.dtype, lane_base))
+    addr = c.tmem.region.buffer.allocated_addr
+    lane = tcgen05.lane_slice(ctx.tid // 32)  # the warp's slice
+    if c.tmem.lane0:
+        lane = lane + c.tmem.lane0  # datapath F in the upper half of the slices
+    taddr = addr + _as(addr, tcgen05.address(lane, 0))
+    if c.tmem.cell_rt() is not None:
+        taddr = taddr + _as(addr, c.tmem.cell_rt())
     stmts = [DeclBuffer(view, span=ctx.span)]
     for i in issues:
         regs = [BufferLoad(view, (IntImm(i.reg_base + k),)) for k in range(i.nregs)]
-        call = op.call([taddr, i.row, i.col, i.shape, i.num, False, *regs], {}, span=ctx.span)
+        call = op.call([taddr, i.row, i.col, i.shape, i.num, c.tmem.packed, *regs], {},
+                       span=ctx.span)
         stmts.append(Evaluate(call, span=ctx.span))
     return seq(*stmts)
 
 
+def _as(like, e):
+    return e if e.dtype == like.dtype else Cast(like.dtype, e)
+
+
 def _describe(c: Copy, dp: str, issues: list[Issue]) -> str:
     kind = "tcgen05.ld" if c.load else "tcgen05.st"
-    parts = ", ".join(f".{i.shape}.x{i.num} row {i.row} col {i.col} regs "
+    pack = (".pack::16b" if c.load else ".unpack::16b") if c.tmem.packed else ""
+    parts = ", ".join(f".{i.shape}.x{i.num}{pack} row {i.row} col {i.col} regs "
                       f"{i.reg_base}..{i.reg_base + i.nregs - 1}" for i in issues)
-    return f"{kind} datapath {dp}: {parts}"
+    where = f" lanes +{c.tmem.lane0}" if c.tmem.lane0 else ""
+    rt = " + run-time column" if c.tmem.col_rt is not None else ""
+    return f"{kind} datapath {dp}{where}{rt}: {parts}"
 
 
 @register_dispatch("copy_async", "cuda", variant="tcgen05_ldst", priority=12, when=[

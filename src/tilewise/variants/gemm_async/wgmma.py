@@ -22,13 +22,12 @@ Algorithm:
 
 from __future__ import annotations
 
-from tilewise.ir import dtype as dt
-from tilewise.ir.expr import AddressOf, BufferLoad, IntImm, binop, cast, const
+from tilewise.ir.expr import BufferLoad, IntImm, const
 from tilewise.ir.stmt import Evaluate, seq
 from tilewise.ptx import wgmma
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
-from tilewise.tile.matrix_desc import plan_operand
+from tilewise.tile.matrix_desc import descriptor_expr, plan_operand
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 
 
@@ -86,15 +85,6 @@ def _inputs(ctx):
     return True
 
 
-def _desc(plan, coords, buf) -> object:
-    """The 64-bit descriptor of the step starting at ``coords``: its shared address's
-    bits 4..17, or'ed with the fixed fields."""
-    addr = PTX_OPS["ptx.smem_addr"].call([AddressOf(buf, coords)], {})
-    start = binop("&", binop(">>", cast(dt.uint64, addr), IntImm(4, dt.uint32)),
-                  IntImm(0x3FFF, dt.uint64))
-    return binop("|", start, IntImm(plan.fields(), dt.uint64))
-
-
 def _emit(ctx):
     c, a, b = ctx.call.args
     ab = a.buffer.dtype.name
@@ -113,7 +103,8 @@ def _emit(ctx):
     for i, (ca, cb) in enumerate(zip(pa.step_coords, pb.step_coords)):
         scale = const(True) if i else (const(bool(accum)) if isinstance(accum, (bool, int))
                                        else accum)
-        call = op.call([_desc(pa, ca, a.buffer), _desc(pb, cb, b.buffer), scale, n, ab,
+        call = op.call([descriptor_expr(pa.fields(), a.buffer, ca),
+                        descriptor_expr(pb.fields(), b.buffer, cb), scale, n, ab,
                         c.buffer.dtype.name, not pa.k_major, not pb.k_major, *regs], {},
                        span=ctx.span)
         out.append(Evaluate(call, span=ctx.span))
