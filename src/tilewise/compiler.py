@@ -15,7 +15,6 @@ import json
 import os
 
 from .errors import CompileError, TargetError
-from .ir.stmt import PrimFunc
 
 STAGES = ("ir", "lowered", "llvm", "ptx")
 
@@ -224,11 +223,9 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     return Kernel(func, options, lowered)
 
 
-def _compile_for_device(func) -> Kernel:
-    """``func`` compiled for the target of this machine's GPU (a LaunchError without one)."""
+def compile_for_device(func) -> Kernel:
+    """``func`` compiled for the target of this machine's GPU (a LaunchError without one):
+    what ``func(*arrays)`` launches (:meth:`tilewise.ir.stmt.PrimFunc.__call__`)."""
     from .runtime import device_target
 
     return compile(func, device_target())
-
-
-PrimFunc.device_compiler = _compile_for_device

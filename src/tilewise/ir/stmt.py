@@ -230,8 +230,8 @@ class PrimFunc(Node):
 
         return replace(self, body=body)
 
-    #: ``func -> Kernel`` for this machine's GPU; :mod:`tilewise.compiler` installs it (the
-    #: IR does not import the compiler)
+    #: ``func -> Kernel`` for this machine's GPU; ``import tilewise`` installs it (the IR
+    #: does not import the compiler)
     device_compiler = None
 
     def __call__(self, *arrays, stream=None):
