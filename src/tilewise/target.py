@@ -53,6 +53,8 @@ __all__ = [
     "MIN_PTX_VERSION",
     "ptx_feature",
     "STATIC_SHARED_BYTES",
+    "DYN_SHARED_ALIGN",
+    "DYN_SHARED_PAD",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -153,6 +155,11 @@ FEATURES: dict[str, Feature] = dict([
 _MAX_SHARED_KB = {70: 96, 72: 96, 75: 64, 80: 163, 86: 99, 87: 163, 88: 99, 89: 99, 90: 227,
                   100: 227, 101: 227, 103: 227, 110: 227, 120: 99, 121: 99}
 STATIC_SHARED_BYTES = 48 * 1024
+#: dynamic shared memory is placed from a base rounded up at run time to this alignment (the
+#: 128-byte swizzle's repeat; TMA and wgmma need it), because the driver aligns the dynamic
+#: window to 16 bytes only; a kernel with dynamic buffers asks for DYN_SHARED_PAD more bytes
+DYN_SHARED_ALIGN = 1024
+DYN_SHARED_PAD = DYN_SHARED_ALIGN - 16
 
 # Targets shown as examples in hints, when every matching target would be too many.
 _HINT_EXAMPLES = ("sm_80", "sm_89", "sm_90a", "sm_100a", "sm_100f", "sm_103a", "sm_110a",

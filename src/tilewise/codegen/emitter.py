@@ -8,7 +8,9 @@ One :class:`Emitter` per kernel. The mapping (docs/codegen.md):
   (:func:`tilewise.ir.launch.thread_value`);
 * ``shared`` allocations are ``internal addrspace(3)`` globals with an ``undef``
   initialiser, ``shared.dyn`` ones are offsets into one ``external addrspace(3) global
-  [0 x i8]``, ``local`` ones are ``alloca``s in the entry block (SROA promotes them);
+  [0 x i8]`` from its first 1024-aligned byte (rounded at run time: the driver aligns the
+  dynamic window to 16 bytes only), ``local`` ones are ``alloca``s in the entry block
+  (SROA promotes them);
 * scalars are SSA values: ``LetStmt``/``Assign`` rebind the current value of a local, an
   ``if`` merges the values its branches leave with phi nodes, a loop carries the locals its
   body assigns in phi nodes of its header (and of its latch and exit when ``continue`` and
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from ..errors import CompileError
+from ..target import DYN_SHARED_ALIGN, DYN_SHARED_PAD
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DataType, bool_
@@ -38,6 +41,7 @@ from . import types as ty
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 TRIPLE = "nvptx64-nvidia-cuda"
 DYN_SMEM_SYMBOL = "tw_dynamic_smem"
+DYN_ALIGN, DYN_PAD = DYN_SHARED_ALIGN, DYN_SHARED_PAD  # see tilewise.target
 #: CTA launch kinds -> their special register (%ctaid, %clusterid, %cluster_ctaid)
 _CTA_SREG = {"cta_id": "ctaid", "cluster_id": "clusterid", "cta_id_in_cluster": "cluster.ctaid"}
 
@@ -85,6 +89,7 @@ class Emitter:
         self.loops: list[_Loop] = []
         self.live = True  # False once break/continue left the current block
         self.dyn_offset = 0
+        self._dyn_base = None
         self.static_smem = 0
         self.libdevice: set[str] = set()
         self.span = func.span
@@ -145,7 +150,8 @@ class Emitter:
             self.b.ret_void()
         self.slots_b.branch(entry)
         self._module_flags()
-        return Emitted(self.module, name, self.dyn_offset, self.static_smem, self.libdevice)
+        dyn = self.dyn_offset + DYN_PAD if self.dyn_offset else 0
+        return Emitted(self.module, name, dyn, self.static_smem, self.libdevice)
 
     def _kernel_attributes(self) -> dict[str, str]:
         block = self.func.launch_config.block
@@ -405,9 +411,11 @@ class Emitter:
             g.type = ty.ptr(ty.SHARED)  # opaque: llvmlite would type-check element accesses
             self.bufs[id(buf)] = _Buf(g, space)
         elif buf.scope == "shared.dyn":
-            base = self._dynamic_smem()
+            base = self._dynamic_base()
             align = max(16, buf.align)
-            base.align = max(base.align, align)
+            if align > DYN_ALIGN:
+                raise self.error(f"dynamic shared buffer {buf.name!r} asks for align={align}; "
+                                 f"at most {DYN_ALIGN} is honoured", s)
             off = (self.dyn_offset + align - 1) // align * align
             self.dyn_offset = off + nbytes
             self.bufs[id(buf)] = _Buf(self.b.gep(base, [ir.Constant(ty.I32, off)],
@@ -423,6 +431,19 @@ class Emitter:
     def alloca(self, t: ir.Type, name: str) -> ir.AllocaInstr:
         """A stack slot at the top of the entry block (where mem2reg/SROA look for it)."""
         return self.slots_b.alloca(t, name=name)
+
+    def _dynamic_base(self) -> ir.Value:
+        """The dynamic shared window's first ``DYN_ALIGN``-aligned byte. The driver places
+        dynamic shared memory after the static buffers, aligned to 16 bytes only (measured
+        on the H200: a TMA box written through a 16-aligned base faults with "misaligned
+        address"), so the base is rounded up at run time and the launch asks for
+        ``DYN_PAD`` bytes more (``Emitted.dynamic_smem``)."""
+        if self._dyn_base is None:
+            g, b = self._dynamic_smem(), self.slots_b
+            raw = b.ptrtoint(g, ty.I32)
+            pad = b.and_(b.neg(raw), ir.Constant(ty.I32, DYN_ALIGN - 1))
+            self._dyn_base = b.gep(g, [pad], source_etype=ty.I8)
+        return self._dyn_base
 
     def _dynamic_smem(self) -> ir.GlobalVariable:
         g = self.module.globals.get(DYN_SMEM_SYMBOL)

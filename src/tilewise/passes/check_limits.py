@@ -9,11 +9,12 @@ from __future__ import annotations
 from ..errors import CompileError
 from ..ir.stmt import DeclBuffer, PrimFunc
 from ..ir.visitor import walk
-from ..target import STATIC_SHARED_BYTES
+from ..target import DYN_SHARED_PAD, STATIC_SHARED_BYTES
 
 
 def shared_layout(func: PrimFunc) -> tuple[int, int, list]:
-    """``(static bytes, dynamic bytes, [(DeclBuffer, static total after it)])``."""
+    """``(static bytes, dynamic bytes, [(DeclBuffer, static total after it)])``; the
+    dynamic bytes include the run-time alignment pad of the dynamic window."""
     static = dynamic = 0
     steps = []
 
@@ -32,6 +33,8 @@ def shared_layout(func: PrimFunc) -> tuple[int, int, list]:
         else:
             dynamic = -(-dynamic // align) * align + size
     walk(func.body, look)
+    if dynamic:  # the code generator rounds the 16-aligned dynamic base up to 1024 bytes
+        dynamic += DYN_SHARED_PAD
     return static, dynamic, steps
 
 
