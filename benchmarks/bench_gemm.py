@@ -14,6 +14,7 @@ import datetime
 import importlib.util
 import os
 import statistics
+import time
 
 from timing import timed
 
@@ -67,12 +68,18 @@ def triton_matmul():
     return run
 
 
-def _tilewise(shape, dtype):
+def _tilewise(shape, dtype, config=""):
+    """The example's kernel; ``config`` is ``key=value,...`` passed to make_gemm (ints as
+    ints), e.g. ``producer=warp`` or ``stages=4``."""
     spec = importlib.util.spec_from_file_location(
         "gemm_hopper", os.path.join(ROOT, "examples", "gemm_hopper.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.make_gemm(*shape, dtype=dtype)
+    kw = {}
+    for item in filter(None, config.split(",")):
+        k, v = item.split("=")
+        kw[k] = int(v) if v.isdigit() else v
+    return mod.make_gemm(*shape, dtype=dtype, **kw)
 
 
 def _error(torch, c, ref) -> float:
@@ -86,6 +93,8 @@ def main():
     p.add_argument("--samples", type=int, default=11)
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--peers-only", action="store_true", help="time cuBLAS and Triton only")
+    p.add_argument("--configs", nargs="+", default=[""],
+                   help="make_gemm options per tilewise row, e.g. '' 'producer=warp'")
     a = p.parse_args()
 
     import torch
@@ -110,12 +119,22 @@ def main():
             tri(A, B, C_tri)
             errs["triton"] = _error(torch, C_tri, ref)
             if not a.peers_only:
-                k = _tilewise((M, N, K), dtype)
-                C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
-                k(A, B, C)
+                for cfg in a.configs:
+                    name = "tilewise" + (f"[{cfg}]" if cfg else "")
+                    k = _tilewise((M, N, K), dtype, cfg)
+                    C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
+                    k(A, B, C)
+                    torch.cuda.synchronize()
+                    errs[name] = _error(torch, C, ref)
+                    runs[name] = lambda A=A, B=B, C=C, k=k: k(A, B, C)
+            host = {}
+            for n, fn in runs.items():  # CPU time per launch (the GPU must not wait on it)
                 torch.cuda.synchronize()
-                errs["tilewise"] = _error(torch, C, ref)
-                runs["tilewise"] = lambda A=A, B=B, C=C, k=k: k(A, B, C)
+                t0 = time.perf_counter()
+                for _ in range(20):
+                    fn()
+                host[n] = (time.perf_counter() - t0) / 20 * 1e6
+                torch.cuda.synchronize()
             times = {n: [] for n in runs}
             for _ in range(2):  # interleaved against drift
                 for n, fn in runs.items():
@@ -123,11 +142,10 @@ def main():
             tf = {n: 2 * M * N * K / statistics.median(t) / 1e12 for n, t in times.items()}
             ok = all(e < 2e-2 for e in errs.values())
             failed |= not ok
-            cols = " | ".join(f"{n} {tf[n]:.0f} TFLOP/s (err {errs[n]:.1e})" for n in runs)
-            ratio = ""
-            if "tilewise" in tf:
-                ratio = (f" | vs cuBLAS {tf['tilewise'] / tf['cublas']:.3f} | vs Triton "
-                         f"{tf['tilewise'] / tf['triton']:.3f}")
+            cols = " | ".join(f"{n} {tf[n]:.0f} TFLOP/s (err {errs[n]:.1e}, host "
+                              f"{host[n]:.0f} us/launch)" for n in runs)
+            ratio = "".join(f" | {n} vs cuBLAS {tf[n] / tf['cublas']:.3f}, vs Triton "
+                            f"{tf[n] / tf['triton']:.3f}" for n in tf if n.startswith("tilewise"))
             print(f"| {datetime.date.today()} | {torch.cuda.get_device_name()} | {dtype} "
                   f"{M}x{N}x{K} | {cols}{ratio} |", flush=True)
     if failed:

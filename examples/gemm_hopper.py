@@ -10,10 +10,11 @@ The technique, from the outside in:
 * **Persistent CTAs.** The grid is one CTA per SM; CTA ``b`` takes output tiles ``b``,
   ``b + #SMs``, ... in a *grouped* order (``GROUP_M`` tile rows at a time) so that tiles
   running together share rows of A and columns of B in L2.
-* **Warp specialisation.** 384 threads: warpgroup 0 is the *producer*, warpgroups 1 and 2
-  the *consumers*. The producer gives its registers away (``setmaxnreg`` 40) and the
-  consumers take them (232): each consumer holds a 64 x 256 float32 accumulator, 128
-  registers per thread.
+* **Warp specialisation.** 384 threads: warpgroups 0 and 1 are the *consumers*,
+  warpgroup 2 the *producer*. The producer gives its registers away (``setmaxnreg`` 40)
+  and the consumers take them (232): each consumer holds a 64 x 256 float32
+  accumulator, 128 registers per thread. (``producer="warp"``: 288 threads, one producer
+  warp, and no setmaxnreg: 224 registers for everyone.)
 * **A ring of STAGES shared buffers**, each one (128, 64) tile of A and one (64, 256) tile
   of B, guarded by two mbarriers per stage: ``full[s]`` (the producer announces the bytes
   with ``arrive.expect_tx``; TMA completes them) and ``empty[s]`` (each consumer
@@ -50,14 +51,20 @@ K = T.int32()
 
 
 def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = None,
-              dtype: str = "bfloat16", num_sms: int | None = None, stages: int = STAGES):
+              dtype: str = "bfloat16", num_sms: int | None = None, stages: int = STAGES,
+              producer: str = "warpgroup"):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
-    when given, are checked against TMA's alignment rule; the kernel itself is symbolic."""
+    when given, are checked against TMA's alignment rule; the kernel itself is symbolic.
+    ``producer="warpgroup"`` (384 threads, setmaxnreg 40/232) or ``"warp"`` (288 threads:
+    one producer warp, and 65536 / 288 registers for everyone without setmaxnreg)."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     for name, v in (("N", N_), ("K", K_)):
         if v is not None and v % 8:
             raise ValueError(f"{name} = {v} is not a multiple of 8: TMA needs 16-byte rows")
+    if producer not in ("warpgroup", "warp"):
+        raise ValueError(f"producer={producer!r}: 'warpgroup' or 'warp'")
+    threads = 256 + (128 if producer == "warpgroup" else 32)
     sms = num_sms or _sm_count()
     stage_bytes = (BM * BK + BK * BN) * 2
     a_layout = swizzled_tile(BM, BK, 16, 128, stages=stages)
@@ -71,8 +78,8 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         C = T.match_buffer(C_ptr, (M, N), dtype)
         T.device_entry()
         bx = T.cta_id([sms])
-        tid = T.thread_id([384])
-        wg = tid // 128
+        tid = T.thread_id([threads])
+        wg = tid // 128  # 0, 1: the consumers; 2: the producer
         # the operand ring and the epilogue tiles: dynamic shared memory (208 KiB)
         As = T.alloc_buffer((stages, BM, BK), dtype, scope="shared.dyn", layout=a_layout,
                             align=1024)
@@ -92,9 +99,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         n_tiles = (N + BN - 1) // BN
         k_tiles = (K + BK - 1) // BK
         in_group = GROUP_M * n_tiles
-        if wg == 0:  # ---------------------------------------------------- producer
-            T.ptx.setmaxnreg(False, 40)
-            if tid == 0:
+        if wg == 2:  # ---------------------------------------------------- producer
+            if producer == "warpgroup":
+                T.ptx.setmaxnreg(False, 40)
+            if tid == 256:
                 it = 0
                 for t in range(bx, m_tiles * n_tiles, sms):
                     first = t // in_group * GROUP_M
@@ -111,8 +119,9 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                                              dispatch="tma", mbar=T.address_of(full[s]))
                         it = it + 1
         else:  # ------------------------------------------------------------ consumers
-            T.ptx.setmaxnreg(True, 232)
-            cw = wg - 1  # which 64 rows of the tile this warpgroup computes
+            if producer == "warpgroup":
+                T.ptx.setmaxnreg(True, 232)
+            cw = wg  # which 64 rows of the tile this warpgroup computes
             leader = tid % 128 == 0
             acc = T.alloc_local((BM // 2, BN), "float32", layout=wgmma_accumulator(BN))
             out = T.alloc_local((BM // 2, BN), dtype, layout=wgmma_accumulator(BN))
@@ -122,6 +131,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                 rows = T.min(m_tiles - first, GROUP_M)
                 m0 = (first + t % in_group % rows) * BM
                 n0 = t % in_group // rows * BN
+                Tx.wg.zero(acc[:, :])  # the last tile's values are dead: registers free up
                 for kt in range(k_tiles):
                     s = it % stages
                     T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)

@@ -73,14 +73,18 @@ class ActiveThreads:
         if not self.exact:
             return False, ("the active threads are unknown at compile time (condition "
                            f"{self.unknown[0]!r}); all threads of the scope must be active")
-        groups = self.mask.reshape(-1, size)
+        n_threads = len(self.mask)
+        short = -n_threads % size  # a CTA of 288 threads has a last warpgroup of one warp
+        groups = np.concatenate([self.mask, np.zeros(short, bool)]).reshape(-1, size)
         partial = np.nonzero(groups.any(axis=1) & ~groups.all(axis=1))[0]
         if len(partial):
             g = int(partial[0])
             n = int(groups[g].sum())
+            missing = (f" (the CTA has only {n_threads - g * size} threads there)"
+                       if g * size + size > n_threads else "")
             return False, (f"only {n} of the {size} threads of group {g} (threads "
-                           f"{g * size}..{g * size + size - 1}) are active; all threads of the "
-                           "scope must be active")
+                           f"{g * size}..{g * size + size - 1}) are active{missing}; all "
+                           "threads of the scope must be active")
         return True, None
 
 
