@@ -51,9 +51,12 @@ DATA_TYPES = {"int8": 0, "uint8": 0, "float8_e4m3": 0, "float8_e5m2": 0,
               "int16": 1, "uint16": 1, "uint32": 2, "int32": 3, "uint64": 4, "int64": 5,
               "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9}
 FLOAT_TYPES = ("float16", "bfloat16", "float32", "float64")
-#: The bits an out-of-bounds element reads as with ``oob="nan"``: PTX's canonical NaN.
-NAN_BITS = {"float16": 0x7FFF, "bfloat16": 0x7FFF, "float32": 0x7FFFFFFF,
-            "float64": 0x7FFFFFFFFFFFFFFF}
+#: The bits an out-of-bounds element reads as with ``oob="nan"``: NOT the canonical NaN.
+#: Measured on the H200 (2026-11-30): the copy engine fills every 16-bit half of an
+#: element with 0x7FF7 (float16 0x7FF7, float32 0x7FF77FF7). bfloat16 and float64 are
+#: taken to follow the same 16-bit pattern (0x7FF7 is a NaN in bfloat16 too); unmeasured.
+NAN_BITS = {"float16": 0x7FF7, "bfloat16": 0x7FF7, "float32": 0x7FF77FF7,
+            "float64": 0x7FF77FF77FF77FF7}
 
 
 def swizzle_repeat(swizzle: int) -> int:
