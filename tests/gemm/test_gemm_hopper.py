@@ -39,14 +39,15 @@ def _check(c, a, b):
                            f"{tuple(np.argwhere(bad)[0])}")
 
 
-@pytest.mark.parametrize("shape,dtype", [((256, 256, 128), "bfloat16"),
-                                         ((200, 136, 72), "bfloat16"),
-                                         ((136, 520, 200), "float16")],
-                         ids=["256x256x128-bf16", "200x136x72-tails", "136x520x200-fp16"])
-def test_the_pipelined_gemm_in_the_simulator(shape, dtype):
+@pytest.mark.parametrize("shape,dtype,producer", [((256, 256, 128), "bfloat16", "warpgroup"),
+                                                  ((200, 136, 72), "bfloat16", "warpgroup"),
+                                                  ((136, 520, 200), "float16", "warp")],
+                         ids=["256x256x128-bf16", "200x136x72-tails", "136x520x200-fp16-warp"])
+def test_the_pipelined_gemm_in_the_simulator(shape, dtype, producer):
     a, b, c = G.inputs(np.random.default_rng(3), shape, dtype)
     t0 = time.perf_counter()
-    rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, num_sms=G.H200_SMS), a, b, c)
+    rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, num_sms=G.H200_SMS, producer=producer),
+                      a, b, c)
     seconds = time.perf_counter() - t0
     assert rep.ok
     _check(c, a, b)
@@ -72,19 +73,22 @@ def test_sizes_tma_cannot_describe_are_refused_before_compiling():
         G.make_gemm(128, 128, 100)
     with pytest.raises(ValueError, match="bfloat16 or float16"):
         G.make_gemm(128, 128, 128, dtype="float32")
+    with pytest.raises(ValueError, match="'warpgroup' or 'warp'"):
+        G.make_gemm(128, 128, 128, producer="thread")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(256, 256, 128), (200, 136, 72), (1000, 1000, 1000),
                                    (4096, 4096, 4096), (512, 512, 8192), (3000, 264, 520)])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_the_gemm_on_the_gpu_matches_torch(shape, dtype, torch):
+@pytest.mark.parametrize("producer", ["warpgroup", "warp"])
+def test_the_gemm_on_the_gpu_matches_torch(shape, dtype, producer, torch):
     M, N, K = shape
     td = getattr(torch, dtype)
     A = torch.randn(M, K, device="cuda", dtype=td)
     B = torch.randn(K, N, device="cuda", dtype=td)
     C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
-    G.make_gemm(M, N, K, dtype=dtype)(A, B, C)
+    G.make_gemm(M, N, K, dtype=dtype, producer=producer)(A, B, C)
     ref = (A.double() @ B.double())
     err = (C.double() - ref).abs()
     assert not torch.isnan(C).any()
