@@ -9,13 +9,15 @@ The technique, from the outside in:
 
 * **Persistent CTAs.** The grid is one CTA per SM; CTA ``b`` takes output tiles ``b``,
   ``b + #SMs``, ... in a *grouped* order (``GROUP_M`` tile rows at a time) so that tiles
-  running together share rows of A and columns of B in L2.
+  running together share rows of A and columns of B in L2. A problem with too few tiles
+  to occupy the SMs (512 x 512) gets narrower tiles (128 x 128 or 128 x 64) and a deeper
+  ring instead: more CTAs work, each on a cheaper tile.
 * **Warp specialisation.** 384 threads: warpgroups 0 and 1 are the *consumers*,
   warpgroup 2 the *producer*. The producer gives its registers away (``setmaxnreg`` 40)
   and the consumers take them (232): each consumer holds a 64 x 256 float32
   accumulator, 128 registers per thread. (``producer="warp"``: 288 threads, one producer
   warp, and no setmaxnreg: 224 registers for everyone.)
-* **A ring of STAGES shared buffers**, each one (128, 64) tile of A and one (64, 256) tile
+* **A ring of 3 (or 4) shared buffers**, each one (128, 64) tile of A and one (64, 256) tile
   of B, guarded by two mbarriers per stage: ``full[s]`` (the producer announces the bytes
   with ``arrive.expect_tx``; TMA completes them) and ``empty[s]`` (each consumer
   warpgroup arrives once it no longer reads the stage). The phase a wait expects is the
@@ -40,8 +42,9 @@ from __future__ import annotations
 from tilewise import T, Tx
 from tilewise.layout import swizzled_tile, wgmma_accumulator
 
-BM, BN, BK = 128, 256, 64  # CTA tile; each consumer warpgroup owns 64 of the BM rows
-STAGES = 3  # ring depth: 3 x 48 KiB of operands + 64 KiB of epilogue tile fit 227 KiB
+BM, BK = 128, 64  # CTA tile rows and K step; each consumer warpgroup owns 64 of the rows
+BN = 256  # CTA tile columns for large problems (narrower tiles for few output tiles)
+STAGES = 3  # ring depth at bn=256: 3 x 48 KiB of operands + 64 KiB of epilogue tile fit 227 KiB
 GROUP_M = 8  # tile rows walked together (L2 reuse)
 H200_SMS = 132
 
@@ -51,12 +54,14 @@ K = T.int32()
 
 
 def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = None,
-              dtype: str = "bfloat16", num_sms: int | None = None, stages: int = STAGES,
-              producer: str = "warpgroup"):
+              dtype: str = "bfloat16", num_sms: int | None = None, stages: int | None = None,
+              producer: str = "warpgroup", bn: int | None = None):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
     when given, are checked against TMA's alignment rule; the kernel itself is symbolic.
     ``producer="warpgroup"`` (384 threads, setmaxnreg 40/232) or ``"warp"`` (288 threads:
-    one producer warp, and 65536 / 288 registers for everyone without setmaxnreg)."""
+    one producer warp, and 65536 / 288 registers for everyone without setmaxnreg).
+    ``bn``: the tile's columns (256, 128 or 64); by default 256, or narrower when M and N
+    are given and make too few 128 x 256 tiles to occupy half the SMs (512 x 512 has 8)."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     for name, v in (("N", N_), ("K", K_)):
@@ -66,10 +71,19 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         raise ValueError(f"producer={producer!r}: 'warpgroup' or 'warp'")
     threads = 256 + (128 if producer == "warpgroup" else 32)
     sms = num_sms or _sm_count()
-    stage_bytes = (BM * BK + BK * BN) * 2
+    if bn is None:
+        bn = BN
+        while (bn > 64 and M_ is not None and N_ is not None
+               and -(-M_ // BM) * -(-N_ // bn) < sms // 2):
+            bn //= 2
+    if bn not in (64, 128, 256):
+        raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256")
+    if stages is None:  # as many as fit beside the epilogue tile (227 KiB, 3 or 4)
+        stages = min(4, (227 * 1024 - BM * bn * 2 - 2048) // ((BM * BK + BK * bn) * 2))
+    stage_bytes = (BM * BK + BK * bn) * 2
     a_layout = swizzled_tile(BM, BK, 16, 128, stages=stages)
-    b_layout = swizzled_tile(BK, BN, 16, 128, stages=stages)
-    c_layout = swizzled_tile(BM // 2, BN, 16, 128, stages=2)
+    b_layout = swizzled_tile(BK, bn, 16, 128, stages=stages)
+    c_layout = swizzled_tile(BM // 2, bn, 16, 128, stages=2)
 
     @T.prim_func
     def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
@@ -83,9 +97,9 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         # the operand ring and the epilogue tiles: dynamic shared memory (208 KiB)
         As = T.alloc_buffer((stages, BM, BK), dtype, scope="shared.dyn", layout=a_layout,
                             align=1024)
-        Bs = T.alloc_buffer((stages, BK, BN), dtype, scope="shared.dyn", layout=b_layout,
+        Bs = T.alloc_buffer((stages, BK, bn), dtype, scope="shared.dyn", layout=b_layout,
                             align=1024)
-        Cs = T.alloc_buffer((2, BM // 2, BN), dtype, scope="shared.dyn", layout=c_layout,
+        Cs = T.alloc_buffer((2, BM // 2, bn), dtype, scope="shared.dyn", layout=c_layout,
                             align=1024)
         full = T.alloc_shared((stages,), "uint64")
         empty = T.alloc_shared((stages,), "uint64")
@@ -96,7 +110,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         T.cuda.cta_sync()
 
         m_tiles = (M + BM - 1) // BM
-        n_tiles = (N + BN - 1) // BN
+        n_tiles = (N + bn - 1) // bn
         k_tiles = (K + BK - 1) // BK
         in_group = GROUP_M * n_tiles
         if wg == 2:  # ---------------------------------------------------- producer
@@ -108,14 +122,14 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                     first = t // in_group * GROUP_M
                     rows = T.min(m_tiles - first, GROUP_M)
                     m0 = (first + t % in_group % rows) * BM
-                    n0 = t % in_group // rows * BN
+                    n0 = t % in_group // rows * bn
                     for kt in range(k_tiles):
                         s = it % stages
                         T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
                         Tx.thread.copy_async(As[s, :, :], A[m0:m0 + BM, kt * BK:kt * BK + BK],
                                              dispatch="tma", mbar=T.address_of(full[s]))
-                        Tx.thread.copy_async(Bs[s, :, :], B[kt * BK:kt * BK + BK, n0:n0 + BN],
+                        Tx.thread.copy_async(Bs[s, :, :], B[kt * BK:kt * BK + BK, n0:n0 + bn],
                                              dispatch="tma", mbar=T.address_of(full[s]))
                         it = it + 1
         else:  # ------------------------------------------------------------ consumers
@@ -123,14 +137,14 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                 T.ptx.setmaxnreg(True, 232)
             cw = wg  # which 64 rows of the tile this warpgroup computes
             leader = tid % 128 == 0
-            acc = T.alloc_local((BM // 2, BN), "float32", layout=wgmma_accumulator(BN))
-            out = T.alloc_local((BM // 2, BN), dtype, layout=wgmma_accumulator(BN))
+            acc = T.alloc_local((BM // 2, bn), "float32", layout=wgmma_accumulator(bn))
+            out = T.alloc_local((BM // 2, bn), dtype, layout=wgmma_accumulator(bn))
             it = 0
             for t in range(bx, m_tiles * n_tiles, sms):
                 first = t // in_group * GROUP_M
                 rows = T.min(m_tiles - first, GROUP_M)
                 m0 = (first + t % in_group % rows) * BM
-                n0 = t % in_group // rows * BN
+                n0 = t % in_group // rows * bn
                 Tx.wg.zero(acc[:, :])  # the last tile's values are dead: registers free up
                 for kt in range(k_tiles):
                     s = it % stages
@@ -155,7 +169,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                 T.ptx.fence.proxy_async()
                 T.ptx.bar.sync(1 + cw, 128)
                 if leader:
-                    Tx.thread.copy_async(C[m0 + cw * 64:m0 + cw * 64 + 64, n0:n0 + BN],
+                    Tx.thread.copy_async(C[m0 + cw * 64:m0 + cw * 64 + 64, n0:n0 + bn],
                                          Cs[cw, :, :], dispatch="tma")
                     T.ptx.cp_async.bulk.commit_group()
             if leader:
@@ -178,7 +192,7 @@ def _sm_count() -> int:
 
 SHAPE = (256, 256, 128)  # M, N, K of `tilewise run`: two output tiles, two K-steps
 TARGET = "sm_90a"
-gemm = make_gemm(*SHAPE, num_sms=H200_SMS)
+gemm = make_gemm(*SHAPE, num_sms=H200_SMS, bn=256)  # the large-problem form, shown
 RTOL = 2.0 ** -7  # the bf16 rounding of C (2^-8) plus float32 accumulation order
 ATOL = 2.0 ** -6  # entries near 0: their rounding is relative to the row's magnitude
 

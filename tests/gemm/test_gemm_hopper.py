@@ -39,15 +39,15 @@ def _check(c, a, b):
                            f"{tuple(np.argwhere(bad)[0])}")
 
 
-@pytest.mark.parametrize("shape,dtype,producer", [((256, 256, 128), "bfloat16", "warpgroup"),
-                                                  ((200, 136, 72), "bfloat16", "warpgroup"),
-                                                  ((136, 520, 200), "float16", "warp")],
-                         ids=["256x256x128-bf16", "200x136x72-tails", "136x520x200-fp16-warp"])
-def test_the_pipelined_gemm_in_the_simulator(shape, dtype, producer):
+@pytest.mark.parametrize("shape,dtype,kw", [
+    ((256, 256, 128), "bfloat16", {}), ((200, 136, 72), "bfloat16", {"bn": 256}),
+    ((136, 520, 200), "float16", {"producer": "warp", "bn": 256}),
+    ((256, 384, 200), "bfloat16", {"bn": 64})],
+    ids=["256x256x128-bf16", "200x136x72-tails", "136x520x200-fp16-warp", "bn64-4-stages"])
+def test_the_pipelined_gemm_in_the_simulator(shape, dtype, kw):
     a, b, c = G.inputs(np.random.default_rng(3), shape, dtype)
     t0 = time.perf_counter()
-    rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, num_sms=G.H200_SMS, producer=producer),
-                      a, b, c)
+    rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, num_sms=G.H200_SMS, **kw), a, b, c)
     seconds = time.perf_counter() - t0
     assert rep.ok
     _check(c, a, b)
@@ -66,6 +66,19 @@ def test_the_log_shows_tma_wgmma_stmatrix_and_the_tma_store():
     assert "setmaxnreg.dec.sync.aligned.u32 \t40" in ptx
     assert "setmaxnreg.inc.sync.aligned.u32 \t232" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+def test_few_output_tiles_get_narrower_tiles():
+    """512 x 512 makes 8 tiles of 128 x 256 for 132 SMs: the kernel takes 128 x 64 tiles
+    (32 of them) and a 4-stage ring; a size-less kernel keeps 128 x 256."""
+    def infos(k):
+        return [d.info[0] for d in lower(k, "sm_90a").dispatch_log if "gemm_async" in d.call]
+
+    assert infos(G.make_gemm(512, 512, 8192, num_sms=132)) == [
+        "4 x wgmma m64n64k16 (A K-major, swizzle 128; B MN-major, swizzle 128)"]
+    assert "m64n256k16" in infos(G.make_gemm(num_sms=132))[0]
+    with pytest.raises(ValueError, match="bn=96"):
+        G.make_gemm(bn=96)
 
 
 def test_sizes_tma_cannot_describe_are_refused_before_compiling():
