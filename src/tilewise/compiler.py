@@ -204,7 +204,8 @@ def _dump(kernel: Kernel, stage: str, text: str) -> None:
 
 
 def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the public name
-    """Compile ``func`` (a ``@T.prim_func``) for ``target`` (``"sm_90a"`` or a Target).
+    """Compile ``func`` (a ``@T.prim_func``) for ``target`` (``"sm_90a"`` or a Target; None
+    means the default, sm_90a, as in :func:`tilewise.simulate`).
 
     Options: ``maxntid``, ``minctasm``, ``maxnreg``, ``cluster_dim`` (the ``nvvm.*`` kernel
     attributes), ``nonportable_cluster`` (clusters of up to 16 CTAs) and ``ftz`` (flush
@@ -217,7 +218,7 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     if not isinstance(func, PrimFunc):
         raise CompileError(f"tw.compile needs a @T.prim_func kernel, got {type(func).__name__}",
                            hint="decorate the kernel function with @T.prim_func")
-    lowered = _lower(func, target)
+    lowered = _lower(func, "sm_90a" if target is None else target)
     options = check_options(options, lowered.target)
     check_launch(options, lowered.func)
     return Kernel(func, options, lowered)
