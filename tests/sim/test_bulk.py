@@ -258,7 +258,8 @@ def uninitialised_barrier(A_ptr: T.handle, B_ptr: T.handle):
     tid = T.thread_id([128])
     S = T.alloc_shared((1024,), "float16")
     bar = T.alloc_shared([1], "uint64")
-    bar[0] = T.uint64(0)
+    if tid == 0:
+        bar[0] = T.uint64(0)
     T.cuda.cta_sync()
     if tid == 0:
         T.ptx.cp_async.bulk.g2s(  # BUG: no init
@@ -425,6 +426,7 @@ def overwrite_uncommitted(A_ptr: T.handle, B_ptr: T.handle):
     S = T.alloc_shared((1024,), "float16")
     for i in range(8):
         S[i * 128 + tid] = A[i * 128 + tid]
+    T.ptx.fence.proxy_async()
     T.cuda.cta_sync()
     if tid == 0:
         T.ptx.cp_async.bulk.s2g(T.address_of(B[0]), T.address_of(S[0]), 2048)
@@ -448,6 +450,7 @@ def wait_leaves_group(A_ptr: T.handle, B_ptr: T.handle):
     S = T.alloc_shared((1024,), "float16")
     for i in range(8):
         S[i * 128 + tid] = A[i * 128 + tid]
+    T.ptx.fence.proxy_async()
     T.cuda.cta_sync()
     if tid == 0:
         T.ptx.cp_async.bulk.s2g(T.address_of(B[0]), T.address_of(S[0]), 1024)
@@ -475,6 +478,7 @@ def exit_while_reading(A_ptr: T.handle, B_ptr: T.handle):
     S = T.alloc_shared((1024,), "float16")
     for i in range(8):
         S[i * 128 + tid] = A[i * 128 + tid]
+    T.ptx.fence.proxy_async()
     T.cuda.cta_sync()
     if tid == 0:
         T.ptx.cp_async.bulk.s2g(T.address_of(B[0]), T.address_of(S[0]), 2048)  # BUG: exit

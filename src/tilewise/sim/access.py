@@ -8,6 +8,7 @@ import numpy as np
 from ..ir.launch import WARP
 from .memory import (LOCAL, SHARED, SPACE_SHIFT, UNWRITTEN, VISIBLE, byte_span, offset_of,
                      space_of)
+from .races import check_shared_write
 from .values import np_dtype
 
 
@@ -27,7 +28,7 @@ def typed_view(ctx, place, d: np.dtype) -> np.ndarray:
     return v
 
 
-def _bounds(ctx, idx, size, span, buf, tids):
+def _bounds(ctx, idx, size, span, buf, tids, place, isz):
     bad = (idx < 0) | (idx >= size)
     if not np.any(bad):
         return idx
@@ -35,7 +36,7 @@ def _bounds(ctx, idx, size, span, buf, tids):
     i = int(np.broadcast_to(idx, tids.shape)[k])
     ctx.hazard(f"out-of-bounds access: {buf.name}[{i}] but {buf.name!r} has {size} "
                f"element(s)", span, "check the index arithmetic and the loop bounds",
-               tid=tids[k])
+               tid=tids[k], addr=(place.space << SPACE_SHIFT) + place.base + i * isz)
     return np.clip(idx, 0, size - 1)
 
 
@@ -51,11 +52,16 @@ def make_load(plan, buf, span):
     def load(ctx, idx):
         tids = ctx.active()
         view = typed_view(ctx, place, d)
-        idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids)
+        idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids,
+                      place, d.itemsize)
+        offs = place.base + idx * d.itemsize
         if place.space == LOCAL:
+            check_local_read(ctx, offs, d.itemsize, tids, span, buf.name)
             return view[tids, idx]
         if place.space == SHARED:
-            check_shared_read(ctx, place.base + idx * d.itemsize, d.itemsize, tids, span)
+            check_shared_read(ctx, offs, d.itemsize, tids, span)
+        else:
+            ctx.mem.races.read(ctx, place.space, offs, d.itemsize, tids, span)
         out = view[idx]
         return out if out.ndim else d.type(out)
 
@@ -69,12 +75,19 @@ def make_store(plan, buf, span):
     def store(ctx, idx, vals):
         tids = ctx.active()
         view = typed_view(ctx, place, d)
-        idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids)
+        idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids,
+                      place, d.itemsize)
+        offs = place.base + idx * d.itemsize
         if place.space == LOCAL:
             view[tids, idx] = vals
+            mark_local_write(ctx, offs, d.itemsize, tids)
             return
         if place.space == SHARED:
-            mark_shared_write(ctx, place.base + idx * d.itemsize, d.itemsize, tids, span)
+            mark_shared_write(ctx, offs, d.itemsize, tids, span)
+        else:
+            ctx.mem.races.write(ctx, place.space, offs, d.itemsize, tids, span)
+        if np.ndim(idx) == 0 and np.ndim(vals):  # threads racing on one element (reported
+            vals = vals[-1]                      # above): one of them wins
         view[idx] = vals
 
     return store
@@ -87,12 +100,32 @@ def make_address(plan, buf):
     return lambda idx: np.int64(base) + np.asarray(idx, np.int64) * isz
 
 
+# ---------------------------------------------------------------- local-memory shadow
+def check_local_read(ctx, offs, nbytes, tids, span, name="local memory") -> None:
+    """An uninitialised-register read: a byte of local memory its thread never wrote."""
+    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    unset = ~ctx.mem.local_set[tids[:, None], span_b]
+    if unset.any():
+        k, j = np.argwhere(unset)[0]
+        ctx.hazard(f"reads {name!r} (registers / local memory) where this thread has not "
+                   f"written (an uninitialised register)", span,
+                   f"assign {name!r} before reading it (e.g. fill it with zeros first)",
+                   tid=int(tids[k]), addr=(LOCAL << SPACE_SHIFT) + int(span_b[k, j]))
+
+
+def mark_local_write(ctx, offs, nbytes, tids) -> None:
+    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    ctx.mem.local_set[tids[:, None], span_b] = True
+
+
 # ---------------------------------------------------------------- shared-memory shadows
 def check_shared_read(ctx, offs, nbytes, tids, span) -> None:
     """Hazards of ``tids`` reading ``nbytes`` at shared offsets ``offs``: bytes in flight
-    (asked of the async core) or written by another thread since the last barrier."""
+    (asked of the async core) or written by another thread since the last barrier. The
+    read is recorded for the write-after-read check (:mod:`.races`)."""
     span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
     mem = ctx.mem
+    mem.readers.note(span_b, tids[:, None])
     own = mem.owner[span_b]
     t = tids[:, None]
     bad = (own != VISIBLE) & (own != t) & (own != -(2 + t // WARP))
@@ -117,13 +150,46 @@ def _report_invisible(ctx, owner, tid, off, span):
                "and this read", tid=tid, addr=addr)
 
 
-def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None) -> None:
+def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None, generic=True) -> None:
     """Record that ``tids`` wrote the bytes (visible to each writer only until bar.sync),
-    after asking the async core whether something in flight writes or reads them."""
+    after asking the async core whether something in flight writes or reads them and
+    checking for races with other threads' accesses. ``generic``: a generic-proxy write,
+    which the async proxy sees only after the writer's fence.proxy.async."""
     span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
     ctx.asyncs.check_write(span_b, tids, span)
+    check_shared_write(ctx, offs, nbytes, span_b, tids, span)
     who = np.broadcast_to((tids if owner is None else owner)[:, None], span_b.shape)
     ctx.mem.owner[span_b] = who
+    if owner is not None:
+        ctx.mem.warp_owned = True
+    if generic and ctx.mem.generic is not None:
+        ctx.mem.generic[span_b] = np.broadcast_to(tids[:, None], span_b.shape)
+
+
+def check_async_proxy_read(ctx, off: int, nbytes: int, tid: int, span, what: str) -> None:
+    """An async-proxy read (a bulk store's source) of shared bytes a thread wrote through
+    the generic proxy with no ``fence.proxy.async`` since."""
+    gen = ctx.mem.generic[off:off + nbytes]
+    dirty = np.flatnonzero(gen >= 0)
+    if len(dirty):
+        j = int(dirty[0])
+        ctx.hazard(f"{what} reads shared memory that thread {int(gen[j])} wrote through the "
+                   "generic proxy with no fence.proxy.async since: the async proxy may read "
+                   "the old bytes", span, "after writing the data, call "
+                   "T.ptx.fence.proxy_async() in the writing threads (then T.cuda.cta_sync()) "
+                   "before the bulk copy", tid=tid, addr=(SHARED << SPACE_SHIFT) + off + j)
+
+
+def fence_proxy_async(ctx, tids) -> None:
+    """``fence.proxy.async`` by ``tids``: their generic writes are ordered before later
+    async-proxy accesses."""
+    gen = ctx.mem.generic
+    if gen is None:
+        return
+    if len(tids) == ctx.n:
+        gen.fill(-1)
+    else:
+        gen[np.isin(gen, tids)] = -1
 
 
 def mbarrier_addrs(ctx, mbar, span, what, read: bool = True):
@@ -144,10 +210,13 @@ def check_pointer(ctx, addrs, nbytes, span, what, spaces=None, align=None):
     tids = ctx.active()
     addrs = np.broadcast_to(np.asarray(addrs, np.int64), tids.shape)
     sp, off = space_of(addrs), offset_of(addrs)
-    lim = np.full(sp.shape, -1, np.int64)
-    for s in np.unique(sp):
-        if spaces is None or int(s) in spaces:
-            lim[sp == s] = _limit(ctx, int(s)) if _limit(ctx, int(s)) is not None else -1
+    s0 = int(sp[0]) if len(sp) else SHARED
+    if (sp == s0).all():  # the usual case: one space for every thread
+        lim = _allowed_limit(ctx, s0, spaces)
+    else:
+        lim = np.full(sp.shape, -1, np.int64)
+        for s in np.unique(sp).tolist():
+            lim[sp == s] = _allowed_limit(ctx, s, spaces)
     ok = (lim >= 0) & (off % (align or nbytes) == 0) & (off + nbytes <= lim)
     if not ok.all():
         k = int(np.argmin(ok))
@@ -155,6 +224,14 @@ def check_pointer(ctx, addrs, nbytes, span, what, spaces=None, align=None):
                         tids[k])
         return None
     return sp, off
+
+
+def _allowed_limit(ctx, s: int, spaces) -> int:
+    """The byte size of space ``s``, -1 when it is not one of ``spaces`` or not a space."""
+    if spaces is not None and s not in spaces:
+        return -1
+    lim = _limit(ctx, s)
+    return -1 if lim is None else lim
 
 
 def _limit(ctx, sp):
@@ -178,26 +255,42 @@ def _report_pointer(ctx, addr, nbytes, align, spaces, span, what, tid):
                    f"has {lim} bytes)", span, "check the index arithmetic", tid=tid, addr=addr)
 
 
-def read_bytes(ctx, sp, off, nbytes, tids) -> np.ndarray:
-    """``(len(tids), nbytes)`` uint8 read through validated pointers."""
+def _spaces(sp) -> list[int]:
+    """The distinct memory spaces of ``sp`` (one, usually: no sort needed)."""
+    s0 = int(sp[0]) if len(sp) else SHARED
+    return [s0] if (sp == s0).all() else np.unique(sp).tolist()
+
+
+def read_bytes(ctx, sp, off, nbytes, tids, span=None) -> np.ndarray:
+    """``(len(tids), nbytes)`` uint8 read through validated pointers; local and global
+    reads are checked (uninitialised registers, global races) when ``span`` is given (the
+    caller checks shared reads)."""
     out = np.empty((len(tids), nbytes), np.uint8)
-    for s in np.unique(sp):
+    for s in _spaces(sp):
         sel = sp == s
         cols = byte_span(off[sel], nbytes)
         if s == LOCAL:
+            if span is not None:
+                check_local_read(ctx, off[sel], nbytes, tids[sel], span)
             out[sel] = ctx.mem.local[tids[sel][:, None], cols]
         else:
-            out[sel] = ctx.mem.space_bytes(int(s))[cols]
+            if span is not None and s != SHARED:
+                ctx.mem.races.read(ctx, s, off[sel], nbytes, tids[sel], span)
+            out[sel] = ctx.mem.space_bytes(s)[cols]
     return out
 
 
-def write_bytes(ctx, sp, off, data, tids) -> None:
-    """Write ``data`` rows through validated pointers (no shadow bookkeeping)."""
+def write_bytes(ctx, sp, off, data, tids, span=None) -> None:
+    """Write ``data`` rows through validated pointers; local bytes are marked written and
+    global writes race-checked when ``span`` is given (the caller marks shared writes)."""
     nbytes = data.shape[1]
-    for s in np.unique(sp):
+    for s in _spaces(sp):
         sel = sp == s
         cols = byte_span(off[sel], nbytes)
         if s == LOCAL:
             ctx.mem.local[tids[sel][:, None], cols] = data[sel]
+            ctx.mem.local_set[tids[sel][:, None], cols] = True
         else:
-            ctx.mem.space_bytes(int(s))[cols] = data[sel]
+            if span is not None and s != SHARED:
+                ctx.mem.races.write(ctx, s, off[sel], nbytes, tids[sel], span)
+            ctx.mem.space_bytes(s)[cols] = data[sel]

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .memory import (BULK_TAG0, SHARED, SPACE_SHIFT, UNWRITTEN, VISIBLE, byte_span)
+from .races import overlap
 
 MAX_COUNT = (1 << 20) - 1  # mbarrier counts are 20-bit
 
@@ -188,7 +189,7 @@ class AsyncCore:
         if m is None:
             return 0
         token = m.phase
-        m.tx += tx
+        self._add_tx(m, tx, tid, span, addr)
         m.pending -= count
         if m.pending < 0:
             self.ctx.hazard(f"more arrivals than the {m.expected} the mbarrier was "
@@ -201,7 +202,16 @@ class AsyncCore:
     def expect_tx(self, addr: int, nbytes: int, tid: int, span) -> None:
         m = self._mbar(addr, tid, span, "mbarrier.expect_tx")
         if m is not None:
-            m.tx += nbytes
+            self._add_tx(m, nbytes, tid, span, addr)
+
+    def _add_tx(self, m: _Mbar, nbytes: int, tid: int, span, addr: int) -> None:
+        """``expect_tx(nbytes)``: the count must stay within 20 bits (PTX §9.7.13.15)."""
+        m.tx += nbytes
+        if abs(m.tx) > MAX_COUNT:
+            self.ctx.hazard(f"mbarrier transaction count {m.tx} is outside [-{MAX_COUNT}, "
+                            f"{MAX_COUNT}] after expect_tx({nbytes})", span,
+                            "split the transfer over several phases (a phase counts at most "
+                            f"{MAX_COUNT} bytes)", tid=tid, addr=addr)
 
     def complete_tx(self, addr: int, nbytes: int, tid: int, span) -> int | None:
         """``complete_tx(nbytes)`` by a copy whose bytes have landed; returns the phase the
@@ -263,9 +273,8 @@ class AsyncCore:
         """One cp.async per thread of ``tids``: ``src_size`` bytes read (0: none), the rest
         of ``size`` zero-filled, performed when its group completes."""
         st, mem = self.cp, self.ctx.mem
-        span_b = byte_span(dst, size).ravel()
-        np.add.at(mem.pending, span_b, 1)
-        mem.n_pending += span_b.size
+        _count(mem.pending, dst, size, 1)
+        mem.n_pending += len(dst) * size
         seq = st.issued[tids].copy()
         st.issued[tids] += 1
         st.batches.append(_Batch(tids.copy(), st.committed[tids].copy(), seq, dst, src_sp,
@@ -305,10 +314,11 @@ class AsyncCore:
 
     def _perform(self, b, sel, visible_to_all) -> None:
         mem = self.ctx.mem
+        _note_copy(self.ctx, b, sel)
         data = _gather_sources(mem, b.src_sp[sel], b.src_off[sel], b.src_size[sel], b.size)
         cols = byte_span(b.dst[sel], b.size)
         mem.shared[cols] = data
-        np.subtract.at(mem.pending, cols.ravel(), 1)
+        _count(mem.pending, b.dst[sel], b.size, -1)
         mem.n_pending -= cols.size
         owner = VISIBLE if visible_to_all else b.tids[sel][:, None]
         mem.owner[cols] = np.broadcast_to(owner, cols.shape)
@@ -538,6 +548,27 @@ class AsyncCore:
                         "its reads (T.ptx.cp_async.bulk.wait_group_read(0), then "
                         "T.cuda.cta_sync() when other threads reuse the buffer) before "
                         "overwriting its source", tid=writer, addr=_shared_addr(off))
+
+
+def _count(counts: np.ndarray, starts: np.ndarray, width: int, step: int) -> None:
+    """``counts[b] += step`` for the ``width`` bytes from each of ``starts``, counting a byte
+    two rows share twice (``np.add.at``, ~10x slower, only then)."""
+    idx = byte_span(starts, width)
+    if len(starts) > 1 and overlap(starts, width, starts) is not None:
+        np.add.at(counts, idx.ravel(), step)
+    else:
+        counts[idx] += step
+
+
+def _note_copy(ctx, b, sel) -> None:
+    """A completing cp.async: its global reads (race shadows) and its shared writes, made
+    through the generic proxy (so a bulk store of them needs a fence.proxy.async)."""
+    reads = sel & (b.src_size > 0)
+    for s in np.unique(b.src_sp[reads]).tolist():
+        rows = reads & (b.src_sp == s)
+        ctx.mem.races.read(ctx, s, b.src_off[rows], b.size, b.tids[rows], b.span)
+    if ctx.mem.generic is not None:
+        ctx.mem.generic[byte_span(b.dst[sel], b.size)] = b.tids[sel][:, None]
 
 
 def _gather_sources(mem, sp, off, ss, size):

@@ -16,7 +16,16 @@ Shared memory has two shadow arrays, one entry per byte:
   since the last barrier: visible to t only), ``-(2 + w)`` (written collectively by
   warp w, e.g. the address ``tcgen05.alloc`` stores) or ``BULK_TAG0 - k`` (landed by
   bulk copy k, ``cp.async.bulk`` global -> shared: visible to the threads that have
-  observed its mbarrier phase complete, see :mod:`tilewise.sim.async_core`).
+  observed its mbarrier phase complete, see :mod:`tilewise.sim.async_core`);
+* ``readers`` (a :class:`Readers`): who read the byte since the last ``bar.sync`` (the
+  write-after-read check of :mod:`tilewise.sim.races`);
+* ``generic``: the thread whose generic-proxy write of the byte (a store, a completed
+  cp.async) no ``fence.proxy.async`` of that thread has yet ordered before the async proxy
+  (``-1``: none). A bulk store (async proxy) reading such a byte is missing the fence.
+
+Local memory has ``local_set``, one flag per byte and thread: written (a read of an unset
+byte reads an uninitialised register). Global memory's race shadows are the launch's
+(:class:`tilewise.sim.races.GlobalRaces`, ``mem.races``).
 """
 
 from __future__ import annotations
@@ -61,11 +70,29 @@ class Placement:
     nbytes: int
 
 
+#: Instructions of the async proxy (they read or write shared memory through it): a kernel
+#: with none of them cannot miss a fence.proxy.async, and skips the ``generic`` shadow.
+ASYNC_PROXY_PREFIXES = ("ptx.cp_async.bulk", "ptx.wgmma", "ptx.tcgen05.mma", "ptx.tcgen05.cp",
+                        "ptx.fence.proxy_async")
+
+
+def _uses_async_proxy(func) -> bool:
+    from ..ir.expr import Call
+    from ..ir.visitor import walk
+
+    found = []
+    walk(func.body, lambda n: found.append(n) if isinstance(n, Call)
+         and n.op.startswith(ASYNC_PROXY_PREFIXES) else None)
+    return bool(found)
+
+
 class StoragePlan:
-    """Compile-time placement of every buffer of a flat PrimFunc."""
+    """Compile-time placement of every buffer of a flat PrimFunc; ``async_proxy``: whether
+    the kernel uses the async proxy (see :data:`ASYNC_PROXY_PREFIXES`)."""
 
     def __init__(self, func):
         self.places: dict[int, Placement] = {}
+        self.async_proxy = _uses_async_proxy(func)
         self.param_names = [b.name for b in func.param_buffers()]
         self.shared_bytes = 0
         self.local_bytes = 0
@@ -107,8 +134,13 @@ class CtaMemory:
         self.globals = globals_
         self.shared = np.full(max(plan.shared_bytes, 1), 0xA5, np.uint8)
         self.local = np.full((n_threads, max(plan.local_bytes, 1)), 0xA5, np.uint8)
+        self.local_set = np.zeros(self.local.shape, bool)
         self.pending = np.zeros(self.shared.size, np.int32)
         self.owner = np.full(self.shared.size, UNWRITTEN, np.int32)
+        self.readers = Readers(self.shared.size)
+        self.generic = np.full(self.shared.size, -1, np.int32) if plan.async_proxy else None
+        self.warp_owned = False  # some owner is a warp (a warp-collective write)
+        self.races = None  # the launch's GlobalRaces, made by the first CTA (state.Ctx)
         self.n_pending = 0  # sum of pending: skip the per-byte check when zero
         self.views: dict = {}  # typed views of placed buffers, built on first use
         self.bulk_tagged = False  # some owner is a bulk-copy tag (see barrier)
@@ -118,8 +150,13 @@ class CtaMemory:
         """Fresh contents for the next CTA (poisoned, nothing written, nothing pending)."""
         self.shared.fill(0xA5)
         self.local.fill(0xA5)
+        self.local_set.fill(False)
         self.pending.fill(0)
         self.owner.fill(UNWRITTEN)
+        self.readers.clear()
+        self.warp_owned = False
+        if self.generic is not None:
+            self.generic.fill(-1)
         self.n_pending = 0
         self.bulk_tagged = False
         self.bulk_seen.clear()
@@ -144,8 +181,79 @@ class CtaMemory:
                 unseen &= ~np.isin(self.owner, np.fromiter(self.bulk_seen, np.int64))
             written &= ~unseen
         self.owner[written] = VISIBLE
+        self.readers.clear()
+        self.races.sync()
+
+
+NO_ONE, MANY = -1, -2  # Readers: nobody read the byte / several threads did
+
+
+class Readers:
+    """Which thread read each byte of one memory since the running CTA's last barrier.
+
+    Reads are only logged (``note``: an append); the per-byte shadow (``NO_ONE``, one
+    thread ``t >= 0``, or ``MANY``) is built from the log when a write first needs it
+    (:meth:`shadow`), and from then on until the barrier each read updates it. So a kernel
+    that reads and writes different bytes between barriers pays one append per read."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.log: list[tuple[np.ndarray, np.ndarray]] = []
+        self.now: np.ndarray | None = None
+        self.live = False  # ``now`` holds this epoch's reads (the log is folded in)
+        self.touched: list[np.ndarray] = []
+
+    def note(self, span_b: np.ndarray, who: np.ndarray) -> None:
+        """Thread ``who[k]`` (a column) read the bytes of row ``k`` of ``span_b``."""
+        if self.live:
+            _fold(self.now, span_b, who)
+            self.touched.append(span_b)
+        else:
+            self.log.append((span_b, who))
+
+    @property
+    def empty(self) -> bool:
+        return not self.live and not self.log
+
+    def shadow(self) -> np.ndarray:
+        """The per-byte readers of this epoch (the log folded in)."""
+        if self.now is None:
+            self.now = np.full(self.size, NO_ONE, np.int32)
+        if not self.live:
+            for span_b, who in self.log:
+                _fold(self.now, span_b, who)
+                self.touched.append(span_b)
+            self.log.clear()
+            self.live = True
+        return self.now
+
+    def clear(self) -> list[np.ndarray]:
+        """A barrier: forget this epoch's readers; returns the byte spans they read."""
+        spans = [s for s, _ in self.log] + self.touched
+        if self.live:
+            for s in self.touched:
+                self.now[s] = NO_ONE
+        self.log.clear()
+        self.touched = []
+        self.live = False
+        return spans
+
+
+def _fold(shadow: np.ndarray, span_b: np.ndarray, who: np.ndarray) -> None:
+    cur = shadow[span_b]
+    new = np.where((cur == NO_ONE) | (cur == who), who, MANY).astype(np.int32)
+    shadow[span_b] = new
+    lost = shadow[span_b] != new  # two rows of one access read one byte
+    if lost.any():
+        shadow[span_b[lost]] = MANY
+
+
+_ARANGE = {n: np.arange(n, dtype=np.int64) for n in (1, 2, 4, 8, 16)}
 
 
 def byte_span(offsets: np.ndarray, nbytes: int) -> np.ndarray:
     """The byte offsets covered by ``nbytes``-wide accesses at ``offsets`` (rows)."""
-    return np.asarray(offsets, np.int64)[..., None] + np.arange(nbytes, dtype=np.int64)
+    step = _ARANGE.get(nbytes)
+    if step is None:
+        step = np.arange(nbytes, dtype=np.int64)
+    return np.asarray(offsets, np.int64)[..., None] + step

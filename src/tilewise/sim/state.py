@@ -16,6 +16,7 @@ from ..errors import HazardError
 from ..ir.launch import WARP
 from .async_core import AsyncCore
 from .memory import SHARED, offset_of, space_name, space_of
+from .races import GlobalRaces
 from .tmem import TensorMemory
 
 _MAX_RECORDED = 200
@@ -81,6 +82,9 @@ class Ctx:
         self.loop = None  # the innermost executing loop (break/continue)
         self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
+        if mem.races is None:
+            mem.races = GlobalRaces(mem.globals, n_threads)
+        mem.races.begin_cta(cta)
 
     @property
     def tmem(self) -> TensorMemory:

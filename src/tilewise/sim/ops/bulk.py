@@ -30,16 +30,20 @@ The bookkeeping (landed bytes and their owners, stores still reading, bulk group
 exit check) is the async core's (:mod:`tilewise.sim.async_core`); this module checks the
 operands.
 
-**fence.proxy.async** is accepted and has no effect: the simulator does not model the
-generic/async proxy split, so a missing fence between generic writes of shared memory and
-a bulk store that reads them is not reported.
+**fence.proxy.async** orders the executing threads' generic-proxy writes of shared memory
+(stores, completed cp.async copies) before later async-proxy accesses: a bulk store whose
+source holds a byte some thread wrote with no fence since is "reads shared memory that
+thread T wrote through the generic proxy with no fence.proxy.async since" (the shadow is
+``mem.generic``, :mod:`tilewise.sim.access`). The global side of both directions is
+race-checked (:mod:`tilewise.sim.races`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..access import check_pointer, check_shared_read, mbarrier_addrs
+from ..access import (check_async_proxy_read, check_pointer, check_shared_read,
+                      fence_proxy_async as _fence, mbarrier_addrs)
 from ..memory import GLOBAL0, SHARED
 from ..registry import at_cta_exit, semantics
 from ..state import masked
@@ -92,6 +96,7 @@ def g2s(ctx, site, args):
         return
     for k, t in enumerate(ctx.active().tolist()):
         size, off = int(sizes[k]), int(s[1][k])
+        ctx.mem.races.read(ctx, int(s[0][k]), off, size, np.array([t]), site.span)
         data = ctx.mem.space_bytes(int(s[0][k]))[off:off + size]
         ctx.asyncs.bulk_land(t, int(d[1][k]), data, int(bars[k]), site.span)
 
@@ -112,6 +117,8 @@ def s2g(ctx, site, args):
         check_shared_read(ctx, s[1][sel], size, tids[sel], site.span)
     for k, t in enumerate(tids.tolist()):
         size, off, goff = int(sizes[k]), int(s[1][k]), int(d[1][k])
+        check_async_proxy_read(ctx, off, size, t, site.span, "cp.async.bulk (shared -> global)")
+        mem.races.write(ctx, int(d[0][k]), goff, size, np.array([t]), site.span)
         mem.space_bytes(int(d[0][k]))[goff:goff + size] = mem.shared[off:off + size]
         ctx.asyncs.bulk_store(t, off, size, site.span)
 
@@ -135,7 +142,8 @@ def wait_group_read(ctx, site, args):
 
 @semantics("ptx.fence.proxy_async")
 def fence_proxy_async(ctx, site, args):
-    """No effect: the simulator has one proxy (see the module docstring)."""
+    """Order the threads' generic writes before the async proxy (module docstring)."""
+    _fence(ctx, ctx.active())
 
 
 @at_cta_exit

@@ -66,11 +66,11 @@ def ld_st(ctx, site, args):
     on_shared = s[0] == SHARED
     if on_shared.any():
         check_shared_read(ctx, s[1][on_shared], nbytes, tids[on_shared], site.span)
-    data = read_bytes(ctx, s[0], s[1], nbytes, tids)
+    data = read_bytes(ctx, s[0], s[1], nbytes, tids, site.span)
     on_shared = d[0] == SHARED
     if on_shared.any():
         mark_shared_write(ctx, d[1][on_shared], nbytes, tids[on_shared], site.span)
-    write_bytes(ctx, d[0], d[1], data, tids)
+    write_bytes(ctx, d[0], d[1], data, tids, site.span)
 
 
 # ------------------------------------------------------------------------- math
