@@ -292,6 +292,13 @@ class Expressions:
             raise self.error("strided slices are not supported", "use a step of 1")
         start = 0 if i.start is None else i.start
         stop = n if i.stop is None else i.stop
+        for bound in (start, stop):
+            if not (is_ir(bound) and bound.dtype.is_int) and (
+                    not isinstance(bound, int) or isinstance(bound, bool)):
+                shown = describe(bound) if is_ir(bound) else repr(bound)
+                raise self.error(f"slice {d} of {buf.name!r} has the bound {shown}, "
+                                 "not an integer", "write the slice as [start:stop] with "
+                                 "integer bounds")
         ext = const_difference(stop, start)
         if ext is None:
             raise self.error(f"the extent of slice {d} of {buf.name!r} is not a compile-time "

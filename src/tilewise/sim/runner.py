@@ -121,8 +121,24 @@ def _memory(buf, arr, binding, func) -> np.ndarray:
 def _grid(func, grid, binding):
     if grid is None:
         return binding.grid(func)
-    g = (grid,) if isinstance(grid, int) else tuple(grid)
-    return tuple(g) + (1,) * (3 - len(g))
+    return check_grid(grid, func)
+
+
+def check_grid(grid, func) -> tuple:
+    """``grid=`` of simulate: an int or 1 to 3 ints, each >= 1 -> (x, y, z)."""
+    import numbers
+
+    g = (grid,) if isinstance(grid, numbers.Integral) else grid
+    ok = (isinstance(g, (tuple, list)) and 1 <= len(g) <= 3
+          and all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in g))
+    if not ok:
+        raise LaunchError(f"grid={grid!r} is not a grid", func.span,
+                          "pass CTAs per dimension: an int or a tuple of 1 to 3 ints, e.g. "
+                          "grid=(8, 4)")
+    if any(int(n) < 1 for n in g):
+        raise LaunchError(f"grid={grid!r}: every dimension needs at least one CTA", func.span,
+                          "use extents >= 1 (a launch of no CTAs does nothing)")
+    return tuple(int(n) for n in g) + (1,) * (3 - len(g))
 
 
 def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = False,
