@@ -198,9 +198,15 @@ def _dump(kernel: Kernel, stage: str, text: str) -> None:
     from .knobs import knobs
 
     if knobs.dump_dir:
-        os.makedirs(knobs.dump_dir, exist_ok=True)
-        with open(os.path.join(knobs.dump_dir, f"{kernel.func.name}.{stage}"), "w") as f:
-            f.write(text)
+        try:
+            os.makedirs(knobs.dump_dir, exist_ok=True)
+            with open(os.path.join(knobs.dump_dir, f"{kernel.func.name}.{stage}"), "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise CompileError(f"cannot write the {stage} dump to TILEWISE_DUMP_DIR="
+                               f"{knobs.dump_dir}: {e.strerror or e}",
+                               hint="point TILEWISE_DUMP_DIR at a writable folder, or unset "
+                               "it") from None
 
 
 def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the public name

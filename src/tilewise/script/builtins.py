@@ -165,6 +165,9 @@ def _layout(p, layout, shape, what, scope=None):
     return layout
 
 
+_CHECKED_ELEMENTS = 1 << 22  # larger buffers fail the memory limits, or are global arrays
+
+
 def _check_placement(p, layout, scope, what):
     """A memory buffer's layout places elements at memory offsets (axis m): registers
     (scope local) may also name the threads holding them; nothing names tensor memory; no
@@ -178,7 +181,7 @@ def _check_placement(p, layout, scope, what):
                       "(axis m)" + (" and the threads that hold them" if scope == "local" else ""),
                       "tensor-memory layouts (TLane/TCol) belong to T.decl_buffer(..., "
                       "scope=\"tmem\"); write e.g. layout=TileLayout(S[(128, 32)])")
-    if not layout.is_injective():
+    if layout.size() <= _CHECKED_ELEMENTS and not layout.is_injective():
         raise p.error(f"the layout of {what} puts several elements at one place "
                       f"{_collision(layout)}", "give every element its own offset (strides "
                       "that do not overlap, none of them 0)")
