@@ -12,6 +12,26 @@ from ..ir.expr import BinOp, Cast, IntImm, Var, as_int
 MAX_DEPTH = 160
 
 
+#: Iterations of a loop unrolled while parsing (``T.static_range``, a Python sequence) and
+#: elements of a compile-time comprehension: more would make the kernel (and the time to
+#: build and compile it) grow without bound.
+MAX_UNROLL = 4096
+MAX_COMPREHENSION = 1 << 16
+
+
+def check_unroll(p, values, node, most: int = MAX_UNROLL, what: str = "a loop unrolled "
+                 "while parsing (T.static_range or a Python sequence)") -> None:
+    """A ScriptError when ``values`` has more than ``most`` items."""
+    try:
+        n = len(values)
+    except TypeError:
+        return
+    if n > most:
+        raise p.error(f"{what} has {n} iterations; tilewise unrolls at most {most}",
+                      "use range(...) for a loop the GPU runs (not unrolled), or fewer "
+                      "iterations", node)
+
+
 def check_source_depth(fdef, error) -> None:
     """The same limit on the Python syntax tree, checked before the parser's recursive walks
     (``error(message, hint, node)`` makes the ScriptError at a node)."""

@@ -23,7 +23,7 @@ from ..ir.stmt import (Assign, Break, Buffer, BufferStore, Continue, Evaluate, F
                        LetStmt, PrimFunc, Stmt, ThreadBinding, While, seq)
 from ..ir.visitor import walk
 from . import typerules as tr
-from .analysis import check_depth, check_source_depth
+from .analysis import check_depth, check_source_depth, check_unroll
 from .exprs import PY_BINOP, Expressions
 from .rejected import GENERIC_HINT, REJECTED
 from .scopes import UNBOUND, Scope, Unassigned, assigned_names
@@ -386,6 +386,7 @@ class Parser(Expressions):
     def static_loop(self, node: ast.For, values):
         """A loop over a Python sequence (``T.static_range``) unrolls while parsing; its
         ``break``/``continue`` are decided at compile time."""
+        check_unroll(self, values, node)
         self.loops.append(("static", self.rt_depth))
         try:
             for v in values:

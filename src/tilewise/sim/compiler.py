@@ -299,8 +299,8 @@ def _guard(fn, span):
     def run(ctx):
         try:
             return fn(ctx)
-        except TilewiseError:
-            raise
+        except TilewiseError as e:
+            raise e.with_span(span) from None
         except Exception as exc:  # noqa: BLE001 - reported with the user's line
             raise SimulationError(f"simulator failure: {type(exc).__name__}: {exc}",
                                   span) from exc
@@ -336,9 +336,6 @@ def _masked_loop(ctx, loop, slot, d, starts, extents, body):
         masked(ctx, run, body)
 
 
-MAX_LOOP_ITERATIONS = 1 << 24  # a while loop past this is reported, not run forever
-
-
 class _LoopFrame:
     """One executing loop: which threads broke out, which continued this iteration.
 
@@ -347,8 +344,11 @@ class _LoopFrame:
     restores the active set the loop started with."""
 
     def __init__(self, ctx):
+        from ..knobs import knobs
+
         self.ctx = ctx
         self.count = 0
+        self.limit = knobs.sim_max_loop
 
     def __enter__(self):
         ctx = self.ctx
@@ -370,9 +370,11 @@ class _LoopFrame:
     def next_iteration(self) -> bool:
         ctx = self.ctx
         self.count += 1
-        if self.count > MAX_LOOP_ITERATIONS:
-            raise SimulationError(f"a loop ran more than {MAX_LOOP_ITERATIONS} iterations "
-                                  "(does its condition ever become false?)")
+        if self.count > self.limit:
+            raise SimulationError(f"a loop ran more than {self.limit} iterations (does its "
+                                  "condition ever become false?)",
+                                  hint="fix the loop condition; a loop that really runs "
+                                  "longer needs TILEWISE_SIM_MAX_LOOP raised")
         if self.continued is not None:
             ctx.parked &= ~self.continued
             self.continued[:] = False

@@ -195,8 +195,14 @@ class _Dispatch(Mutator):
     def visit_TileCall(self, s: TileCall):
         if self.lets:
             s = dataclasses.replace(s, args=tuple(self.inline(a) for a in s.args))
-        ctx = DispatchContext(self.target, s.scope, scope_threads(s.scope, self.launch.block),
-                              self.active(), self.launch, s, s.span, tid=self.tid)
+        group = scope_threads(s.scope, self.launch.block)
+        if self.launch.block % group:
+            raise DispatchError(f"{_call_text(s)} runs on whole {s.scope}s of {group} threads, "
+                                f"but the CTA has {self.launch.block} thread(s)", s.span,
+                                hint=f"declare a multiple of {group} threads "
+                                f"(T.thread_id([{group}])), or use a smaller scope")
+        ctx = DispatchContext(self.target, s.scope, group, self.active(), self.launch, s,
+                              s.span, tid=self.tid)
         d = Decision(_call_text(s), s.span)
         self.log.append(d)
         try:
