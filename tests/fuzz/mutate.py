@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import pathlib
 import random
 from dataclasses import dataclass
@@ -64,9 +65,31 @@ def _keep(node: ast.stmt) -> bool:
     return False
 
 
+GENERATED = "tests/core/prog_fuzz.py"  # a seed of random programs, one per index
+_HEAD = "import numpy as np\nfrom tilewise import T, Tx\n"
+
+
+@functools.lru_cache(maxsize=1)
+def _prog_fuzz():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("prog_fuzz", ROOT / GENERATED)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def generated_tree(index: int) -> ast.Module:
+    """A random valid program of tests/core/prog_fuzz.py (loops, branches, while, break)."""
+    src = _prog_fuzz().make_case(index % 997)[0]
+    return ast.parse(_HEAD + src.replace("def ", "@T.prim_func\ndef ", 1)
+                     if "@T.prim_func" not in src else _HEAD + src)
+
+
 def load_seeds(root: pathlib.Path = ROOT) -> list[Seed]:
-    """Every module matching SEED_GLOBS that defines a kernel, reduced to its definitions."""
-    seeds = []
+    """Every module matching SEED_GLOBS that defines a kernel, reduced to its definitions,
+    and the generated programs of tests/core/prog_fuzz.py."""
+    seeds = [Seed(GENERATED, None, "sm_90a")]
     for pattern in SEED_GLOBS:
         for path in sorted(root.glob(pattern)):
             tree = ast.parse(path.read_text())
@@ -103,7 +126,8 @@ class _Sites:
         self._collect(fn)
 
     def _collect(self, fn: ast.FunctionDef) -> None:
-        for node in ast.walk(fn):
+        self.blocks.append(fn.body)
+        for node in (n for stmt in fn.body for n in ast.walk(stmt)):
             for field in ("body", "orelse"):
                 block = getattr(node, field, None)
                 if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
@@ -248,8 +272,58 @@ def m_name(s, rng):
     return f"name {old} -> {b.id}"
 
 
+_INSERTS = ["T.cuda.cta_sync()", "T.ptx.cp_async.commit_group()",
+            "T.ptx.cp_async.wait_group(0)", "T.ptx.fence.proxy_async()", "break", "continue",
+            "T.ptx.cp_async.bulk.commit_group()", "T.ptx.cp_async.bulk.wait_group(0)"]
+
+
+def m_insert(s, rng):
+    b = rng.choice(s.blocks)
+    b.insert(rng.randrange(len(b) + 1), ast.parse(rng.choice(_INSERTS)).body[0])
+    return "insert a statement"
+
+
+def m_wrap_if(s, rng):
+    b = rng.choice(s.blocks)
+    i = rng.randrange(len(b))
+    cond = rng.choice(["tid < 64", "tid == 0", "tid % 32 < 16", "tid > 1000"])
+    b[i] = ast.If(ast.parse(cond, mode="eval").body, [b[i]], [])
+    return f"wrap statement {i} in if {cond}"
+
+
+def m_arity(s, rng):
+    calls = [c for c in s.calls if c.args]
+    if not calls:
+        return None
+    c = rng.choice(calls)
+    if rng.random() < 0.5:
+        c.args.pop()
+        return "drop the last argument"
+    c.args.append(copy.deepcopy(rng.choice(c.args)))
+    return "add an argument"
+
+
+def m_constant_kind(s, rng):
+    if not s.ints:
+        return None
+    c = rng.choice(s.ints)
+    c.value = rng.choice([0.5, "4", None, True, (2, 2), 1e300])
+    return f"constant -> {c.value!r}"
+
+
+def m_hoist(s, rng):
+    if not s.ops:
+        return None
+    node = rng.choice([o for o in s.ops if isinstance(o, ast.BinOp)] or [None])
+    if node is None:
+        return None
+    node.op, node.right = ast.Add(), ast.Constant(0)
+    return "operand + 0"
+
+
 MUTATIONS = [m_delete, m_duplicate, m_swap_statements, m_dtype, m_int, m_int, m_slice,
-             m_threads, m_keyword, m_swap_args, m_operator, m_name]
+             m_threads, m_keyword, m_swap_args, m_operator, m_name, m_insert, m_wrap_if,
+             m_arity, m_constant_kind, m_hoist]
 
 
 def _options(rng: random.Random) -> dict:
@@ -270,7 +344,7 @@ def make_mutant(seed: Seed, index: int, base: int):
     """``(source, kernel name, mutations, target, compile options)`` of mutant ``index`` of
     ``seed``: one to three mutations of one of its kernels."""
     rng = random.Random(f"{base}:{seed.name}:{index}")
-    tree = copy.deepcopy(seed.tree)
+    tree = generated_tree(index) if seed.tree is None else copy.deepcopy(seed.tree)
     fn = rng.choice(kernels_of(tree))
     done = []
     for _ in range(rng.choice([1, 1, 2, 3])):

@@ -23,11 +23,24 @@ def main() -> None:
     sys.stdout = sys.stderr  # what mutants print must not mix with the results
     out.write("ready\n")
     out.flush()
+    selftest = os.environ.get("TILEWISE_FUZZ_SELFTEST") == "1"
     for line in sys.stdin:
         req = json.loads(line)
+        if selftest:
+            _misbehave(req["index"])
         result = run_mutant(seeds[req["seed"]], req["index"], req["base"])
         out.write(json.dumps(result) + "\n")
         out.flush()
+
+
+def _misbehave(index: int) -> None:
+    """The driver's own test: mutant 1 aborts the process, mutant 2 hangs."""
+    if index == 1:
+        os.abort()
+    if index == 2:
+        import time
+
+        time.sleep(3600)
 
 
 if __name__ == "__main__":
