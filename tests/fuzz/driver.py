@@ -122,6 +122,8 @@ def run(n_mutants: int, base: int = 1, workers: int = 2, timeout: float = 60.0,
             if line:
                 report.results.append(json.loads(line))
                 w.job = None
+                if progress and report.results[-1]["status"] in FINDINGS:
+                    progress(report)
             else:
                 pool[pool.index(w)] = _replace(sel, w, report, "abort", timeout)
         for i, w in enumerate(pool):
@@ -180,9 +182,13 @@ def main(argv=None) -> int:
         replay(args.replay)
         return 0
     sys.path.insert(0, str(HERE))
-    report = run(args.mutants, args.base, args.workers, args.timeout,
-                 progress=lambda r: print(f"... {len(r.results)} mutants, "
-                                          f"{len(r.findings)} findings", flush=True))
+    def progress(r):
+        last = r.results[-1] if r.results else {}
+        note = (f": {last['status']} {last.get('message', '')[:150]} [replay {last['seed']}:"
+                f"{last['index']}:{last['base']}]" if last.get("status") in FINDINGS else "")
+        print(f"... {len(r.results)} mutants, {len(r.findings)} findings{note}", flush=True)
+
+    report = run(args.mutants, args.base, args.workers, args.timeout, progress=progress)
     print(report.summary())
     if args.out:
         pathlib.Path(args.out).write_text(json.dumps(report.results, indent=0))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 from ..errors import ScriptError, TilewiseError
 from ..ir import dtype as dt
 from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, IntImm, Range, SizeVar, Var,
@@ -30,7 +32,11 @@ def call(p, fn, args, kwargs, node):
     if isinstance(fn, TypeCtor):
         return _type_ctor(p, fn.dtype, args, kwargs)
     if isinstance(fn, Builtin):
-        return fn.handler(p, args, kwargs)
+        try:
+            return fn.handler(p, args, kwargs)
+        except (TypeError, ValueError) as e:  # an argument no check above foresaw
+            raise p.error(f"T.{fn.name} cannot take these arguments: {e}",
+                          "see the function's arguments in docs/ir.md") from None
     if isinstance(fn, PtxPath):
         op = fn.op
         if op is None:
@@ -417,6 +423,9 @@ def _cast(p, args, kwargs):
     _arity(p, "cast", args, kwargs, 2)
     t = _dtype(p, args[1])
     v = args[0]
+    if not is_ir(v) and not isinstance(v, numbers.Number):
+        raise p.error(f"T.cast converts a value, not {_describe(v)}",
+                      "index a buffer to get a value: A[i]" if isinstance(v, Buffer) else None)
     return cast(t, v if is_ir(v) else const(v, t))
 
 

@@ -35,7 +35,8 @@ _BIG = 1 << 16
 
 def _check_size(p, op: str, a, b) -> None:
     ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (a, b))
-    huge = (ints and op in ("**", "<<") and abs(b) > _BIG and a not in (0, 1, -1)) or (
+    huge = (ints and abs(b) > _BIG and ((op == "**" and a not in (0, 1, -1))
+                                        or (op == "<<" and a != 0))) or (
         op == "*" and isinstance(a, (str, list, tuple)) and isinstance(b, int) and b > _BIG)
     if huge:
         raise p.error(f"{describe(a)} {op} {describe(b)} is too large to compute at compile "
