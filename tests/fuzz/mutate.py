@@ -220,11 +220,14 @@ def m_threads(s, rng):
     return f"{c.func.attr} extent {i} -> {elts[i].value}"
 
 
+def _pick(rng, items):
+    return rng.choice(items) if items else None
+
+
 def m_keyword(s, rng):
-    calls = [c for c in s.calls if c.keywords]
-    if not calls:
+    c = _pick(rng, [c for c in s.calls if c.keywords])
+    if c is None:
         return None
-    c = rng.choice(calls)
     kw = rng.choice(c.keywords)
     r = rng.random()
     if r < 0.3:
@@ -239,10 +242,9 @@ def m_keyword(s, rng):
 
 
 def m_swap_args(s, rng):
-    calls = [c for c in s.calls if len(c.args) > 1]
-    if not calls:
+    c = _pick(rng, [c for c in s.calls if len(c.args) > 1])
+    if c is None:
         return None
-    c = rng.choice(calls)
     i, j = rng.sample(range(len(c.args)), 2)
     c.args[i], c.args[j] = c.args[j], c.args[i]
     return f"swap arguments {i} and {j}"
@@ -292,10 +294,9 @@ def m_wrap_if(s, rng):
 
 
 def m_arity(s, rng):
-    calls = [c for c in s.calls if c.args]
-    if not calls:
+    c = _pick(rng, [c for c in s.calls if c.args])
+    if c is None:
         return None
-    c = rng.choice(calls)
     if rng.random() < 0.5:
         c.args.pop()
         return "drop the last argument"
