@@ -1,8 +1,8 @@
 """Benchmark: the CPU simulator on the seed programs and on a 64-CTA tiled copy.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_sim.py [--cpu-time]`` (``--cpu-time``: CPU
-time of this process, best of 5, for comparing two trees on a busy machine). Targets: each seed program
-simulates in < 0.5 s; a 64-CTA ldgsts copy of a 1024x1024 float16 array (128x128 tiles,
+time of this process, best of 5, for comparing two trees on a busy machine). Targets: each
+seed program simulates in < 0.5 s; a 64-CTA ldgsts copy of a 1024x1024 float16 array (128x128 tiles,
 ``Tx.cta.copy_async`` global -> shared, then ``Tx.cta.copy`` shared -> global) in < 5 s on
 one core. Times include lowering; prints one markdown table row per case (best of 3).
 """
