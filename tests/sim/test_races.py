@@ -151,3 +151,17 @@ def test_mbarrier_tx_count_beyond_20_bits():
     assert "mbarrier transaction count 1048576 is outside [-1048575, 1048575] after " \
            "expect_tx(524288)" in str(info.value)
     assert "# <-" in info.value.span.source_line
+
+
+def test_many_reads_between_barriers_are_folded_and_still_checked():
+    # 600 reads with no barrier: the read log folds into the shadow (bounded memory), and a
+    # write over another thread's read is still seen
+    body = ('S = T.alloc_shared((128,), "int32")', "S[tid] = A[tid]", "T.cuda.cta_sync()",
+            "acc: T.int32 = 0", "for i in range(600):", "    acc = acc + S[(tid + i) % 128]",
+            "B[tid] = acc")
+    a, b, report = run(kernel(*body))
+    t = np.arange(128)
+    want = sum((t + i) % 128 for i in range(600))
+    assert report.ok and (b == want).all()
+    with pytest.raises(tw.HazardError, match="write-after-read race on shared memory"):
+        run(kernel(*body, "S[tid] = 0  # <-"))

@@ -193,23 +193,34 @@ class Readers:
 
     Reads are only logged (``note``: an append); the per-byte shadow (``NO_ONE``, one
     thread ``t >= 0``, or ``MANY``) is built from the log when a write first needs it
-    (:meth:`shadow`), and from then on until the barrier each read updates it. So a kernel
-    that reads and writes different bytes between barriers pays one append per read."""
+    (:meth:`shadow`) or the log grows long, and from then on until the barrier each read
+    updates it. So a kernel that reads and writes different bytes between barriers pays one
+    append per read, and a long run of reads with no barrier stays bounded in memory."""
+
+    LOG_LIMIT = 256  # logged reads (and, live, remembered spans) before folding / sweeping
 
     def __init__(self, size: int):
         self.size = size
         self.log: list[tuple[np.ndarray, np.ndarray]] = []
         self.now: np.ndarray | None = None
         self.live = False  # ``now`` holds this epoch's reads (the log is folded in)
-        self.touched: list[np.ndarray] = []
+        self.touched: list[np.ndarray] | None = []  # None: too many, sweep ``now``
 
     def note(self, span_b: np.ndarray, who: np.ndarray) -> None:
         """Thread ``who[k]`` (a column) read the bytes of row ``k`` of ``span_b``."""
         if self.live:
             _fold(self.now, span_b, who)
-            self.touched.append(span_b)
+            self._remember(span_b)
         else:
             self.log.append((span_b, who))
+            if len(self.log) > self.LOG_LIMIT:
+                self.shadow()
+
+    def _remember(self, span_b: np.ndarray) -> None:
+        if self.touched is not None:
+            self.touched.append(span_b)
+            if len(self.touched) > self.LOG_LIMIT:
+                self.touched = None
 
     @property
     def empty(self) -> bool:
@@ -222,17 +233,22 @@ class Readers:
         if not self.live:
             for span_b, who in self.log:
                 _fold(self.now, span_b, who)
-                self.touched.append(span_b)
+                self._remember(span_b)
             self.log.clear()
             self.live = True
         return self.now
 
     def clear(self) -> list[np.ndarray]:
         """A barrier: forget this epoch's readers; returns the byte spans they read."""
-        spans = [s for s, _ in self.log] + self.touched
-        if self.live:
-            for s in self.touched:
-                self.now[s] = NO_ONE
+        if self.touched is None:  # many reads: find and reset them in one sweep
+            read = np.flatnonzero(self.now != NO_ONE)
+            self.now[read] = NO_ONE
+            spans = [read]
+        else:
+            spans = [s for s, _ in self.log] + self.touched
+            if self.live:
+                for s in self.touched:
+                    self.now[s] = NO_ONE
         self.log.clear()
         self.touched = []
         self.live = False
