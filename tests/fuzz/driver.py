@@ -47,7 +47,7 @@ class Report:
         c = self.counts
         stages = collections.Counter(s for r in self.results for s in r.get("stages", ()))
         lines = [f"{len(self.results)} mutants in {self.seconds:.0f} s: "
-                 + ", ".join(f"{k} {c[k]}" for k in ("ok", "error", "user", *FINDINGS)),
+                 + ", ".join(f"{k} {c[k]}" for k in ("ok", "error", "user", "gone", *FINDINGS)),
                  "stages reached: " + ", ".join(f"{k} {v}" for k, v in sorted(stages.items())),
                  "errors by kind: " + ", ".join(
                      f"{k} {v}" for k, v in collections.Counter(

@@ -24,7 +24,7 @@ DEFECT_WORDS = ("internal error", "code generator defect", "simulator failure")
 MAX_SIM_THREADS = 1 << 15  # simulate launches up to this many threads (and 64 CTAs)
 
 
-def _exec(source: str, filename: str) -> dict:
+def exec_module(source: str, filename: str) -> dict:
     """Run the mutant as a module whose source inspect can read (for @T.prim_func)."""
     import sys
     import types
@@ -90,10 +90,12 @@ def run_mutant(seed, index: int, base: int) -> dict:
     filename = f"<mutant {seed.name}#{index}>"
     rng = np.random.default_rng(index)
     try:
-        ns = _exec(source, filename)
+        ns = exec_module(source, filename)
         kernels = [v for v in ns.values() if isinstance(v, tw.ir.PrimFunc)]
         mutated = [k for k in kernels if k.name == kernel]
-        for func in (mutated or kernels)[:1]:
+        if not mutated:  # a mutation removed or renamed it (a definition it depends on)
+            out["status"], out["message"] = "gone", f"no kernel {kernel!r} in the mutant"
+        for func in mutated[:1]:
             out["stage"] = "compile"
             out["stages"] = _stages(tw, func, target, options, rng)
     except tw.TilewiseError as e:

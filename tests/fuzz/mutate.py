@@ -44,8 +44,9 @@ LAUNCH = ("thread_id", "warp_id", "lane_id", "cta_id", "warpgroup_id")
 @dataclass
 class Seed:
     name: str
-    tree: ast.Module
+    tree: ast.Module | None  # None: a generated program (GENERATED)
     target: str
+    kernels: tuple = ()  # the kernels the module defines at its top level (run by name)
 
 
 def _is_kernel(fn: ast.AST) -> bool:
@@ -103,8 +104,20 @@ def load_seeds(root: pathlib.Path = ROOT) -> list[Seed]:
                                                       for t in n.targets)
                         and isinstance(n.value, ast.Constant)):
                     target = n.value.value
-            seeds.append(Seed(str(path.relative_to(root)), kept, target))
+            name = str(path.relative_to(root))
+            kernels = _reachable(kept, name)
+            if kernels:  # kernels made only by factories the tests call are out of reach
+                seeds.append(Seed(name, kept, target, kernels))
     return seeds
+
+
+def _reachable(tree: ast.Module, name: str) -> tuple:
+    """Names of the kernels the unmutated module binds at its top level."""
+    from harness import exec_module
+    from tilewise.ir import PrimFunc
+
+    ns = exec_module(ast.unparse(tree), f"<seed {name}>")
+    return tuple(sorted({v.name for v in ns.values() if isinstance(v, PrimFunc)}))
 
 
 # ---------------------------------------------------------------- mutations
@@ -117,6 +130,7 @@ class _Sites:
 
     def __init__(self, fn: ast.FunctionDef):
         self.blocks: list[list] = []  # statement lists
+        self.loop_blocks: list[list] = []  # the bodies of loops (break/continue fit there)
         self.ints: list[ast.Constant] = []
         self.strings: list[ast.Constant] = []
         self.slices: list[ast.Slice] = []
@@ -132,6 +146,8 @@ class _Sites:
                 block = getattr(node, field, None)
                 if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
                     self.blocks.append(block)
+                    if isinstance(node, (ast.For, ast.While)) and field == "body":
+                        self.loop_blocks.append(block)
             if isinstance(node, ast.Constant):
                 if isinstance(node.value, int) and not isinstance(node.value, bool):
                     self.ints.append(node)
@@ -280,9 +296,13 @@ _INSERTS = ["T.cuda.cta_sync()", "T.ptx.cp_async.commit_group()",
 
 
 def m_insert(s, rng):
-    b = rng.choice(s.blocks)
-    b.insert(rng.randrange(len(b) + 1), ast.parse(rng.choice(_INSERTS)).body[0])
-    return "insert a statement"
+    stmt = rng.choice(_INSERTS)
+    blocks = s.loop_blocks if stmt in ("break", "continue") else s.blocks
+    if not blocks:
+        return None
+    b = rng.choice(blocks)
+    b.insert(rng.randrange(len(b) + 1), ast.parse(stmt).body[0])
+    return f"insert {stmt}"
 
 
 def m_wrap_if(s, rng):
@@ -346,7 +366,8 @@ def make_mutant(seed: Seed, index: int, base: int):
     ``seed``: one to three mutations of one of its kernels."""
     rng = random.Random(f"{base}:{seed.name}:{index}")
     tree = generated_tree(index) if seed.tree is None else copy.deepcopy(seed.tree)
-    fn = rng.choice(kernels_of(tree))
+    fns = kernels_of(tree)
+    fn = rng.choice([f for f in fns if f.name in seed.kernels] or fns)
     done = []
     for _ in range(rng.choice([1, 1, 2, 3])):
         what = rng.choice(MUTATIONS)(_Sites(fn), rng)
