@@ -451,3 +451,26 @@ def test_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_compile_and_simulate_take_target_none_as_the_default_and_refuse_numbers():
+    import numpy as np
+
+    import tilewise as tw
+
+    k = tw.from_source('''
+@T.prim_func
+def k(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32,), "float32")
+    T.device_entry()
+    tid = T.thread_id([32])
+    A[tid] = A[tid] + 1.0
+''', filename="t.py")
+    assert tw.compile(k, target=None).target == Target("sm_90a")
+    with pytest.raises(tw.CompileError, match="a target is a name such as 'sm_90a', not int 90"):
+        tw.compile(k, target=90)
+    with pytest.raises(TargetError, match="not int 90") as ei:
+        tw.simulate(k, np.zeros(32, np.float32), target=90)
+    assert "did you mean 'sm_90' or 'sm_90a'?" in ei.value.hint
+    with pytest.raises(tw.CompileError, match="target 'sm_72' cannot be built"):
+        tw.compile(k, target="sm_72")
