@@ -42,7 +42,7 @@ def test_compile_tcgen05_for_its_target_and_refuses_hopper():
     assert ptx.count("tcgen05.st.sync.aligned.32x32b.x4.b32") == 1
     assert ptx.count("tcgen05.ld.sync.aligned.32x32b.x4.b32") == 1
     bad = tilewise("compile", seed, "--target", "sm_90a", "--emit", "ptx", check=False)
-    assert bad.returncode == 1
+    assert bad.returncode == 2
     assert "tcgen05_roundtrip.py:" in bad.stderr and "target is sm_90a" in bad.stderr
     assert "Traceback" not in bad.stderr
 
@@ -78,7 +78,7 @@ def test_doctor_reports_each_component():
 
 def test_user_errors_are_one_clear_message(tmp_path):
     missing = tilewise("compile", tmp_path / "nope.py", check=False)
-    assert missing.returncode == 1 and "no such file" in missing.stderr
+    assert missing.returncode == 2 and "no such file" in missing.stderr
     two = tmp_path / "two.py"
     two.write_text((EX / "ldgsts_copy.py").read_text() + "\nother = copy_async\n")
     amb = tilewise("compile", two, check=False)

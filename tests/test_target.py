@@ -78,8 +78,8 @@ def test_immutable_hashable():
     ("sm_100af", "malformed target name 'sm_100af'", "'sm_100a'"),
     ("sm_090", "malformed target name 'sm_090'", "'sm_90'"),
     (" sm_80", "malformed target name ' sm_80'", "did you mean 'sm_80'?"),
-    ("", "malformed target name ''", "known targets: sm_20, "),
-    ("hopper", "malformed target name 'hopper'", "known targets: sm_20, "),
+    ("", "malformed target name ''", "known targets: sm_75, "),
+    ("hopper", "malformed target name 'hopper'", "known targets: sm_75, "),
     ("sm_91", "unknown target 'sm_91': not a processor LLVM 22 knows", "'sm_90'"),
     ("sm_90f", "unknown target 'sm_90f': not a processor LLVM 22 knows",
      "did you mean 'sm_90' or 'sm_90a'?"),
@@ -95,9 +95,40 @@ def test_bad_names(bad, message, hint):
     assert str(err).startswith("target error: ")
 
 
-def test_non_string_is_type_error():
-    with pytest.raises(TypeError):
-        Target(90)
+@pytest.mark.parametrize("value, message, hint", [
+    (90, "a target is a name such as 'sm_90a', not int 90", "did you mean 'sm_90' or 'sm_90a'?"),
+    (100, "not int 100", "'sm_100' or 'sm_100a' or 'sm_100f'"),
+    (None, "not NoneType None", "pass the target as a string, e.g. target='sm_90a'"),
+    (9.0, "not float 9.0", "did you mean 'sm_90'"),
+    ([90], "not list [90]", "pass the target as a string"),
+])
+def test_non_string_is_a_target_error(value, message, hint):
+    with pytest.raises(TargetError) as ei:
+        Target(value)
+    assert message in ei.value.message and hint in ei.value.hint
+
+
+@pytest.mark.parametrize("name, why, hint", [
+    ("sm_20", "CUDA 13 dropped Maxwell, Pascal and Volta", "use sm_75 or newer"),
+    ("sm_52", "(sm_50 to sm_72)", "use sm_75 or newer"),
+    ("sm_70", "nvJitLink (CUDA 13) has no code generator for it", "'sm_80', 'sm_90a'"),
+    ("sm_72", "cannot be built", "use sm_75 or newer"),
+    ("sm_101", "CUDA 13 renamed sm_101 to sm_110", "use 'sm_110'"),
+    ("sm_101a", "renamed sm_101 to sm_110", "use 'sm_110a'"),
+    ("sm_101f", "renamed sm_101 to sm_110", "use 'sm_110f'"),
+])
+def test_targets_the_toolchain_cannot_build_are_refused(name, why, hint):
+    with pytest.raises(TargetError) as ei:
+        Target(name)
+    assert ei.value.message.startswith(f"target {name!r} cannot be built")
+    assert why in ei.value.message and hint in ei.value.hint
+
+
+def test_accepted_targets_are_what_llvm_knows_less_what_nvjitlink_cannot_build():
+    from tilewise.target import LLVM_TARGETS, UNBUILDABLE
+
+    assert set(KNOWN_TARGETS) == set(LLVM_TARGETS) - set(UNBUILDABLE)
+    assert min(t.arch for t in ALL) == 75 and "sm_101a" not in KNOWN_TARGETS
 
 
 # --------------------------------------------------------------------------------------------
@@ -227,7 +258,6 @@ _WARP_MMA = {"sm_75": {"ldmatrix"}, "sm_80": {"ldmatrix", "mma_sync"},
 _SM100 = _WARP_MMA["sm_90"] | {"f32x2"}  # and packed f32x2 arithmetic from sm_100
 # target -> features it has
 FEATURE_TABLE = {
-    "sm_70": set(),
     "sm_75": _WARP_MMA["sm_75"],
     "sm_80": {"cp_async"} | _WARP_MMA["sm_80"],
     "sm_86": {"cp_async"} | _WARP_MMA["sm_80"],
@@ -239,8 +269,6 @@ FEATURE_TABLE = {
     "sm_100a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
                 | _SM100),
     "sm_100f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
-                | _SM100),
-    "sm_101a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
                 | _SM100),
     "sm_103": {"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster"} | _SM100,
     "sm_103a": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "setmaxnreg"}
@@ -302,10 +330,9 @@ def test_unknown_feature_is_value_error():
     ("sm_100a", "wgmma", None, "wgmma needs sm_90a; target is sm_100a",
      "targets with wgmma: sm_90a"),
     ("sm_120a", "tcgen05", "tcgen05.ld",
-     "tcgen05.ld needs sm_100a, sm_101a, or a family target of sm_100f/sm_110f "
+     "tcgen05.ld needs sm_100a, or a family target of sm_100f/sm_110f "
      "(e.g. sm_103a, sm_110a); target is sm_120a",
-     "targets with tcgen05: sm_100a, sm_100f, sm_101a, sm_101f, sm_103a, sm_103f, sm_110a, "
-     "sm_110f"),
+     "targets with tcgen05: sm_100a, sm_100f, sm_103a, sm_103f, sm_110a, sm_110f"),
     ("sm_100", "tcgen05", None, "tcgen05 needs", "sm_100a"),
 ])
 def test_require_message(target, feature, what, message, hint):
@@ -336,10 +363,10 @@ def test_require_keeps_span():
 @pytest.mark.parametrize("name, version", [
     ("sm_75", (6, 3)), ("sm_80", (7, 0)), ("sm_86", (7, 1)), ("sm_89", (7, 8)),
     ("sm_90", (7, 8)), ("sm_90a", (8, 0)), ("sm_100", (8, 6)), ("sm_100a", (8, 6)),
-    ("sm_100f", (8, 8)), ("sm_101a", (8, 6)), ("sm_103a", (8, 8)), ("sm_103f", (8, 8)),
+    ("sm_100f", (8, 8)), ("sm_103a", (8, 8)), ("sm_103f", (8, 8)),
     ("sm_110a", (9, 0)), ("sm_110f", (9, 0)), ("sm_120a", (8, 7)), ("sm_120f", (8, 8)),
     ("sm_121a", (8, 8)), ("sm_88", (9, 0)),
-    ("sm_20", (6, 0)),  # LLVM 22's lowest +ptx feature is +ptx60
+    ("sm_75", (6, 3)),
 ])
 def test_ptx_version(name, version):
     t = Target(name)
@@ -364,7 +391,6 @@ def test_ptx_feature_helper():
     ("sm_90", "tma", (8, 0)),
     ("sm_90a", "wgmma", (8, 0)),
     ("sm_100a", "tcgen05", (8, 6)),  # arch-specific: PTX 8.6
-    ("sm_101a", "tcgen05", (8, 6)),
     ("sm_100f", "tcgen05", (8, 8)),  # family-specific: PTX 8.8
     ("sm_103a", "tcgen05", (8, 8)),  # via sm_100f
     ("sm_110a", "tcgen05", (8, 8)),  # via sm_110f
@@ -442,3 +468,26 @@ def test_import_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_compile_and_simulate_take_target_none_as_the_default_and_refuse_numbers():
+    import numpy as np
+
+    import tilewise as tw
+
+    k = tw.from_source('''
+@T.prim_func
+def k(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32,), "float32")
+    T.device_entry()
+    tid = T.thread_id([32])
+    A[tid] = A[tid] + 1.0
+''', filename="t.py")
+    assert tw.compile(k, target=None).target == Target("sm_90a")
+    with pytest.raises(tw.CompileError, match="a target is a name such as 'sm_90a', not int 90"):
+        tw.compile(k, target=90)
+    with pytest.raises(TargetError, match="not int 90") as ei:
+        tw.simulate(k, np.zeros(32, np.float32), target=90)
+    assert "did you mean 'sm_90' or 'sm_90a'?" in ei.value.hint
+    with pytest.raises(tw.CompileError, match="target 'sm_72' cannot be built"):
+        tw.compile(k, target="sm_72")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .errors import TilewiseError
@@ -27,7 +28,35 @@ def _target(args, mod) -> str:
     return args.target or getattr(mod, "TARGET", None) or "sm_90a"
 
 
+def _output(path: str | None) -> str | None:
+    """``-o OUT`` checked before any work: a file in an existing folder, not a folder."""
+    if path is None:
+        return None
+    if os.path.isdir(path):
+        raise TilewiseError(f"-o {path}: is a folder; -o takes the name of the file to write",
+                            hint=f"e.g. -o {os.path.join(path, 'kernel.ptx')}")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise TilewiseError(f"-o {path}: the folder {folder} does not exist",
+                            hint="create it first, or write somewhere else")
+    return path
+
+
+def _write(path: str, out: str | bytes) -> None:
+    try:
+        if isinstance(out, bytes):
+            with open(path, "wb") as f:
+                f.write(out)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(out)
+    except OSError as e:
+        raise TilewiseError(f"-o {path}: cannot write it: {e.strerror or e}",
+                            hint="choose a file in a folder you can write to") from None
+
+
 def cmd_compile(args) -> int:
+    output = _output(args.output)
     mod, func = load(args.file)
     if args.emit == "ir":
         out: str | bytes = func.script()
@@ -36,10 +65,8 @@ def cmd_compile(args) -> int:
 
         kernel = tw_compile(func, target=_target(args, mod))
         out = kernel.cubin if args.emit == "cubin" else kernel.source(args.emit)
-    if args.output:
-        mode = "wb" if isinstance(out, bytes) else "w"
-        with open(args.output, mode) as f:
-            f.write(out)
+    if output:
+        _write(output, out)
     elif isinstance(out, bytes):
         raise TilewiseError("a cubin is binary; write it to a file with -o OUT")
     else:
@@ -82,6 +109,17 @@ def cmd_demo(args) -> int:
     return 0 if run_demo() else 1
 
 
+def _seed(text: str) -> int:
+    """``--seed``: numpy seeds are integers >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; a seed is an integer >= 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="tilewise", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -101,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file", metavar="FILE[:FUNC]")
     r.add_argument("--target", default=None)
     r.add_argument("--sim", action="store_true", help="use the CPU simulator")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=_seed, default=0, help="random seed of the inputs (>= 0)")
     r.set_defaults(fn=cmd_run)
     lay = sub.add_parser("layout", help="draw a layout", add_help=False)
     lay.add_argument("rest", nargs=argparse.REMAINDER)
@@ -109,13 +147,19 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+USER_ERROR = 2  # the exit status of a user mistake (argparse's for a bad command line)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; a user mistake is one message on stderr and exit status 2 (bad
+    arguments, a file that fails to load, a kernel error, a hazard); 1 means the command ran
+    and its check failed (a mismatch)."""
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
     except TilewiseError as e:
         print(str(e), file=sys.stderr)
-        return 1
+        return USER_ERROR
 
 
 if __name__ == "__main__":

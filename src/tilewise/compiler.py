@@ -198,13 +198,20 @@ def _dump(kernel: Kernel, stage: str, text: str) -> None:
     from .knobs import knobs
 
     if knobs.dump_dir:
-        os.makedirs(knobs.dump_dir, exist_ok=True)
-        with open(os.path.join(knobs.dump_dir, f"{kernel.func.name}.{stage}"), "w") as f:
-            f.write(text)
+        try:
+            os.makedirs(knobs.dump_dir, exist_ok=True)
+            with open(os.path.join(knobs.dump_dir, f"{kernel.func.name}.{stage}"), "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise CompileError(f"cannot write the {stage} dump to TILEWISE_DUMP_DIR="
+                               f"{knobs.dump_dir}: {e.strerror or e}",
+                               hint="point TILEWISE_DUMP_DIR at a writable folder, or unset "
+                               "it") from None
 
 
 def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the public name
-    """Compile ``func`` (a ``@T.prim_func``) for ``target`` (``"sm_90a"`` or a Target).
+    """Compile ``func`` (a ``@T.prim_func``) for ``target`` (``"sm_90a"`` or a Target; None
+    means the default, sm_90a, as in :func:`tilewise.simulate`).
 
     Options: ``maxntid``, ``minctasm``, ``maxnreg``, ``cluster_dim`` (the ``nvvm.*`` kernel
     attributes), ``nonportable_cluster`` (clusters of up to 16 CTAs) and ``ftz`` (flush
@@ -217,7 +224,7 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     if not isinstance(func, PrimFunc):
         raise CompileError(f"tw.compile needs a @T.prim_func kernel, got {type(func).__name__}",
                            hint="decorate the kernel function with @T.prim_func")
-    lowered = _lower(func, target)
+    lowered = _lower(func, "sm_90a" if target is None else target)
     options = declared_cluster(check_options(options, lowered.target), lowered.func)
     check_launch(options, lowered.func)
     return Kernel(func, options, lowered)

@@ -7,6 +7,9 @@ TILEWISE_CACHE_DIR     ``knobs.cache_dir``: on-disk compile cache   ``$XDG_CACHE
 TILEWISE_CACHE         ``knobs.cache_enabled`` (``0`` disables)     on
 TILEWISE_DUMP_DIR      ``knobs.dump_dir``: write every stage there  unset (no dumps)
 TILEWISE_SIM_STRICT    ``knobs.sim_strict``: hazards raise          on (``0``: record them)
+TILEWISE_SIM_MAX_LOOP  ``knobs.sim_max_loop``: iterations one       1048576
+                       simulated loop may run before it is
+                       reported as endless
 CUDA_HOME              ``knobs.cuda_home``: a toolkit, searched     ``/usr/local/cuda``
                        for libdevice after the nvidia-nvvm wheel
 =====================  ==========================================  ===========================
@@ -34,6 +37,14 @@ def _flag(value: str | None, default: bool) -> bool:
     return value.strip().lower() not in ("0", "false", "no", "off")
 
 
+def _count(value: str | None, default: int) -> int:
+    try:
+        n = int(value) if value is not None and value.strip() else default
+    except ValueError:
+        return default
+    return n if n > 0 else default
+
+
 @dataclass
 class Knobs:
     """The settings; :meth:`from_env` reads them from an environment mapping."""
@@ -43,6 +54,7 @@ class Knobs:
     dump_dir: str | None = None
     sim_strict: bool = True
     cuda_home: str = "/usr/local/cuda"
+    sim_max_loop: int = 1 << 20
 
     @classmethod
     def from_env(cls, env=None) -> Knobs:
@@ -51,7 +63,8 @@ class Knobs:
                    cache_enabled=_flag(env.get("TILEWISE_CACHE"), True),
                    dump_dir=env.get("TILEWISE_DUMP_DIR") or None,
                    sim_strict=_flag(env.get("TILEWISE_SIM_STRICT"), True),
-                   cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda")
+                   cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda",
+                   sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20))
 
 
 knobs = Knobs.from_env()

@@ -18,32 +18,89 @@ import numpy as np
 from .errors import TilewiseError
 
 
+def split_spec(spec: str) -> tuple[pathlib.Path, str]:
+    """``FILE[:FUNC]`` -> (path, FUNC or ""). A path that exists as given wins, so a file
+    whose name holds ``:`` loads; otherwise the text after the last ``:`` is FUNC."""
+    whole = pathlib.Path(spec)
+    if whole.is_file():
+        return whole, ""
+    path, sep, name = spec.rpartition(":")
+    if sep and path and pathlib.Path(path).is_file():
+        if not name.isidentifier():
+            raise TilewiseError(f"{spec!r}: {name!r} after the ':' is not a kernel name",
+                                hint="write FILE or FILE:FUNC, FUNC a Python identifier")
+        return pathlib.Path(path), name
+    if whole.is_dir():
+        raise TilewiseError(f"{spec} is a folder, not a Python file",
+                            hint="name the file that defines the kernel: FILE[:FUNC]")
+    raise TilewiseError(f"no such file: {path if sep and path else spec}",
+                        hint="write FILE[:FUNC], FILE a Python file that defines a "
+                             "@T.prim_func kernel")
+
+
 def load(spec: str):
     """``FILE[:FUNC]`` -> (module, PrimFunc): the file is run as a module and its kernel
-    (the only one, or the one named FUNC) taken."""
+    (the only one, or the one named FUNC) taken. Whatever goes wrong while the file runs
+    (a syntax error, a NameError, ...) is a TilewiseError at the file's line."""
     from .ir import PrimFunc
 
-    path, _, name = spec.partition(":")
-    p = pathlib.Path(path)
-    if not p.is_file():
-        raise TilewiseError(f"no such file: {path}")
+    p, name = split_spec(spec)
+    mod = _run_file(p)
+    kernels = {k: v for k, v in vars(mod).items() if isinstance(v, PrimFunc)}
+    if name:
+        if name not in kernels:
+            raise TilewiseError(f"{p} has no kernel named {name!r}",
+                                hint="kernels in it: " + (", ".join(kernels) or "none"))
+        return mod, kernels[name]
+    if len(kernels) != 1:
+        raise TilewiseError(f"{p} defines {len(kernels)} kernels; say which with FILE:FUNC",
+                            hint="kernels in it: " + (", ".join(kernels) or "none"))
+    return mod, next(iter(kernels.values()))
+
+
+def _run_file(p: pathlib.Path):
     mod_spec = importlib.util.spec_from_file_location(p.stem, p)
     mod = importlib.util.module_from_spec(mod_spec)
     sys.path.insert(0, str(p.parent.resolve()))
     try:
         mod_spec.loader.exec_module(mod)
+    except TilewiseError:
+        raise
+    except SyntaxError as e:
+        raise TilewiseError(f"{p} is not valid Python: {e.msg}", user_span(e, str(p)),
+                            "fix the syntax error") from None
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's file failed to run
+        raise user_failure(e, f"loading {p}", str(p)) from None
     finally:
         sys.path.pop(0)
-    kernels = {k: v for k, v in vars(mod).items() if isinstance(v, PrimFunc)}
-    if name:
-        if name not in kernels:
-            raise TilewiseError(f"{path} has no kernel named {name!r}",
-                                hint="kernels in it: " + (", ".join(kernels) or "none"))
-        return mod, kernels[name]
-    if len(kernels) != 1:
-        raise TilewiseError(f"{path} defines {len(kernels)} kernels; say which with FILE:FUNC",
-                            hint="kernels in it: " + (", ".join(kernels) or "none"))
-    return mod, next(iter(kernels.values()))
+    return mod
+
+
+def user_span(exc: BaseException, file: str):
+    """The place in ``file`` where ``exc`` happened: a SyntaxError's own, else the last
+    frame of its traceback in that file (None when no frame is)."""
+    from .errors import Span
+
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        return Span(file, exc.lineno, max((exc.offset or 1) - 1, 0),
+                    (exc.text or "").rstrip("\n") or None)
+    here = None
+    tb = exc.__traceback__
+    target = str(pathlib.Path(file).resolve())
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if str(pathlib.Path(code.co_filename).resolve()) == target:
+            here = Span(file, tb.tb_lineno, 0)
+        tb = tb.tb_next
+    return here
+
+
+def user_failure(exc: BaseException, doing: str, file: str) -> TilewiseError:
+    """A TilewiseError for an exception raised by the user's code while ``doing``."""
+    what = "sys.exit()" if isinstance(exc, SystemExit) else type(exc).__name__
+    detail = f": {exc}" if str(exc) and not isinstance(exc, SystemExit) else ""
+    return TilewiseError(f"{doing} raised {what}{detail}", user_span(exc, file),
+                         f"fix the error in {pathlib.Path(file).name}")
 
 
 def gpu_fits(target) -> tuple[bool, str]:
@@ -54,6 +111,8 @@ def gpu_fits(target) -> tuple[bool, str]:
 
     if not gpu_available():
         return False, "no GPU on this machine"
+    if importlib.util.find_spec("torch") is None:
+        return False, "torch is not installed (tilewise run moves arrays with it)"
     dev = device_target()
     t = Target(target)
     if not t.runs_on(dev):
@@ -174,21 +233,73 @@ def run_example(mod, func, target, force_sim=False, seed=0) -> bool:
     """Run ``func`` on the module's ``inputs(rng)`` (random arrays by the kernel's buffers
     when it has none) and compare with ``reference`` when the module defines one."""
     rng = np.random.default_rng(seed)
-    arrays = mod.inputs(rng) if hasattr(mod, "inputs") else random_inputs(func, rng)
-    want = None
-    if hasattr(mod, "reference"):
-        want = mod.reference(*[a.copy() if isinstance(a, np.ndarray) else a for a in arrays])
+    file = mod.__file__
+    arrays = (_call_user(mod, "inputs", rng) if hasattr(mod, "inputs")
+              else random_inputs(func, rng))
+    if not isinstance(arrays, (list, tuple)):
+        raise TilewiseError(f"inputs(rng) in {file} returned {type(arrays).__name__}; it must "
+                            "return a list with one argument per kernel parameter",
+                            hint="return [array, ...] (numpy arrays, numbers for scalars)")
+    arrays = list(arrays)
+    has_ref = hasattr(mod, "reference")
+    if has_ref:
+        want = _call_user(mod, "reference",
+                          *[a.copy() if isinstance(a, np.ndarray) else a for a in arrays])
+    rtol = _tolerance(mod, "RTOL", None)
     where = execute(func, arrays, target, force_sim)
     head = f"{func.name} on {where}, target {target}: "
-    if want is None:
+    got = [a for a in arrays if isinstance(a, np.ndarray)]
+    if not has_ref:
         sums = ", ".join(f"{b.name}: {a.astype(np.float64).sum():.6g}"
-                         for b, a in zip(func.param_buffers(),
-                                         [x for x in arrays if isinstance(x, np.ndarray)]))
+                         for b, a in zip(func.param_buffers(), got))
         print(head + f"ran; no reference() in the file to compare with (sums {sums})")
         return True
-    problems = compare([a for a in arrays if isinstance(a, np.ndarray)],
-                       [w for w in want if isinstance(w, np.ndarray)], getattr(mod, "RTOL", None),
-                       getattr(mod, "ATOL", 0.0))
+    problems = compare(got, _expected(want, got, func, file), rtol, _tolerance(mod, "ATOL", 0.0))
     print(head + ("OK, matches the reference" if not problems else
                   "MISMATCH: " + "; ".join(problems)))
     return not problems
+
+
+def _call_user(mod, name, *args):
+    """``mod.name(*args)``; an exception in it is the user's, reported at their line."""
+    try:
+        return getattr(mod, name)(*args)
+    except TilewiseError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's function failed
+        raise user_failure(e, f"{name}() in {mod.__file__}", mod.__file__) from None
+
+
+def _tolerance(mod, name: str, default):
+    """``mod.RTOL`` / ``mod.ATOL``: a number >= 0 (``default`` when the module has none)."""
+    tol = getattr(mod, name, default)
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float))
+                            or not tol >= 0):
+        usage = ("or no RTOL for a bit-exact comparison" if name == "RTOL" else
+                 "added to RTOL's bound; or no ATOL")
+        raise TilewiseError(f"{name} in {mod.__file__} is {tol!r}; it must be a number >= 0",
+                            hint=f"e.g. {name} = 1e-5, {usage}")
+    return tol
+
+
+def _expected(want, got, func, file) -> list:
+    """reference()'s arrays, checked: one per array argument, each of its shape and dtype."""
+    if not isinstance(want, (list, tuple)):
+        raise TilewiseError(f"reference() in {file} returned {type(want).__name__}; it must "
+                            "return a list with what every argument holds afterwards",
+                            hint="return [array, ...] in parameter order")
+    arrays = [np.asarray(w) if not np.isscalar(w) else w for w in want]
+    arrays = [w for w in arrays if isinstance(w, np.ndarray)]
+    names = [b.name for b in func.param_buffers()]
+    if len(arrays) != len(got):
+        raise TilewiseError(f"reference() in {file} returned {len(arrays)} array(s), the kernel "
+                            f"takes {len(got)} ({', '.join(names)})",
+                            hint="return one array per buffer argument, in parameter order "
+                                 "(what each holds after the kernel)")
+    for name, g, w in zip(names, got, arrays):
+        if w.shape != g.shape or w.dtype != g.dtype:
+            raise TilewiseError(f"reference() in {file} returned {w.dtype}{list(w.shape)} for "
+                                f"{name!r}, which is {g.dtype}{list(g.shape)}",
+                                hint=f"return {name!r}'s expected contents with its shape "
+                                     f"and dtype (convert with .astype to {g.dtype})")
+    return arrays

@@ -35,6 +35,11 @@ target (measured with llvmlite 0.50 / LLVM 22.1: a lower ``+ptxNN`` aborts the p
 ``+ptx70``-``+ptx78``, ``+ptx80``-``+ptx88`` and ``+ptx90``; an unknown one is silently ignored,
 so versions are never above 9.0 and never below 6.0.
 
+Accepted targets (:data:`KNOWN_TARGETS`) are the processors LLVM 22 knows *and* the
+toolchain builds: nvJitLink 13 (CUDA 13) has no code generator for sm_20 to sm_72 and renamed
+sm_101 to sm_110 (:data:`UNBUILDABLE`, measured), so those names are a :class:`TargetError`
+that says what to use instead, as is a target that is not a string (``target=90``).
+
 Pure Python, no GPU needed, no heavy imports (``import tilewise`` imports this module).
 """
 
@@ -48,6 +53,8 @@ __all__ = [
     "Target",
     "FEATURES",
     "KNOWN_TARGETS",
+    "LLVM_TARGETS",
+    "UNBUILDABLE",
     "LLVM_PTX_VERSIONS",
     "MAX_PTX_VERSION",
     "MIN_PTX_VERSION",
@@ -62,7 +69,7 @@ __all__ = [
 
 #: Every processor LLVM 22.1 (llvmlite 0.50) recognises, with the lowest PTX ISA version it
 #: accepts for it (its default ``.version``; anything lower is a fatal LLVM error).
-KNOWN_TARGETS: dict[str, tuple[int, int]] = {
+LLVM_TARGETS: dict[str, tuple[int, int]] = {
     "sm_20": (3, 2), "sm_21": (3, 2), "sm_30": (3, 2), "sm_32": (4, 0), "sm_35": (3, 2),
     "sm_37": (4, 1), "sm_50": (4, 0), "sm_52": (4, 1), "sm_53": (4, 2),
     "sm_60": (5, 0), "sm_61": (5, 0), "sm_62": (5, 0),
@@ -76,6 +83,23 @@ KNOWN_TARGETS: dict[str, tuple[int, int]] = {
     "sm_120": (8, 7), "sm_120a": (8, 7), "sm_120f": (8, 8),
     "sm_121": (8, 8), "sm_121a": (8, 8), "sm_121f": (8, 8),
 }
+
+#: Processors LLVM knows but the toolchain (nvJitLink 13, CUDA 13) cannot build a cubin for
+#: (measured: ``nvJitLinkCreate(-arch=...)`` fails with ERROR_UNSUPPORTED_ARCH), with why and
+#: what to use instead. They are refused by :class:`Target`, so nothing accepts a target it
+#: cannot build.
+UNBUILDABLE: dict[str, tuple[str, str]] = {
+    **{n: ("CUDA 13 dropped Maxwell, Pascal and Volta (sm_50 to sm_72) and older GPUs",
+           "use sm_75 or newer (e.g. 'sm_80', 'sm_90a')")
+       for n in LLVM_TARGETS if int(n[3:].rstrip("af")) < 75},
+    **{n: ("CUDA 13 renamed sm_101 to sm_110", f"use {n.replace('101', '110')!r}")
+       for n in ("sm_101", "sm_101a", "sm_101f")},
+}
+
+#: The targets tilewise accepts: every processor of :data:`LLVM_TARGETS` the toolchain
+#: builds, with its lowest PTX ISA version.
+KNOWN_TARGETS: dict[str, tuple[int, int]] = {
+    n: v for n, v in LLVM_TARGETS.items() if n not in UNBUILDABLE}
 
 #: The ``+ptxNN`` features LLVM 22 recognises.
 LLVM_PTX_VERSIONS: frozenset[tuple[int, int]] = frozenset(
@@ -137,16 +161,16 @@ FEATURES: dict[str, Feature] = dict([
     # targets sm_100f (sm_103a/f), sm_110f and sm_120f (sm_121a/f) from 8.8 (CCCL's
     # cuda::ptx target list; LLVM 22 selects it and nvJitLink assembles it on each).
     _feature("setmaxnreg", "setmaxnreg",
-             "sm_90a, sm_100a, sm_101a, sm_120a, or a family target of sm_100f/sm_110f/sm_120f "
+             "sm_90a, sm_100a, sm_120a, or a family target of sm_100f/sm_110f/sm_120f "
              "(e.g. sm_103a, sm_110a, sm_121a)",
-             ("sm_90a", (8, 0)), ("sm_100a", (8, 6)), ("sm_101a", (8, 6)), ("sm_120a", (8, 7)),
+             ("sm_90a", (8, 0)), ("sm_100a", (8, 6)), ("sm_120a", (8, 7)),
              ("sm_100f", (8, 8)), ("sm_110f", (8, 8)), ("sm_120f", (8, 8))),
-    # tcgen05: sm_100a / sm_101a from PTX 8.6; family targets sm_100f (which covers sm_103a/f)
-    # and sm_110f from 8.8. Not sm_100 (base) and not sm_120/sm_121 with any suffix.
+    # tcgen05: sm_100a from PTX 8.6; family targets sm_100f (which covers sm_103a/f) and
+    # sm_110f (CUDA 13's name for sm_101) from 8.8. Not sm_100 (base) and not sm_120/sm_121
+    # with any suffix.
     _feature("tcgen05", "tcgen05",
-             "sm_100a, sm_101a, or a family target of sm_100f/sm_110f (e.g. sm_103a, sm_110a)",
-             ("sm_100a", (8, 6)), ("sm_101a", (8, 6)),
-             ("sm_100f", (8, 8)), ("sm_110f", (8, 8))),
+             "sm_100a, or a family target of sm_100f/sm_110f (e.g. sm_103a, sm_110a)",
+             ("sm_100a", (8, 6)), ("sm_100f", (8, 8)), ("sm_110f", (8, 8))),
 ])
 
 #: Shared memory one CTA may use, static and dynamic together, with the opt-in, in KB, by
@@ -189,12 +213,16 @@ class Target:
         if isinstance(name, Target):
             return name
         if not isinstance(name, str):
-            raise TypeError(f"Target() takes a target name such as 'sm_90a', "
-                            f"not {type(name).__name__}")
+            raise TargetError(f"a target is a name such as 'sm_90a', not "
+                              f"{type(name).__name__} {name!r}", hint=_value_hint(name))
         m = _NAME_RE.fullmatch(name)
         if m is None:
             raise TargetError(f"malformed target name {name!r}: expected {_FORM}",
                               hint=_name_hint(name))
+        if name in UNBUILDABLE:
+            why, instead = UNBUILDABLE[name]
+            raise TargetError(f"target {name!r} cannot be built: nvJitLink (CUDA 13) has no "
+                              f"code generator for it ({why})", hint=instead)
         if name not in KNOWN_TARGETS:
             raise TargetError(f"unknown target {name!r}: not a processor LLVM 22 knows",
                               hint=_name_hint(name))
@@ -426,6 +454,16 @@ def _feature_hint(spec: Feature) -> str:
         return f"targets with {spec.display}: {', '.join(having)}"
     examples = [n for n in _HINT_EXAMPLES if n in having]
     return f"use a target with {spec.display}, e.g. {', '.join(examples)}"
+
+
+def _value_hint(value) -> str:
+    """A hint for a target given as a number or another non-string value."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        digits = str(value).replace(".", "")
+        near = [n for n in KNOWN_TARGETS if n.rstrip("af") == f"sm_{digits}"]
+        if near:
+            return "did you mean " + " or ".join(repr(x) for x in near) + "?"
+    return "pass the target as a string, e.g. target='sm_90a'"
 
 
 def _name_hint(name: str) -> str:

@@ -87,14 +87,14 @@ def test_alignment_requests_are_honoured_or_refused():
     src = kernel(lines=('S = T.alloc_shared((256,), "int32", align=1024)',
                         'D = T.alloc_buffer((256,), "int32", scope="shared.dyn", align=256)',
                         "S[tid] = A[tid % 64]", "D[tid] = 2", "T.cuda.cta_sync()",
-                        "A[tid % 64] = S[127 - tid] + D[tid]"))
+                        "if tid < 64:", "    A[tid] = S[127 - tid] + D[tid]"))
     func = from_source(src, filename=FILE)
     assert "align=1024" in func.script()
     ptx = tw.compile(func, target="sm_90a").source("ptx")
     assert ".align 1024" in ptx  # a static buffer: the declaration's alignment
     # dynamic buffers: the window's 16-aligned base rounded up to 1024 bytes at run time
     assert re.search(r"and.b32\s+%r\d+, %r\d+, 1008;", ptx), ptx
-    tw.simulate(func, __import__("numpy").zeros(64, "int32"))
+    tw.simulate(func, __import__("numpy").zeros(64, "int32"), grid=1)  # one CTA writes A
     for bad, line in (("3", 'S = T.alloc_shared((4,), "int32", align=3)  # BAD'),
                       ("2048", 'S = T.alloc_shared((4,), "int32", align=2048)  # BAD'),
                       ("2", 'S = T.alloc_shared((4,), "int32", align=2)  # BAD'),

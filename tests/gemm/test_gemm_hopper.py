@@ -55,6 +55,19 @@ def test_the_pipelined_gemm_in_the_simulator(shape, dtype, kw):
         assert seconds <= 10, f"{seconds:.1f} s"
 
 
+def test_a_producer_warp_makes_a_288_thread_cta_whose_warpgroup_calls_are_valid():
+    """Consumers are warpgroups 0 and 1, the producer the one warp of a partial warpgroup:
+    the consumers' Tx.wg calls dispatch, and the run is race- and hazard-free."""
+    shape = (256, 256, 128)
+    a, b, c = G.inputs(np.random.default_rng(5), shape, "bfloat16")
+    k = G.make_gemm(*shape, num_sms=2, producer="warp")
+    from tilewise.ir.launch import LaunchConfig
+
+    assert LaunchConfig.of(lower(k, "sm_90a").func).block == 288
+    assert tw.simulate(k, a, b, c).ok
+    _check(c, a, b)
+
+
 def test_the_log_shows_tma_wgmma_stmatrix_and_the_tma_store():
     log = {d.call.split("(")[0] + ":" + d.chosen: d.info for d in
            lower(G.gemm, "sm_90a").dispatch_log}

@@ -126,9 +126,11 @@ HAZARDS = [
         "if lane < 16:",
         "    T.ptx.ldmatrix(T.address_of(S[lane, 0]), 2, False, R[0], R[1])  # BUG"]),
     ("stmatrix-read-without-barrier", "reads shared memory written by thread", [
+        "for j in T.unroll(4):", "    R[j] = W[lane, j]",  # registers written first
         "T.ptx.stmatrix(T.address_of(S[lane, 0]), 4, False, R[0], R[1], R[2], R[3])",
         "G[lane, 0] = S[lane, 0]  # BUG"]),
     ("mma-partial-warp", "mma.sync is .sync.aligned: all 32 threads of warp 0", [
+        "for j in T.unroll(4):", "    R[j] = W[lane, j]",  # registers written first
         "if lane % 2 == 0:",
         "    T.ptx.mma_sync('float16', 'float16', 'float32', R[0], R[1], R[2], R[3], R[0], "
         "R[1], W[lane, 0], W[lane, 1], W[lane, 2], W[lane, 3])  # BUG"]),

@@ -132,6 +132,10 @@ HAZARDS = [
     ("exit-pending", "the CTA exits while a wgmma.mma_async is pending", [
         "T.ptx.wgmma.fence()", "Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :])  # BUG",
         "T.ptx.wgmma.commit_group()"]),
+    ("accumulator-never-written", "wgmma.mma_async reads accumulator registers where this "
+     "thread has not written", [  # accum=False reads none
+        "T.ptx.wgmma.fence()", "Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :], accum=True)"
+        "  # BUG", "T.ptx.wgmma.commit_group()", "T.ptx.wgmma.wait_group(0)"]),
     ("bad-descriptor", "outside every shared buffer", [
         "T.ptx.wgmma.fence()",
         "T.ptx.wgmma.mma_async(T.uint64(0x1000), T.uint64(0x1000), True, 64, 'bfloat16', "

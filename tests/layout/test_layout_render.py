@@ -89,16 +89,37 @@ def test_cli_shape_option(capsys):
 
 
 def test_cli_reports_layout_errors(capsys):
-    assert main(["S[(128, 8):(1@tid_in_wgg, 1)]"]) == 1
+    assert main(["S[(128, 8):(1@tid_in_wgg, 1)]"]) == 2
     err = capsys.readouterr().err
     assert "layout error: unknown name 'tid_in_wgg'" in err
     assert "hint: did you mean 'tid_in_wg'" in err
-    assert main(["S[(128, 8)]", "--shape", "12x8"]) == 1
+    assert main(["S[(128, 8)]", "--shape", "12x8"]) == 2
     assert "--shape '12x8' is not a comma-separated list" in capsys.readouterr().err
-    assert main(["S[(128, 8)]", "--shape", "64,8"]) == 1
+    assert main(["S[(128, 8)]", "--shape", "64,8"]) == 2
     assert "has 512 elements but the layout has 1024" in capsys.readouterr().err
 
 
 def test_cli_usage_error_returns_2(capsys):
     assert main([]) == 2
     assert "usage: tilewise layout" in capsys.readouterr().err
+
+
+def test_svg_of_a_huge_layout_is_folded_in_bounded_time_and_size():
+    import time
+
+    from tilewise.layout.render import (SVG_HEAD_COLS, SVG_HEAD_ROWS, SVG_TAIL_COLS,
+                                        SVG_TAIL_ROWS)
+
+    t0 = time.perf_counter()
+    svg = render_svg(TileLayout(S[(4096, 4096)]))
+    assert time.perf_counter() - t0 < 5 and len(svg) < 2_000_000
+    cells = _cells(svg)
+    assert len(cells) == (SVG_HEAD_ROWS + SVG_TAIL_ROWS) * (SVG_HEAD_COLS + SVG_TAIL_COLS)
+    assert "(4095, 4095): 16777215" in svg and "(0, 0): 0" in svg
+    assert svg.count('class="fold"') > 0 and "⋮" in svg and "…" in svg
+    assert "shape (4096, 4096)" in svg
+
+
+def test_svg_of_a_layout_with_a_trillion_elements():
+    svg = render_svg(TileLayout(S[(1 << 20, 1 << 20) : (1 @ tid_in_wg, 1)]))
+    assert "T1048575:r1048575" in svg and len(_cells(svg)) == 96 * 48

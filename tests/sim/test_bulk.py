@@ -258,7 +258,8 @@ def uninitialised_barrier(A_ptr: T.handle, B_ptr: T.handle):
     tid = T.thread_id([128])
     S = T.alloc_shared((1024,), "float16")
     bar = T.alloc_shared([1], "uint64")
-    bar[0] = T.uint64(0)
+    if tid == 0:
+        bar[0] = T.uint64(0)
     T.cuda.cta_sync()
     if tid == 0:
         T.ptx.cp_async.bulk.g2s(  # BUG: no init

@@ -39,7 +39,7 @@ def ring(A_ptr: T.handle, B_ptr: T.handle):
             B[k, tid - 128] = buf[k % STAGES, tid - 128] + 1.0
             T.ptx.mbarrier.arrive(T.address_of(empty[k % STAGES]))
     T.cuda.cta_sync()
-    B[0, tid % 128] = B[0, tid % 128]
+    B[tid // 128, tid % 128] = B[tid // 128, tid % 128]  # all 256 threads, reconverged
 
 
 def test_producer_and_consumer_warpgroups_take_turns():

@@ -246,3 +246,31 @@ def test_cluster_declaration_is_checked_for_the_target(target, decl, message):
     with pytest.raises(tw.CompileError) as info:
         lower(from_source(src, filename=FILE, env=ENV), target)
     check_error(info.value, message, None, src, FILE)
+
+
+FENCED_TILE = ("for i in range(32):", "    Sh[i * 2 + tid // 64, tid % 64] = A[0, 0]",
+               "T.ptx.fence.proxy_async()", "T.cuda.cta_sync()")
+
+
+def test_tma_stores_of_two_ctas_into_one_tile_race():
+    """A TMA store writes global memory like any store: the race shadows see it."""
+    src = kernel(*FENCED_TILE, "if tid == 0:", "    " + STORE.format("", MARK),
+                 "    T.ptx.cp_async.bulk.commit_group()", "    T.ptx.cp_async.bulk.wait_group(0)")
+    func = from_source(src, filename=FILE, env=ENV)
+    a = np.zeros((64, 64), np.float16)
+    assert tw.simulate(func, a, np.zeros_like(a)).ok  # one CTA: no race
+    with pytest.raises(tw.HazardError) as info:
+        tw.simulate(func, a, np.zeros_like(a), grid=2)
+    check_error(info.value, "write-write race on global memory: this thread writes bytes CTA "
+                "(0, 0, 0) wrote in the same launch", "index with T.cta_id", src, FILE)
+
+
+def test_a_tma_load_of_global_bytes_another_thread_just_wrote_races():
+    write = "A[tid % 64, tid // 64] = A[tid % 64, tid // 64] + 1.0"
+    load = ("if tid == 0:", EXPECT.format(TILE), "    " + LOAD.format("", MARK), WAIT)
+    src = kernel(write, *load)
+    with pytest.raises(tw.HazardError) as info:
+        _run(src)
+    check_error(info.value, "read-after-write race on global memory: this thread reads bytes "
+                "thread 64 of this CTA wrote with no bar.sync in between", None, src, FILE)
+    assert _run(kernel(write, "T.cuda.cta_sync()", *load)).ok

@@ -1,10 +1,13 @@
 """The on-disk compile cache.
 
 An entry is ``<cache_dir>/kernels/<key[:2]>/<key>.<kind>``: the magic ``TWC1``, the SHA-256
-of the payload, the payload. Writes are atomic (a temporary file in the same folder, then
-``os.replace``), so a reader sees a whole entry or none; an entry whose digest does not
-match (truncated, edited, damaged) reads as a miss and is rebuilt and overwritten. The key
-covers everything the output depends on (see :func:`tilewise.compiler.cache_key`).
+of the payload, the payload. Kinds: ``ptx`` and ``cubin`` (a kernel; the key covers
+everything the output depends on, see :func:`tilewise.compiler.cache_key`) and ``bc`` (a
+libdevice slice, :mod:`.libdevice`). Writes are atomic (a temporary file in the same folder,
+then ``os.replace``), so a reader sees a whole entry or none; every entry is verified on
+reading, and one whose digest does not match (truncated, edited, damaged) reads as a miss
+and is rebuilt and overwritten. A cache folder that cannot be written (read-only, full, a
+file in the way) warns once per process and tilewise compiles without it.
 Settings: ``TILEWISE_CACHE_DIR``, ``TILEWISE_CACHE=0`` (:mod:`tilewise.knobs`).
 """
 
@@ -68,11 +71,28 @@ def load(key: str, kind: str) -> bytes | None:
     return payload
 
 
+_warned: set[str] = set()  # cache folders already warned about in this process
+
+
 def store(key: str, kind: str, payload: bytes) -> None:
-    """Save an entry (silently skipped when the cache is disabled or not writable)."""
+    """Save an entry (skipped when the cache is disabled; a cache that cannot be written
+    warns once and is skipped: it must not fail a compile)."""
     if not knobs.cache_enabled:
         return
     try:
         atomic_write(entry_path(key, kind), _MAGIC + hashlib.sha256(payload).digest() + payload)
-    except OSError:
-        pass  # a read-only or full cache must not fail a compile
+    except OSError as e:
+        _warn_unwritable(e)
+
+
+def _warn_unwritable(e: OSError) -> None:
+    folder = knobs.cache_dir
+    if folder in _warned:
+        return
+    _warned.add(folder)
+    import warnings
+
+    warnings.warn(f"tilewise: cannot write the compile cache in {folder} "
+                  f"({e.strerror or e}); compiling without it. Set TILEWISE_CACHE_DIR to a "
+                  "writable folder, or TILEWISE_CACHE=0 to turn the cache off.",
+                  RuntimeWarning, stacklevel=3)

@@ -37,7 +37,11 @@ def link_cubin(ptx: str, arch: str, name: str = "kernel") -> bytes:
     except ImportError as exc:
         raise CompileError("making a cubin needs nvJitLink",
                            hint="pip install nvidia-nvjitlink cuda-bindings") from exc
-    handle = nvjitlink.create(2, [f"-arch={arch}", "-O3"])
+    try:
+        handle = nvjitlink.create(2, [f"-arch={arch}", "-O3"])
+    except nvjitlink.nvJitLinkError as exc:  # Target() refuses what nvJitLink cannot build
+        raise CompileError(f"internal error: nvJitLink refused -arch={arch}: {exc}",
+                           hint="please report this with the target name") from exc
     try:
         data = ptx.encode()
         nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), name)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 from llvmlite import ir
 
 from ..errors import CompileError
@@ -154,9 +155,10 @@ class Emitter:
         return Emitted(self.module, name, dyn, self.static_smem, self.libdevice)
 
     def _kernel_attributes(self) -> dict[str, str]:
+        # maxntid is checked against .reqntid (check.py), not emitted: ptxas refuses both
         block = self.func.launch_config.block
         attrs = {"nvvm.reqntid": str(block)}
-        names = {"maxntid": "nvvm.maxntid", "minctasm": "nvvm.minctasm",
+        names = {"minctasm": "nvvm.minctasm",
                  "maxnreg": "nvvm.maxnreg", "cluster_dim": "nvvm.cluster_dim"}
         for opt, attr in names.items():
             if opt in self.options:
@@ -521,8 +523,9 @@ class Emitter:
     def e_IntImm(self, e: E.IntImm):
         return arith.const_int(e.dtype, e.value)
 
-    def e_FloatImm(self, e: E.FloatImm):
-        return ir.Constant(ty.value_type(e.dtype), float(e.value))
+    def e_FloatImm(self, e: E.FloatImm):  # rounded to the type first, as the simulator does
+        with np.errstate(over="ignore"):
+            return ir.Constant(ty.value_type(e.dtype), float(e.dtype.numpy().type(e.value)))
 
     def e_BinOp(self, e: E.BinOp):
         if e.op in ("and", "or") and _has_effects(e.b):

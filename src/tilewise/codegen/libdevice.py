@@ -1,8 +1,9 @@
 """libdevice for the math lowerings (:mod:`.lowerings.math`): finding ``libdevice.10.bc``
 and linking the functions a kernel calls (:func:`link_libdevice`), each from a
 per-function slice (internalised and dead-stripped once per process and kept as bitcode,
-on disk too, so a link costs ~1 ms instead of parsing 465 KB: compat doc §5). Nothing is
-read before a kernel calls a math function.
+in the compile cache too, kind ``bc``, verified like every entry, so a link costs ~1 ms
+instead of parsing 465 KB: compat doc §5). Nothing is read before a kernel calls a math
+function.
 """
 
 from __future__ import annotations
@@ -41,33 +42,20 @@ def _libdevice_bytes() -> bytes:
 
 @functools.lru_cache(maxsize=None)
 def _slice(name: str) -> bytes:
-    """Bitcode holding libdevice function ``name`` and what it calls, nothing else."""
-    from ..knobs import knobs
+    """Bitcode holding libdevice function ``name`` and what it calls, nothing else (from
+    the compile cache when a verified entry is there; a damaged one is rebuilt)."""
+    import hashlib
 
-    path = None
-    if knobs.cache_enabled:
-        import hashlib
+    from . import cache
 
-        tag = hashlib.sha256(_libdevice_bytes()).hexdigest()[:16]
-        path = os.path.join(knobs.cache_dir, "libdevice", tag, name + ".bc")
-        data = _read(path)
-        if data is not None:
-            return data
+    key = hashlib.sha256(hashlib.sha256(_libdevice_bytes()).digest()
+                         + name.encode()).hexdigest()
+    data = cache.load(key, "bc")
+    if data is not None and data[:4] == b"BC\xc0\xde":
+        return data
     data = _make_slice(name)
-    if path is not None:
-        from .cache import atomic_write
-
-        atomic_write(path, data)
+    cache.store(key, "bc", data)
     return data
-
-
-def _read(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    return data if data[:4] == b"BC\xc0\xde" else None
 
 
 def _make_slice(name: str) -> bytes:

@@ -15,6 +15,7 @@ from .expr import Expr, binop
 WARP = 32
 WARPGROUP = 128
 MAX_THREADS = 1024  # threads per CTA on every target
+MAX_GRID = (2**31 - 1, 65535, 65535)  # CTAs per grid dimension x, y, z on every target
 
 # kind -> (divisor, modulus) of the linear thread id; None means "not a thread kind"
 _THREAD_MAP = {
@@ -76,6 +77,11 @@ class LaunchConfig:
         for b in func.launch:
             if b.kind == "cta_id":
                 grid[b.dim] = b.extent
+                if isinstance(b.extent, int) and b.extent > MAX_GRID[b.dim]:
+                    raise ScriptError(f"T.cta_id declares {b.extent} CTAs in dimension "
+                                      f"{'xyz'[b.dim]}; a grid has at most {MAX_GRID[b.dim]} "
+                                      "there", b.span, hint="spread the CTAs over x, y and z "
+                                      "(x takes up to 2^31 - 1)")
                 continue
             if b.kind == "cta_id_in_cluster":
                 cluster[b.dim] = b.extent

@@ -206,7 +206,10 @@ class PrimFunc(Node):
     attrs: tuple[tuple[str, object], ...] = field(default=())
 
     def param_buffers(self) -> list[Buffer]:
-        return [b for _, b in self.buffer_map]
+        """The global buffers in parameter order (the order of the arrays at launch),
+        whatever order the T.match_buffer lines come in."""
+        by_param = {id(v): b for v, b in self.buffer_map}
+        return [by_param[id(p)] for p in self.params if id(p) in by_param]
 
     def attr(self, name: str, default=None):
         for k, v in self.attrs:

@@ -73,6 +73,26 @@ class Mutator:
         return dataclasses.replace(node, **changes) if changes else node
 
 
+def deepest(node) -> tuple[int, object]:
+    """``(depth, span)``: how deeply IR nodes nest below ``node`` and the user's place of the
+    deepest one (the nearest span on its way down). Iterative, so it answers for trees the
+    recursive passes could not walk."""
+    best, best_span = 0, getattr(node, "span", None)
+    stack = [(node, 1, best_span)]
+    while stack:
+        n, d, span = stack.pop()
+        if isinstance(n, (tuple, list)):
+            stack.extend((x, d, span) for x in n)
+            continue
+        if not isinstance(n, Node) or _is_leaf(n):
+            continue
+        span = n.span or span
+        if d > best:
+            best, best_span = d, span
+        stack.extend((getattr(n, f), d + 1, span) for f in child_fields(type(n)))
+    return best, best_span
+
+
 def walk(node, fn) -> None:
     """Call ``fn`` on every node below ``node`` (pre-order, Buffers/Vars included)."""
 

@@ -107,7 +107,8 @@ def _parse_shape(text: str | None) -> tuple[int, ...] | None:
 
 def main(argv: list[str]) -> int:
     """Run ``tilewise layout`` with the arguments after ``layout``; returns the exit
-    status (0 ok, 1 a layout error, 2 bad command-line usage)."""
+    status (0 ok, 2 a layout error or bad command-line usage: a user mistake, as for every
+    tilewise command)."""
     from tilewise.layout.render import render_ascii, render_svg
 
     parser = argparse.ArgumentParser(
@@ -130,8 +131,8 @@ def main(argv: list[str]) -> int:
             sys.stdout.write(f"wrote {args.svg}\n")
     except TilewiseError as err:
         sys.stderr.write(f"{err}\n")
-        return 1
+        return 2
     except OSError as err:  # the --svg file could not be written
-        sys.stderr.write(f"error: cannot write {args.svg}: {err.strerror}\n")
-        return 1
+        sys.stderr.write(f"error: --svg {args.svg}: cannot write it: {err.strerror}\n")
+        return 2
     return 0

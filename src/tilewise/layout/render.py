@@ -40,6 +40,10 @@ PREFIX = {
 }
 MAX_ROWS, HEAD_ROWS, TAIL_ROWS = 16, 8, 4
 MAX_COLS, HEAD_COLS, TAIL_COLS = 16, 8, 4
+# The SVG picture folds larger tiles the same way: at most 128 rows and 64 columns are
+# drawn (about 8 000 cells, ~1.5 MB), whatever the layout's size.
+SVG_MAX_ROWS, SVG_HEAD_ROWS, SVG_TAIL_ROWS = 128, 64, 32
+SVG_MAX_COLS, SVG_HEAD_COLS, SVG_TAIL_COLS = 64, 32, 16
 CELL_W, CELL_H, MARGIN = 44, 18, 40
 
 
@@ -125,7 +129,8 @@ def _colour_keys(
     elif "TLane" in places:
         names, what = ["TLane"], "tensor-memory lane"
     else:  # memory only: groups of 8 consecutive offsets
-        m = places.get("m", np.zeros(layout.size(), np.int64))
+        n = len(next(iter(places.values()))) if places else 0
+        m = places.get("m", np.zeros(n, np.int64))
         uniq, inverse = np.unique(m // 8, return_inverse=True)
         return (
             inverse.reshape(-1),
@@ -144,38 +149,54 @@ def _fill(k: int) -> str:
 
 def render_svg(layout: TileLayout, shape: Sequence[int] | None = None) -> str:
     """An SVG picture: one ``<rect class="cell">`` per element, coloured by thread (or by
-    TMEM lane, or by groups of 8 memory offsets), with a legend of colours."""
+    TMEM lane, or by groups of 8 memory offsets), with a legend of colours. A tile of more
+    than SVG_MAX_ROWS rows or SVG_MAX_COLS columns shows its first and last ones around a
+    ``⋮`` / ``…`` fold, as the ASCII view does, so time and size stay bounded."""
     nrows, ncols = _grid(layout, shape)
-    places = layout.apply_np(np.arange(layout.size(), dtype=np.int64))
-    labels = _labeller(layout)(places, layout.size())
+    rows = _visible(nrows, SVG_MAX_ROWS, SVG_HEAD_ROWS, SVG_TAIL_ROWS)
+    cols = _visible(ncols, SVG_MAX_COLS, SVG_HEAD_COLS, SVG_TAIL_COLS)
+    real_r = [r for r in rows if r is not None]
+    real_c = [c for c in cols if c is not None]
+    lin = np.array([r * ncols + c for r in real_r for c in real_c], dtype=np.int64)
+    places = layout.apply_np(lin)
+    labels = _labeller(layout)(places, len(lin))
     keys, what, texts = _colour_keys(layout, places)
     legend = _legend(keys, texts)
-    width = 2 * MARGIN + ncols * CELL_W
-    height = 2 * MARGIN + nrows * CELL_H + CELL_H * (len(legend) + 2)
+    width = 2 * MARGIN + len(cols) * CELL_W
+    height = 2 * MARGIN + len(rows) * CELL_H + CELL_H * (len(legend) + 2)
+    dims = layout.shape if shape is None else tuple(shape)
+    title = escape(f"{layout!r}  shape {tuple(dims)}")
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'font-family="monospace" font-size="9">',
-        f"<title>{escape(repr(layout))}</title>",
-        f'<text x="{MARGIN}" y="{MARGIN - 12}">{escape(repr(layout))}</text>',
+        f"<title>{title}</title>",
+        f'<text x="{MARGIN}" y="{MARGIN - 12}">{title}</text>',
     ]
-    show_text = nrows * ncols <= 4096
-    for i in range(nrows * ncols):
-        r, c = divmod(i, ncols)
-        x, y = MARGIN + c * CELL_W, MARGIN + r * CELL_H
-        parts.append(
-            f'<rect class="cell" x="{x}" y="{y}" width="{CELL_W}" height="{CELL_H}" '
-            f'fill="{_fill(int(keys[i]))}" stroke="white"><title>({r}, {c}): '
-            f"{escape(labels[i])}</title></rect>"
-        )
-        if show_text:
-            parts.append(f'<text x="{x + 2}" y="{y + CELL_H - 5}">{escape(labels[i])}</text>')
-    y0 = MARGIN + nrows * CELL_H + CELL_H
+    show_text = len(lin) <= 4096
+    k = 0
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            x, y = MARGIN + j * CELL_W, MARGIN + i * CELL_H
+            if r is None or c is None:
+                mark = "⋮" if r is None else "…"
+                parts.append(f'<text class="fold" x="{x + CELL_W // 2}" '
+                             f'y="{y + CELL_H - 5}">{mark}</text>')
+                continue
+            parts.append(
+                f'<rect class="cell" x="{x}" y="{y}" width="{CELL_W}" height="{CELL_H}" '
+                f'fill="{_fill(int(keys[k]))}" stroke="white"><title>({r}, {c}): '
+                f"{escape(labels[k])}</title></rect>"
+            )
+            if show_text:
+                parts.append(f'<text x="{x + 2}" y="{y + CELL_H - 5}">{escape(labels[k])}</text>')
+            k += 1
+    y0 = MARGIN + len(rows) * CELL_H + CELL_H
     parts.append(f'<text class="legend" x="{MARGIN}" y="{y0}">colour = {what}</text>')
-    for j, (k, text) in enumerate(legend):
+    for j, (key, text) in enumerate(legend):
         y = y0 + (j + 1) * CELL_H
         parts.append(
             f'<rect class="legend" x="{MARGIN}" y="{y - 12}" width="14" '
-            f'height="14" fill="{_fill(k)}"/>'
+            f'height="14" fill="{_fill(key)}"/>'
         )
         parts.append(f'<text class="legend" x="{MARGIN + 20}" y="{y}">{escape(text)}</text>')
     parts.append("</svg>")

@@ -12,7 +12,7 @@ PTX version from them and the simulator trusts the check.
 from __future__ import annotations
 
 from ..errors import CompileError, did_you_mean
-from ..ir.expr import Call
+from ..ir.expr import Call, as_int
 from ..ir.stmt import PrimFunc
 from ..ir.visitor import SpanVisitor
 from ..ptx.table import PTX_OPS
@@ -23,6 +23,7 @@ class _Check(SpanVisitor):
         self.target = target
         self.features: set[str] = set()
         self.math = False
+        self.cta_group: tuple[int, object, str] | None = None  # the first: value, span, op
 
     def visit_Call(self, e: Call):
         op = PTX_OPS.get(e.op)
@@ -34,7 +35,27 @@ class _Check(SpanVisitor):
                                 span=e.span or self.span)
             self.features.add(feature)
         self.math = self.math or op.math
+        self._one_cta_group(e, op)
         self.generic_visit(e)
+
+    def _one_cta_group(self, e: Call, op) -> None:
+        """ptxas refuses a kernel whose tcgen05 instructions mix cta_group::1 and ::2 (a TMA
+        copy's optional ``.cta_group`` is no tcgen05 instruction's)."""
+        names = [p.name for p in op.params]
+        if (not e.op.startswith("ptx.tcgen05.") or "cta_group" not in names
+                or len(e.args) <= names.index("cta_group")):
+            return
+        value = as_int(e.args[names.index("cta_group")])
+        span = e.span or self.span
+        if self.cta_group is None:
+            self.cta_group = (value, span, e.op)
+        elif value is not None and value != self.cta_group[0]:
+            first, where, what = self.cta_group
+            raise CompileError(f"T.{e.op} uses cta_group={value} but T.{what} at {where} uses "
+                               f"cta_group={first}: the tcgen05 instructions of one kernel "
+                               "work for one CTA or for a CTA pair, not both", span,
+                               hint="give every tcgen05 instruction of the kernel the same "
+                               "cta_group")
 
 
 def check_targets(func: PrimFunc, target) -> tuple[frozenset[str], bool]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+
 from ..errors import ScriptError, TilewiseError
 from ..ir import dtype as dt
 from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, IntImm, Range, SizeVar, Var,
@@ -31,7 +33,11 @@ def call(p, fn, args, kwargs, node):
     if isinstance(fn, TypeCtor):
         return _type_ctor(p, fn.dtype, args, kwargs)
     if isinstance(fn, Builtin):
-        return fn.handler(p, args, kwargs)
+        try:
+            return fn.handler(p, args, kwargs)
+        except (TypeError, ValueError) as e:  # an argument no check above foresaw
+            raise p.error(f"T.{fn.name} cannot take these arguments: {e}",
+                          "see the function's arguments in docs/ir.md") from None
     if isinstance(fn, PtxPath):
         op = fn.op
         if op is None:
@@ -142,7 +148,7 @@ def _dtype(p, v):
         raise p.error(e.message, e.hint) from None
 
 
-def _layout(p, layout, shape, what):
+def _layout(p, layout, shape, what, scope=None):
     if layout is None:
         return None
     from ..layout import TileLayout
@@ -161,7 +167,43 @@ def _layout(p, layout, shape, what):
     if layout.size() != size:
         raise p.error(f"the layout of {what} covers {layout.size()} elements but the shape "
                       f"{shape} has {size}", "make the layout's extents match the shape")
+    if scope is not None and scope != "tmem":
+        _check_placement(p, layout, scope, what)
     return layout
+
+
+_CHECKED_ELEMENTS = 1 << 22  # larger buffers fail the memory limits, or are global arrays
+
+
+def _check_placement(p, layout, scope, what):
+    """A memory buffer's layout places elements at memory offsets (axis m): registers
+    (scope local) may also name the threads holding them; nothing names tensor memory; no
+    two elements share a place."""
+    allowed = ("memory", "thread") if scope == "local" else ("memory",)
+    foreign = [a.name for a in layout.axes() if a.kind not in allowed]
+    if foreign:
+        where = "registers" if scope == "local" else f"{scope} memory"
+        raise p.error(f"the layout of {what} uses axis {foreign[0]!r}, which has no meaning "
+                      f"for a buffer in {where}: its layout maps elements to memory offsets "
+                      "(axis m)" + (" and the threads that hold them" if scope == "local" else ""),
+                      "tensor-memory layouts (TLane/TCol) belong to T.decl_buffer(..., "
+                      "scope=\"tmem\"); write e.g. layout=TileLayout(S[(128, 32)])")
+    if layout.size() <= _CHECKED_ELEMENTS and not layout.is_injective():
+        raise p.error(f"the layout of {what} puts several elements at one place "
+                      f"{_collision(layout)}", "give every element its own offset (strides "
+                      "that do not overlap, none of them 0)")
+
+
+def _collision(layout) -> str:
+    """'(elements 1 and 64 both at m=1)' for a layout that is not injective."""
+    import numpy as np
+
+    places = layout.apply_np(np.arange(layout.size(), dtype=np.int64))
+    keys = np.stack([places[k] for k in sorted(places)], axis=1)
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    dup = int(np.flatnonzero(first[inverse.reshape(-1)] != np.arange(layout.size()))[0])
+    at = ", ".join(f"{k}={int(places[k][dup])}" for k in sorted(places))
+    return f"(elements {int(first[inverse.reshape(-1)][dup])} and {dup} both at {at})"
 
 
 def _name(p, default):
@@ -186,7 +228,7 @@ def _match_buffer(p, args, kwargs):
     if symbolic and kwargs.get("layout") is not None:
         raise p.error("a buffer with symbolic sizes cannot also take a layout=",
                       "give symbolic buffers strides= (row-major by default)")
-    layout = _layout(p, kwargs.get("layout"), shape, "T.match_buffer")
+    layout = _layout(p, kwargs.get("layout"), shape, "T.match_buffer", "global")
     buf = Buffer(_name(p, handle.name), shape, _dtype(p, dtype), "global", layout, data=handle,
                  strides=strides, span=p.span())
     p.buffer_map.append((handle, buf))
@@ -267,7 +309,7 @@ def _alloc(p, scope, args, kwargs, fname):
                       "allocate in 'shared', 'shared.dyn' or 'local'; declare tensor memory "
                       "with T.decl_buffer(..., scope='tmem')")
     shape = _shape(p, args[0], f"T.{fname}")
-    layout = _layout(p, kwargs.get("layout"), shape, f"T.{fname}")
+    layout = _layout(p, kwargs.get("layout"), shape, f"T.{fname}", scope)
     t = _dtype(p, args[1])
     align = _align(p, kwargs.get("align"), t, scope)
     swz = getattr(layout, "swizzling", None)
@@ -333,7 +375,7 @@ def _view(p, buf: Buffer, args, kwargs):
     shape = _shape(p, tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list))
                    else tuple(args), f"{buf.name}.view")
     t = _dtype(p, kwargs["dtype"]) if "dtype" in kwargs else buf.dtype
-    layout = _layout(p, kwargs.get("layout"), shape, f"{buf.name}.view")
+    layout = _layout(p, kwargs.get("layout"), shape, f"{buf.name}.view", buf.scope)
     if buf.scope == "tmem":
         raise p.error("tensor-memory buffers cannot be viewed", "declare another T.decl_buffer")
     storage = _storage_elems(layout, shape) * t.bits
@@ -386,6 +428,9 @@ def _cast(p, args, kwargs):
     _arity(p, "cast", args, kwargs, 2)
     t = _dtype(p, args[1])
     v = args[0]
+    if not is_ir(v) and not isinstance(v, numbers.Number):
+        raise p.error(f"T.cast converts a value, not {_describe(v)}",
+                      "index a buffer to get a value: A[i]" if isinstance(v, Buffer) else None)
     return cast(t, v if is_ir(v) else const(v, t))
 
 

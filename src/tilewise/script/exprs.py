@@ -12,7 +12,7 @@ from ..ir.expr import BufferLoad, BufferRegion, Range, as_int, binop, cmp, const
 from ..ir.expr import select as make_select
 from ..ir.stmt import Buffer
 from . import typerules as tr
-from .analysis import const_difference
+from .analysis import MAX_COMPREHENSION, check_unroll, const_difference
 from .rejected import GENERIC_HINT, REJECTED
 from .values import describe, is_ir, is_scalar
 
@@ -28,6 +28,20 @@ _PY_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operato
 _PY_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
              ast.Invert: operator.invert}
 _UNARY_NAMES = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not", ast.Invert: "~"}
+
+
+_BIG = 1 << 16
+
+
+def _check_size(p, op: str, a, b) -> None:
+    ints = all(isinstance(x, int) and not isinstance(x, bool) for x in (a, b))
+    huge = (ints and abs(b) > _BIG and ((op == "**" and a not in (0, 1, -1))
+                                        or (op == "<<" and a != 0))) or (
+        op == "*" and isinstance(a, (str, list, tuple)) and isinstance(b, int) and b > _BIG)
+    if huge:
+        raise p.error(f"{describe(a)} {op} {describe(b)} is too large to compute at compile "
+                      "time", "check the constants (a shift or exponent this large is a "
+                      "mistake)")
 
 
 class Expressions:
@@ -110,6 +124,7 @@ class Expressions:
         if is_ir(it) or not hasattr(it, "__iter__"):
             raise self.error("a comprehension must iterate over a compile-time sequence",
                              "use range(n) with n known at compile time", node=g.iter)
+        check_unroll(self, it, g.iter, MAX_COMPREHENSION, "a compile-time comprehension")
         from .scopes import Scope
 
         for v in it:
@@ -157,7 +172,9 @@ class Expressions:
         return binop(op, ea, eb, self.span(node))
 
     def python_op(self, op: str, a, b):
-        """``a op b`` on compile-time values, as Python computes it."""
+        """``a op b`` on compile-time values, as Python computes it (refusing values that
+        would take Python minutes or gigabytes to compute)."""
+        _check_size(self, op, a, b)
         try:
             return _PY_OPS[op](a, b)
         except TilewiseError:
@@ -292,6 +309,13 @@ class Expressions:
             raise self.error("strided slices are not supported", "use a step of 1")
         start = 0 if i.start is None else i.start
         stop = n if i.stop is None else i.stop
+        for bound in (start, stop):
+            if not (is_ir(bound) and bound.dtype.is_int) and (
+                    not isinstance(bound, int) or isinstance(bound, bool)):
+                shown = describe(bound) if is_ir(bound) else repr(bound)
+                raise self.error(f"slice {d} of {buf.name!r} has the bound {shown}, "
+                                 "not an integer", "write the slice as [start:stop] with "
+                                 "integer bounds")
         ext = const_difference(stop, start)
         if ext is None:
             raise self.error(f"the extent of slice {d} of {buf.name!r} is not a compile-time "

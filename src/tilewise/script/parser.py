@@ -23,6 +23,7 @@ from ..ir.stmt import (Assign, Break, Buffer, BufferStore, Continue, Evaluate, F
                        LetStmt, PrimFunc, Stmt, ThreadBinding, While, seq)
 from ..ir.visitor import walk
 from . import typerules as tr
+from .analysis import check_depth, check_source_depth, check_unroll
 from .exprs import PY_BINOP, Expressions
 from .rejected import GENERIC_HINT, REJECTED
 from .scopes import UNBOUND, Scope, Unassigned, assigned_names
@@ -385,6 +386,7 @@ class Parser(Expressions):
     def static_loop(self, node: ast.For, values):
         """A loop over a Python sequence (``T.static_range``) unrolls while parsing; its
         ``break``/``continue`` are decided at compile time."""
+        check_unroll(self, values, node)
         self.loops.append(("static", self.rt_depth))
         try:
             for v in values:
@@ -586,6 +588,7 @@ def parse_function(fdef: ast.FunctionDef, pyscope: dict, file: str, lines: list[
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
         raise p.error("kernel parameters must be plain names annotated with T.handle or a "
                       "scalar dtype")
+    check_source_depth(fdef, p.error)
     p.locals = assigned_names(fdef.body)
     for a in args.args:
         var = _param(p, a)
@@ -602,4 +605,5 @@ def parse_function(fdef: ast.FunctionDef, pyscope: dict, file: str, lines: list[
     func = PrimFunc(fdef.name, tuple(p.params) + sizes, tuple(p.buffer_map), tuple(p.launch),
                     body, attrs=attrs, span=p.span(fdef))
     func.launch_config  # noqa: B018 - checks that the launch declarations agree
+    check_depth(func)
     return func

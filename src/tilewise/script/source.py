@@ -31,6 +31,10 @@ def from_source(text: str, env: dict | None = None, name: str | None = None,
         raise ScriptError(f"invalid Python syntax: {e.msg}",
                           Span(filename, e.lineno or 0, (e.offset or 1) - 1,
                                (e.text or "").rstrip("\n"))) from None
+    except (RecursionError, MemoryError):
+        raise ScriptError("the kernel text nests too deeply for Python's parser",
+                          Span(filename, 1, 0), "split long expressions into several "
+                          "assignments") from None
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
     if name is not None:
         defs = [d for d in defs if d.name == name]

@@ -54,7 +54,7 @@ def literal(p, v, t: dt.DataType, what: str) -> Expr:
                               "on purpose")
             return IntImm(v, t)
         if t.is_float:
-            return FloatImm(float(v), t)
+            v = float(v) if abs(v) < 1 << 1000 else float("inf")  # checked as a float below
     if isinstance(v, float):
         if not t.is_float:
             raise p.error(f"{what} is {t}, the value {v!r} is a float",

@@ -64,6 +64,13 @@ class LoopRange:
         # with a step the loop counts k from 0 and the name reads first + k * step
         self.first, self.step = first, step
 
+    def __bool__(self) -> bool:
+        return True
+
+    def __len__(self) -> int:  # compile-time extents only (0 when symbolic)
+        e = as_int(self.extent)
+        return max(e, 0) if e is not None else 0
+
     def __iter__(self):  # used in comprehensions over compile-time ranges
         s, e = as_int(self.start), as_int(self.extent)
         if s is None or e is None:

@@ -19,7 +19,8 @@ source stays *being read* until the issuing thread's bulk group is retired
 writes (stores, vector moves, completed cp.async) are visible to it only after the writing
 thread's ``fence.proxy.async``: a store whose source bytes some thread wrote with no fence
 since is reported. ``gen_writer`` holds, per shared byte, the thread whose unfenced
-generic write it is (-1: none); a thread's fence clears its bytes.
+generic write it is (-1: none; the shadow exists only in kernels that use the async proxy,
+``memory.ASYNC_PROXY_PREFIXES``); a thread's fence clears its bytes.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .memory import BULK_TAG0, SHARED, SPACE_SHIFT, UNWRITTEN
+from .memory import BULK_TAG0, SHARED, SPACE_SHIFT, UNWRITTEN, Members
 
 
 def shared_addr(off: int) -> int:
@@ -113,7 +114,8 @@ class BulkCore:
         self.check_write(offs[None, :], np.array([tid if not source else -1]), span)
         mem.shared[offs] = data
         mem.owner[offs] = BULK_TAG0 - len(st.copies)
-        mem.gen_writer[offs] = -1
+        if mem.gen_dirty:  # the engine's write is no generic one
+            mem.gen_writer[offs] = -1
         mem.bulk_tagged = True
         copy = _Copy(tid, int(offs.min()), len(data), mbar, -1, span,
                      np.zeros(self.ctx.n, bool), what, source)
@@ -167,9 +169,17 @@ class BulkCore:
     def proxy_fence(self, tids) -> None:
         """``fence.proxy.async`` by ``tids``: their generic writes become visible to the
         copy engine."""
-        gw = self.ctx.mem.gen_writer
-        if self.ctx.mem.gen_dirty:
-            gw[np.isin(gw, tids)] = -1
+        mem = self.ctx.mem
+        if not mem.gen_dirty:
+            return
+        if len(tids) == self.ctx.n:  # the whole CTA fences: nothing is left unfenced
+            mem.gen_writer.fill(-1)
+            mem.gen_dirty = False
+            return
+        gw = mem.gen_writer
+        mine = gw >= 0
+        mine[mine] = Members(tids, self.ctx.n)(gw[mine])
+        gw[mine] = -1
 
     def check_async_read(self, offs: np.ndarray, tid: int, what: str, span) -> None:
         """The copy engine (a ``what`` issued by ``tid``) reads shared bytes ``offs``: every
@@ -185,7 +195,8 @@ class BulkCore:
                             f"ordinary stores and no fence.proxy.async since: the copy engine "
                             f"(async proxy) may not see those writes", span,
                             "call T.ptx.fence.proxy_async() in every thread that wrote the tile, "
-                            "then T.cuda.cta_sync(), before the TMA store", tid=tid,
+                            "then T.cuda.cta_sync(), before the copy engine's store (TMA or "
+                            "bulk)", tid=tid,
                             addr=shared_addr(int(offs[k])))
 
     # ================================================================== memory checks

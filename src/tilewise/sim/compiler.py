@@ -274,14 +274,16 @@ class Program:
             site.regs = tuple(self._lvalue(r) for r in regs)
             site.reg_addrs = tuple(self._reg_address(r) for r in regs)
         if regs_read(op.regs):
-            out.extend(self._reg_value(r) for r in regs)
+            # read-write registers (accumulators): the instruction checks what it reads
+            checked = not regs_written(op.regs)
+            out.extend(self._reg_value(r, checked) for r in regs)
         return out
 
-    def _reg_value(self, r):
+    def _reg_value(self, r, init_check: bool = True):
         """A register operand read by the instruction itself (not an ordinary load)."""
         if not isinstance(r, E.BufferLoad):
             return self.expr(r)
-        load = make_load(self.plan, r.buffer, r.span, operand=True)
+        load = make_load(self.plan, r.buffer, r.span, operand=True, init_check=init_check)
         idx = self.expr(r.indices[0])
         return lambda ctx: load(ctx, idx(ctx))
 
@@ -324,8 +326,8 @@ def _guard(fn, span):
     def run(ctx):
         try:
             return fn(ctx)
-        except TilewiseError:
-            raise
+        except TilewiseError as e:
+            raise e.with_span(span) from None
         except Exception as exc:  # noqa: BLE001 - reported with the user's line
             raise SimulationError(f"simulator failure: {type(exc).__name__}: {exc}",
                                   span) from exc
@@ -361,9 +363,6 @@ def _masked_loop(ctx, loop, slot, d, starts, extents, body):
         masked(ctx, run, body)
 
 
-MAX_LOOP_ITERATIONS = 1 << 24  # a while loop past this is reported, not run forever
-
-
 class _LoopFrame:
     """One executing loop: which threads broke out, which continued this iteration.
 
@@ -372,8 +371,11 @@ class _LoopFrame:
     restores the active set the loop started with."""
 
     def __init__(self, ctx):
+        from ..knobs import knobs
+
         self.ctx = ctx
         self.count = 0
+        self.limit = knobs.sim_max_loop
 
     def __enter__(self):
         ctx = self.ctx
@@ -395,9 +397,11 @@ class _LoopFrame:
     def next_iteration(self) -> bool:
         ctx = self.ctx
         self.count += 1
-        if self.count > MAX_LOOP_ITERATIONS:
-            raise SimulationError(f"a loop ran more than {MAX_LOOP_ITERATIONS} iterations "
-                                  "(does its condition ever become false?)")
+        if self.count > self.limit:
+            raise SimulationError(f"a loop ran more than {self.limit} iterations (does its "
+                                  "condition ever become false?)",
+                                  hint="fix the loop condition; a loop that really runs "
+                                  "longer needs TILEWISE_SIM_MAX_LOOP raised")
         if self.continued is not None:
             ctx.parked &= ~self.continued
             self.continued[:] = False

@@ -17,7 +17,18 @@ Shared memory has two shadow arrays, one entry per byte:
   on completes), ``-(2 + w)`` (written collectively by
   warp w, e.g. the address ``tcgen05.alloc`` stores) or ``BULK_TAG0 - k`` (landed by
   bulk copy k, ``cp.async.bulk`` global -> shared: visible to the threads that have
-  observed its mbarrier phase complete, see :mod:`tilewise.sim.async_core`).
+  observed its mbarrier phase complete, see :mod:`tilewise.sim.async_core`);
+* ``readers`` (a :class:`Readers`): who read the byte since the last ``bar.sync`` (the
+  write-after-read check of :mod:`tilewise.sim.races`);
+* ``gen_writer``: the thread whose generic-proxy write of the byte (a store, a completed
+  cp.async) no ``fence.proxy.async`` of that thread has yet ordered before the async proxy
+  (``-1``: none; ``gen_dirty`` says whether any is set). A store by the copy engine (async
+  proxy) reading such a byte is missing the fence (:mod:`tilewise.sim.async_bulk`). None in
+  a kernel that uses no async-proxy instruction (:data:`ASYNC_PROXY_PREFIXES`).
+
+Local memory has ``local_set``, one flag per byte and thread: written (a read of an unset
+byte reads an uninitialised register). Global memory's race shadows are the launch's
+(:class:`tilewise.sim.races.GlobalRaces`, ``mem.races``).
 """
 
 from __future__ import annotations
@@ -62,11 +73,29 @@ class Placement:
     nbytes: int
 
 
+#: Instructions of the async proxy (they read or write shared memory through it): a kernel
+#: with none of them cannot miss a fence.proxy.async, and skips the ``gen_writer`` shadow.
+ASYNC_PROXY_PREFIXES = ("ptx.cp_async.bulk", "ptx.wgmma", "ptx.tcgen05.mma", "ptx.tcgen05.cp",
+                        "ptx.fence.proxy_async")
+
+
+def _uses_async_proxy(func) -> bool:
+    from ..ir.expr import Call
+    from ..ir.visitor import walk
+
+    found = []
+    walk(func.body, lambda n: found.append(n) if isinstance(n, Call)
+         and n.op.startswith(ASYNC_PROXY_PREFIXES) else None)
+    return bool(found)
+
+
 class StoragePlan:
-    """Compile-time placement of every buffer of a flat PrimFunc."""
+    """Compile-time placement of every buffer of a flat PrimFunc; ``async_proxy``: whether
+    the kernel uses the async proxy (see :data:`ASYNC_PROXY_PREFIXES`)."""
 
     def __init__(self, func):
         self.places: dict[int, Placement] = {}
+        self.async_proxy = _uses_async_proxy(func)
         self.param_names = [b.name for b in func.param_buffers()]
         self.shared_bytes = 0
         self.local_bytes = 0
@@ -122,22 +151,31 @@ class CtaMemory:
         self.globals = globals_
         self.shared = np.full(max(plan.shared_bytes, 1), 0xA5, np.uint8)
         self.local = np.full((n_threads, max(plan.local_bytes, 1)), 0xA5, np.uint8)
+        self.local_set = np.zeros(self.local.shape, bool)
         self.pending = np.zeros(self.shared.size, np.int32)
         self.owner = np.full(self.shared.size, UNWRITTEN, np.int32)
+        self.readers = Readers(self.shared.size)
+        self.warp_owned = False  # some owner is a warp (a warp-collective write)
+        self.races = None  # the launch's GlobalRaces (sim/runner.py sets it)
+        self.rank = 0  # this CTA's rank in its cluster (the race shadows' thread ids)
         self.n_pending = 0  # sum of pending: skip the per-byte check when zero
         self.views: dict = {}  # typed views of placed buffers, built on first use
         self.bulk_tagged = False  # some owner is a bulk-copy tag (see barrier)
         self.bulk_seen: set[int] = set()  # tags of bulk copies a thread observed complete
         # the thread whose generic-proxy write of each byte is not fenced yet (-1: none)
-        self.gen_writer = np.full(self.shared.size, -1, np.int32)
+        self.gen_writer = (np.full(self.shared.size, -1, np.int32) if plan.async_proxy
+                           else None)
         self.gen_dirty = False  # some gen_writer is set (skip the checks otherwise)
 
     def reset(self) -> None:
         """Fresh contents for the next CTA (poisoned, nothing written, nothing pending)."""
         self.shared.fill(0xA5)
         self.local.fill(0xA5)
+        self.local_set.fill(False)
         self.pending.fill(0)
         self.owner.fill(UNWRITTEN)
+        self.readers.clear()
+        self.warp_owned = False
         self.n_pending = 0
         self.bulk_tagged = False
         self.bulk_seen.clear()
@@ -155,12 +193,22 @@ class CtaMemory:
         return None
 
     def release(self, tids) -> None:
-        """An mbarrier phase completed with ``tids`` among its arrivals: what they wrote
-        (before arriving; the model does not tell before from after) becomes visible to
-        every thread. An over-approximation: a reader that never waited is not flagged."""
-        if len(tids):
-            mine = np.isin(self.owner, np.asarray(tids, np.int32))
-            self.owner[mine] = VISIBLE
+        """An mbarrier phase or a named barrier completed with ``tids`` among its arrivals:
+        what they wrote (before arriving; the model does not tell before from after) becomes
+        visible to every thread, and their accesses, shared and global, are ordered before
+        every later access (the race checks of :mod:`tilewise.sim.races`). Reads that
+        several threads made of one shared byte are forgotten too. An over-approximation: a
+        thread that never waited is not flagged."""
+        if not len(tids):
+            return
+        member = Members(np.asarray(tids, np.int64), self.local.shape[0])
+        own = self.owner
+        mine = own >= 0
+        mine[mine] = member(own[mine])
+        own[mine] = VISIBLE
+        self.readers.release(member)
+        if self.races is not None:
+            self.races.release(self.rank, tids)
 
     def barrier(self) -> None:
         """``bar.sync``: every completed write becomes visible to every thread. Bytes of a
@@ -173,8 +221,137 @@ class CtaMemory:
                 unseen &= ~np.isin(self.owner, np.fromiter(self.bulk_seen, np.int64))
             written &= ~unseen
         self.owner[written] = VISIBLE
+        self.readers.clear()
+        self.races.sync()
+
+
+NO_ONE, MANY = -1, -2  # Readers: nobody read the byte / several threads did
+
+
+class Readers:
+    """Which thread read each byte of one memory since the running CTA's last barrier.
+
+    Reads are only logged (``note``: an append); the per-byte shadow (``NO_ONE``, one
+    thread ``t >= 0``, or ``MANY``) is built from the log when a write first needs it
+    (:meth:`shadow`) or the log grows long, and from then on until the barrier each read
+    updates it. So a kernel that reads and writes different bytes between barriers pays one
+    append per read, and a long run of reads with no barrier stays bounded in memory."""
+
+    LOG_LIMIT = 256  # logged reads (and, live, remembered spans) before folding / sweeping
+
+    def __init__(self, size: int):
+        self.size = size
+        self.log: list[tuple[np.ndarray, np.ndarray]] = []
+        self.now: np.ndarray | None = None
+        self.live = False  # ``now`` holds this epoch's reads (the log is folded in)
+        self.touched: list[np.ndarray] | None = []  # None: too many, sweep ``now``
+
+    def note(self, span_b: np.ndarray, who: np.ndarray) -> None:
+        """Thread ``who[k]`` (a column) read the bytes of row ``k`` of ``span_b``."""
+        if self.live:
+            _fold(self.now, span_b, who)
+            self._remember(span_b)
+        else:
+            self.log.append((span_b, who))
+            if len(self.log) > self.LOG_LIMIT:
+                self.shadow()
+
+    def _remember(self, span_b: np.ndarray) -> None:
+        if self.touched is not None:
+            self.touched.append(span_b)
+            if len(self.touched) > self.LOG_LIMIT:
+                self.touched = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.live and not self.log
+
+    def shadow(self) -> np.ndarray:
+        """The per-byte readers of this epoch (the log folded in)."""
+        if self.now is None:
+            self.now = np.full(self.size, NO_ONE, np.int32)
+        if not self.live:
+            for span_b, who in self.log:
+                _fold(self.now, span_b, who)
+                self._remember(span_b)
+            self.log.clear()
+            self.live = True
+        return self.now
+
+    def release(self, member) -> list[np.ndarray]:
+        """Forget the reads of the threads ``member`` accepts (a barrier phase they arrived
+        on completed) and, once folded, the bytes several threads read; returns the byte
+        spans forgotten. A folded shadow is swept once and the reads left go back to the
+        log, so a run of releases with few reads in between stays cheap."""
+        if not self.live:
+            keep, gone = [], []
+            for span_b, who in self.log:
+                m = member(who[:, 0])
+                if not m.any():
+                    keep.append((span_b, who))
+                    continue
+                gone.append(span_b[m])
+                if not m.all():
+                    keep.append((span_b[~m], who[~m]))
+            self.log = keep
+            return gone
+        read = np.flatnonzero(self.now != NO_ONE)  # one sweep, then back to a short log
+        r = self.now[read]
+        self.now[read] = NO_ONE
+        gone = (r == MANY) | member(r)
+        kept = read[~gone]
+        self.log = [(kept[:, None], r[~gone][:, None])] if len(kept) else []
+        self.touched = []
+        self.live = False
+        return [read[gone]]
+
+    def clear(self) -> list[np.ndarray]:
+        """A barrier: forget this epoch's readers; returns the byte spans they read."""
+        if self.touched is None:  # many reads: find and reset them in one sweep
+            read = np.flatnonzero(self.now != NO_ONE)
+            self.now[read] = NO_ONE
+            spans = [read]
+        else:
+            spans = [s for s, _ in self.log] + self.touched
+            if self.live:
+                for s in self.touched:
+                    self.now[s] = NO_ONE
+        self.log.clear()
+        self.touched = []
+        self.live = False
+        return spans
+
+
+class Members:
+    """A membership test of thread ids (``ids >= lo``, ``< lo + n``) against ``tids``: one
+    table lookup per id, no sort."""
+
+    def __init__(self, tids: np.ndarray, n: int, lo: int = 0):
+        self.lo = lo
+        self.table = np.zeros(n + 1, bool)  # the last entry: out of range
+        self.table[np.asarray(tids, np.int64) - lo] = True
+
+    def __call__(self, ids) -> np.ndarray:
+        k = np.asarray(ids, np.int64) - self.lo
+        n = self.table.size - 1
+        return self.table[np.where((k >= 0) & (k < n), k, n)]
+
+
+def _fold(shadow: np.ndarray, span_b: np.ndarray, who: np.ndarray) -> None:
+    cur = shadow[span_b]
+    new = np.where((cur == NO_ONE) | (cur == who), who, MANY).astype(np.int32)
+    shadow[span_b] = new
+    lost = shadow[span_b] != new  # two rows of one access read one byte
+    if lost.any():
+        shadow[span_b[lost]] = MANY
+
+
+_ARANGE = {n: np.arange(n, dtype=np.int64) for n in (1, 2, 4, 8, 16)}
 
 
 def byte_span(offsets: np.ndarray, nbytes: int) -> np.ndarray:
     """The byte offsets covered by ``nbytes``-wide accesses at ``offsets`` (rows)."""
-    return np.asarray(offsets, np.int64)[..., None] + np.arange(nbytes, dtype=np.int64)
+    step = _ARANGE.get(nbytes)
+    if step is None:
+        step = np.arange(nbytes, dtype=np.int64)
+    return np.asarray(offsets, np.int64)[..., None] + step

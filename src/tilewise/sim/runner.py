@@ -13,6 +13,7 @@ from ..ir.stmt import PrimFunc
 from .cluster import Cluster
 from .compiler import Program
 from .memory import CtaMemory
+from .races import GlobalRaces
 from .registry import EXIT_CHECKS
 from . import values as V
 from .state import Ctx, SimReport
@@ -123,8 +124,24 @@ def _memory(buf, arr, binding, func) -> np.ndarray:
 def _grid(func, grid, binding):
     if grid is None:
         return binding.grid(func)
-    g = (grid,) if isinstance(grid, int) else tuple(grid)
-    return tuple(g) + (1,) * (3 - len(g))
+    return check_grid(grid, func)
+
+
+def check_grid(grid, func) -> tuple:
+    """``grid=`` of simulate: an int or 1 to 3 ints, each >= 1 -> (x, y, z)."""
+    import numbers
+
+    g = (grid,) if isinstance(grid, numbers.Integral) else grid
+    ok = (isinstance(g, (tuple, list)) and 1 <= len(g) <= 3
+          and all(isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in g))
+    if not ok:
+        raise LaunchError(f"grid={grid!r} is not a grid", func.span,
+                          "pass CTAs per dimension: an int or a tuple of 1 to 3 ints, e.g. "
+                          "grid=(8, 4)")
+    if any(int(n) < 1 for n in g):
+        raise LaunchError(f"grid={grid!r}: every dimension needs at least one CTA", func.span,
+                          "use extents >= 1 (a launch of no CTAs does nothing)")
+    return tuple(int(n) for n in g) + (1,) * (3 - len(g))
 
 
 class _Run:
@@ -137,6 +154,13 @@ class _Run:
         self.strict, self.keep_tmem, self.values = strict, keep_tmem, values or {}
         self.report = SimReport(grid=grid, block=self.block)
         self.names = [b.name for b in prog.func.param_buffers()]
+        # one race shadow per launch; a cluster's CTAs are one unit of it (sim/races.py)
+        self.races = GlobalRaces(globals_, self.block, int(np.prod(self.cluster)))
+
+    def memory(self, rank: int = 0) -> CtaMemory:
+        mem = CtaMemory(self.prog.plan, self.block, self.globals)
+        mem.races, mem.rank = self.races, rank
+        return mem
 
     def ctx(self, cta, mem) -> Ctx:
         ctx = Ctx(self.block, self.prog.n_slots, cta, mem, self.report, self.strict, self.names)
@@ -156,9 +180,10 @@ class _Run:
 
     def alone(self) -> None:
         """Every CTA after another, one memory reused."""
-        mem = CtaMemory(self.prog.plan, self.block, self.globals)
+        mem = self.memory()
         for cta in self.ctas():
             mem.reset()
+            self.races.begin_cta(cta)
             ctx = self.ctx(cta, mem)
             self.execute(ctx)
             self.report.ctas.append(ctx.stats)
@@ -172,9 +197,11 @@ class _Run:
             groups.setdefault(key, []).append(cta)
         for members in groups.values():
             cl = Cluster(size, self.block)
+            self.races.begin_cta(members[0])
             for cta in members:
-                ctx = self.ctx(cta, CtaMemory(self.prog.plan, self.block, self.globals))
-                ctx.cluster, ctx.rank = cl, cluster_rank(cta, self.cluster)
+                rank = cluster_rank(cta, self.cluster)
+                ctx = self.ctx(cta, self.memory(rank))
+                ctx.cluster, ctx.rank = cl, rank
                 cl.ctxs[ctx.rank] = ctx
             cl.run(lambda r, cl=cl: self.execute(cl.ctxs[r]))
             self.report.ctas.extend(c.stats for c in cl.ctxs)

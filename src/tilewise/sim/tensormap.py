@@ -38,7 +38,7 @@ class SimTensorMap:
     def rank(self) -> int:
         return self.spec.rank
 
-    def _elements(self, coords) -> tuple[np.ndarray, np.ndarray]:
+    def elements(self, coords) -> tuple[np.ndarray, np.ndarray]:
         """(global byte offset, in bounds) of every box element, box-linear order."""
         box = self.spec.box
         j = np.indices(tuple(reversed(box))).reshape(len(box), -1)[::-1]  # innermost first
@@ -56,7 +56,7 @@ class SimTensorMap:
     def read_box(self, mem, coords) -> np.ndarray:
         """The box's bytes at ``coords``, out-of-bounds elements filled."""
         es = self.spec.elem_bytes
-        offs, ok = self._elements(coords)
+        offs, ok = self.elements(coords)
         data = np.empty((len(offs), es), np.uint8)
         data[:] = np.frombuffer(self._fill(), np.uint8)
         src = mem.space_bytes(self.space)
@@ -73,7 +73,7 @@ class SimTensorMap:
         """Store the box's bytes ``data`` at ``coords``, out-of-bounds elements skipped;
         ``combine(old, new)`` (typed values) reduces into global memory instead."""
         es = self.spec.elem_bytes
-        offs, ok = self._elements(coords)
+        offs, ok = self.elements(coords)
         dst = mem.space_bytes(self.space)
         cols = byte_span(offs[ok], es)
         new = data.reshape(-1, es)[ok]

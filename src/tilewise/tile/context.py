@@ -67,6 +67,13 @@ class ActiveThreads:
     def count(self) -> int:
         return int(self.mask.sum())
 
+    def groups(self, size: int) -> np.ndarray:
+        """The mask as rows of ``size`` threads; a CTA whose size is not a multiple of it
+        (288 threads: two warpgroups and one warp) has a last row padded with inactive
+        threads that do not exist."""
+        short = -len(self.mask) % size
+        return np.concatenate([self.mask, np.zeros(short, bool)]).reshape(-1, size)
+
     def full_groups(self, size: int) -> tuple[bool, str | None]:
         """Whether every group of ``size`` consecutive threads is all or nothing active
         (and, for the CTA, that some thread is)."""
@@ -74,8 +81,7 @@ class ActiveThreads:
             return False, ("the active threads are unknown at compile time (condition "
                            f"{self.unknown[0]!r}); all threads of the scope must be active")
         n_threads = len(self.mask)
-        short = -n_threads % size  # a CTA of 288 threads has a last warpgroup of one warp
-        groups = np.concatenate([self.mask, np.zeros(short, bool)]).reshape(-1, size)
+        groups = self.groups(size)
         partial = np.nonzero(groups.any(axis=1) & ~groups.all(axis=1))[0]
         if len(partial):
             g = int(partial[0])

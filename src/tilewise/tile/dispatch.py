@@ -205,9 +205,11 @@ class _Dispatch(Mutator):
         if self.lets:
             s = dataclasses.replace(s, args=tuple(self.inline(a) for a in s.args),
                                     options=tuple((k, self.inline(v)) for k, v in s.options))
-        ctx = DispatchContext(self.target, s.scope, scope_threads(s.scope, self.launch.block),
-                              self.active(), self.launch, s, s.span, tid=self.tid,
-                              tensor_maps=self.tensor_maps, in_loop=self.loops > 0)
+        group, active = scope_threads(s.scope, self.launch.block), self.active()
+        _whole_groups_exist(s, group, self.launch.block, active)
+        ctx = DispatchContext(self.target, s.scope, group, active, self.launch, s, s.span,
+                              tid=self.tid, tensor_maps=self.tensor_maps,
+                              in_loop=self.loops > 0)
         d = Decision(_call_text(s), s.span)
         self.log.append(d)
         try:
@@ -217,6 +219,21 @@ class _Dispatch(Mutator):
         d.notes.extend(ctx.notes)
         d.info.extend(ctx.info)
         return body
+
+
+def _whole_groups_exist(s: TileCall, group: int, block: int, active: ActiveThreads) -> None:
+    """A call on warpgroups in a CTA whose size is not a multiple of 128 (288 threads: two
+    warpgroups and a warp) is valid on the whole warpgroups; reached by a thread of the last,
+    partial group it is refused here, whatever variant would take it."""
+    last = block // group * group
+    if last == block or not active.exact or not active.mask[last:].any():
+        return
+    _, why = active.full_groups(group)
+    raise DispatchError(f"{_call_text(s)} runs on whole {s.scope}s of {group} threads: {why}",
+                        s.span, hint=f"call it from the whole {s.scope}s only (this CTA's "
+                        f"{block} threads make {block // group} of {group} and one of "
+                        f"{block - last}), declare a multiple of {group} threads "
+                        f"(T.thread_id([{group}])), or use a smaller scope")
 
 
 def _forced(ctx: DispatchContext, cands):

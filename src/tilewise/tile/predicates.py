@@ -81,7 +81,7 @@ def first_thread_active(ctx):
     every scope instance some thread of which reaches it."""
     if ctx.scope_kind == "thread" or not ctx.active.exact:
         return True
-    groups = ctx.active.mask.reshape(-1, ctx.thread_count)
+    groups = ctx.active.groups(ctx.thread_count)
     bad = np.nonzero(groups.any(axis=1) & ~groups[:, 0])[0]
     if len(bad):
         return False, (f"thread {int(bad[0]) * ctx.thread_count}, the first of its "

@@ -33,7 +33,8 @@ operands.
 **fence.proxy.async**: a store by the copy engine reads shared memory through the async
 proxy, so bytes a thread wrote with ordinary stores must be fenced by that thread first;
 an unfenced source byte is reported ("... wrote with ordinary stores and no
-fence.proxy.async since").
+fence.proxy.async since"; the shadow is :mod:`tilewise.sim.async_bulk`'s). The global side
+of both directions is race-checked (:mod:`tilewise.sim.races`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def g2s(ctx, site, args):
         return
     for k, t in enumerate(ctx.active().tolist()):
         size, off, doff = int(sizes[k]), int(s[1][k]), int(d[1][k])
+        ctx.mem.races.read(ctx, int(s[0][k]), off, size, np.array([t]), site.span)
         data = ctx.mem.space_bytes(int(s[0][k]))[off:off + size]
         ctx.asyncs.bulk_land(t, np.arange(doff, doff + size), data, int(bars[k]), site.span)
 
@@ -115,6 +117,7 @@ def s2g(ctx, site, args):
         size, off, goff = int(sizes[k]), int(s[1][k]), int(d[1][k])
         offs = np.arange(off, off + size)
         ctx.asyncs.check_async_read(offs, t, "cp.async.bulk (shared -> global)", site.span)
+        mem.races.write(ctx, int(d[0][k]), goff, size, np.array([t]), site.span)
         mem.space_bytes(int(d[0][k]))[goff:goff + size] = mem.shared[off:off + size]
         ctx.asyncs.bulk_store(t, offs, site.span)
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..access import check_pointer
-from ..memory import GLOBAL0, SHARED
+from ..memory import GLOBAL0, SHARED, byte_span
+from ..races import check_shared_write
 from ..registry import semantics
 from ..state import masked
 
@@ -35,6 +36,7 @@ def cp_async(ctx, site, args):
     src_sp, src_off = np.zeros(n, np.int64), np.zeros(n, np.int64)
     if reads.any() and not _check_src(ctx, site, src, size, reads, src_sp, src_off):
         return
+    check_shared_write(ctx, d[1], size, byte_span(d[1], size), tids, site.span)  # races
     ctx.asyncs.cp_issue(tids, d[1], src_sp, src_off, size, np.where(reads, ss, 0), site.span)
     ctx.stats.cp_async_bytes += size * n
 

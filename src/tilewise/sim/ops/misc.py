@@ -6,8 +6,9 @@
   threads can never arrive (a divergent barrier: deadlock on hardware).
 * ``ptx.bar.sync`` / ``ptx.bar.arrive`` (named barriers): whole warps arrive; ``count``
   arrivals complete the barrier, which then makes the participants' shared writes
-  visible to every thread; an incomplete ``bar.sync`` waits while other forked thread
-  sets run (:mod:`tilewise.sim.fibers`), else it is a deadlock.
+  visible to every thread and orders their accesses for the race checks
+  (:meth:`~tilewise.sim.memory.CtaMemory.release`); an incomplete ``bar.sync`` waits
+  while other forked thread sets run (:mod:`tilewise.sim.fibers`), else it is a deadlock.
 * ``ptx.elect_sync``: true for the lowest active lane of each warp.
 * ``ptx.setmaxnreg``: no effect on values; the whole warpgroup must execute it.
 * ``ptx.ld_st``: a synchronous vector load then store, naturally aligned, any spaces; a
@@ -145,11 +146,11 @@ def ld_st(ctx, site, args):
         check_shared_read(ctx, s[1][on_shared], nbytes, tids[on_shared], site.span)
     _registers(ctx, s, nbytes, tids, site.span, False)
     _registers(ctx, d, nbytes, tids, site.span, True)
-    data = read_bytes(ctx, s[0], s[1], nbytes, tids)
+    data = read_bytes(ctx, s[0], s[1], nbytes, tids, site.span)
     on_shared = d[0] == SHARED
     if on_shared.any():
         mark_shared_write(ctx, d[1][on_shared], nbytes, tids[on_shared], site.span)
-    write_bytes(ctx, d[0], d[1], data, tids)
+    write_bytes(ctx, d[0], d[1], data, tids, site.span)
 
 
 def _registers(ctx, place, nbytes, tids, span, write):

@@ -31,7 +31,8 @@ import numpy as np
 from ...ir.dtype import DTYPES
 from ...ir.launch import WARP
 from ...ptx import mma
-from ..access import check_pointer, check_shared_read, mark_shared_write
+from ..access import (check_accumulators, check_pointer, check_shared_read, mark_shared_write,
+                      register_offsets)
 from ..collective import whole_groups
 from ..memory import SHARED
 from ..registry import semantics
@@ -99,7 +100,12 @@ def mma_sync(ctx, site, args):
     ea, eb = mma.per_reg(a_type), mma.per_reg(b_type)
     out = c.copy()
     warps = _full_warps(ctx, site, "mma.sync")
+    regs_addr = register_offsets(ctx, site)
     for sel in warps:
+        if regs_addr is not None:  # D = A·B + C reads C, always
+            check_accumulators(ctx, ctx.active()[sel], regs_addr[sel], site.span, "mma.sync",
+                               "zero the accumulator registers first (Tx.*.fill or a loop "
+                               "of stores)")
         A = _tile(a[sel], a_type, lambda lane, i: mma.a_coords(lane, i, ea), (mma.M, k))
         B = _tile(b[sel], b_type, lambda lane, i: mma.b_coords(lane, i, eb), (k, mma.N))
         out[sel] = _accumulate(c[sel], A @ B, acc)

@@ -17,6 +17,10 @@ the issuing thread and fenced for the async proxy (``fence.proxy.async``); they 
 at issue and written to the in-bounds elements (a reduction combines them with the
 arithmetic table's add / min / max of the element type); they stay *being read* until the
 thread's bulk group is retired for reading.
+
+The global elements a load reads and a plain store writes are race-checked like any global
+access (:mod:`tilewise.sim.races`); a reduction is performed atomically by the copy engine,
+so reductions of several CTAs into one output (split-K) are not races.
 """
 
 from __future__ import annotations
@@ -79,6 +83,16 @@ def _targets(ctx, site, mask):
     return ranks
 
 
+def _race(ctx, site, tm, coords, t: int, write: bool) -> None:
+    """The box's in-bounds global elements, read or written by thread ``t``'s copy (the
+    race shadows of :mod:`tilewise.sim.races`)."""
+    offs, ok = tm.elements(coords)
+    offs = offs[ok]
+    if len(offs):
+        check = ctx.mem.races.write if write else ctx.mem.races.read
+        check(ctx, tm.space, offs, tm.spec.elem_bytes, np.full(len(offs), t), site.span)
+
+
 @semantics("ptx.cp_async.bulk.tensor.g2c")
 def g2c(ctx, site, args):
     dim, dst, mbar, tmap, mask, _cta_group, _hint, *coords = args
@@ -91,6 +105,7 @@ def g2c(ctx, site, args):
     c = _coords(ctx, coords)
     targets = _targets(ctx, site, mask)
     for k, t in enumerate(ctx.active().tolist()):
+        _race(ctx, site, tm, c[k], t, write=False)
         data = tm.read_box(ctx.mem, c[k])
         for peer in targets(k):
             source = "" if peer is ctx else f" of CTA rank {ctx.rank}"
@@ -112,6 +127,8 @@ def _store(ctx, site, args, combine=None):
         chunks = offs[::16]
         check_shared_read(ctx, chunks, 16, np.full(len(chunks), t), site.span)
         ctx.asyncs.check_async_read(offs, t, what, site.span)
+        if combine is None:  # a reduction is atomic in the copy engine: no race
+            _race(ctx, site, tm, c[k], t, write=True)
         tm.write_box(ctx.mem, c[k], ctx.mem.shared[offs], combine)
         ctx.asyncs.bulk_store(t, offs, site.span, what)
 

@@ -24,9 +24,9 @@ import numpy as np
 from ...ir.dtype import DTYPES
 from ...ir.launch import WARPGROUP
 from ...ptx import wgmma
-from ..access import check_shared_read
+from ..access import check_accumulators, check_shared_read, register_offsets
 from ..collective import whole_groups
-from ..memory import SHARED, offset_of
+from ..memory import SHARED
 from ..registry import semantics
 
 
@@ -98,8 +98,7 @@ def mma_async(ctx, site, args):
     k = wgmma.K_OF[ab]
     acc_t = np.float32 if acc == "float32" else np.float16
     out = [np.array(np.broadcast_to(r, act.shape)) for r in regs_in]
-    regs_addr = np.stack([offset_of(np.broadcast_to(a(ctx), act.shape))
-                          for a in site.reg_addrs], axis=1) if site.reg_addrs else None
+    regs_addr = register_offsets(ctx, site)
     for wg in np.atleast_1d(wgs).tolist():
         da = _uniform(ctx, site, a_desc, act, wg, "the A descriptor")
         db = _uniform(ctx, site, b_desc, act, wg, "the B descriptor")
@@ -110,8 +109,12 @@ def mma_async(ctx, site, args):
         B, b_bytes = _operand(ctx, site, db, not trans_b, n, k, ab, wg)
         if A is None or B is None:
             continue
-        prod = A @ B.T  # (64, n), exact products summed in float64
         sel = np.nonzero(act // WARPGROUP == wg)[0]
+        if sd and regs_addr is not None:  # scale-d 1: D = A·B + D reads the accumulator
+            check_accumulators(ctx, act[sel], regs_addr[sel], site.span, "wgmma.mma_async",
+                               "zero the accumulator first (Tx.wg.zero), or let the first "
+                               "product overwrite it (accum=False)")
+        prod = A @ B.T  # (64, n), exact products summed in float64
         _accumulate(out, sel, act[sel] % WARPGROUP, prod, sd, acc_t, n)
         ctx.asyncs.wgmma.issue(wg, act[sel], _reg_bytes(regs_addr, sel),
                                np.concatenate([a_bytes, b_bytes]), site.span)

@@ -1,0 +1,39 @@
+"""The quick fuzz run of the suite: mutants of the examples' and tests' kernels end in a
+right answer or a TilewiseError — no other exception, no defect-worded error, no hang, no
+abort. The long run (scripts/fuzz, 20,000+ mutants) is recorded in benchmarks/RESULTS.md."""
+
+import os
+
+import driver
+from mutate import GENERATED, load_seeds, make_mutant
+
+QUICK = 150
+
+
+def test_quick_fuzz_run_finds_nothing():
+    report = driver.run(QUICK, base=20261130, workers=1, timeout=120)
+    assert len(report.results) == QUICK
+    assert not report.findings, report.summary()
+    c = report.counts
+    assert c["ok"] > 10 and c["error"] > 10, report.summary()  # both outcomes exercised
+
+
+def test_the_driver_survives_an_abort_and_a_hang(monkeypatch):
+    monkeypatch.setenv("TILEWISE_FUZZ_SELFTEST", "1")
+    report = driver.run(4, base=1, workers=1, timeout=5)
+    by_index = {r["index"]: r for r in report.results}
+    assert sorted(by_index) == [0, 1, 2, 3]
+    assert by_index[1]["status"] == "abort" and "exit status -6" in by_index[1]["message"]
+    assert by_index[2]["status"] == "hang" and "no answer in 5 s" in by_index[2]["message"]
+    assert by_index[3]["status"] not in driver.FINDINGS  # a fresh worker took over
+    assert "abort x1" in report.summary() and "hang x1" in report.summary()
+
+
+def test_mutants_are_reproducible_and_cover_the_seeds():
+    seeds = load_seeds()
+    names = {s.name for s in seeds}
+    assert GENERATED in names and "examples/ldgsts_copy.py" in names and len(seeds) >= 20
+    s = next(x for x in seeds if x.name == "examples/tiled_copy.py")
+    assert make_mutant(s, 7, 3) == make_mutant(s, 7, 3)
+    assert make_mutant(s, 7, 3) != make_mutant(s, 8, 3)
+    assert os.path.exists(os.path.join(driver.ROOT, "scripts", "fuzz"))
