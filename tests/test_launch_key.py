@@ -28,3 +28,30 @@ def test_any_difference_gives_another_key():
 def test_host_arrays_and_unknown_objects_are_never_reused():
     assert _launch_key([np.zeros(4)]) is None
     assert _launch_key([object()]) is None
+
+
+class FakeTorch:
+    """The attributes the launcher reads of a torch tensor (module name included)."""
+
+    def __init__(self, ptr, shape, stride, dtype="torch.float16", dev="cuda"):
+        self._p, self.shape, self._s, self.dtype = ptr, shape, stride, dtype
+        self.device = type("Dev", (), {"type": dev, "index": 0})()
+        self.ndim = len(shape)
+
+    def data_ptr(self):
+        return self._p
+
+    def stride(self):
+        return self._s
+
+
+FakeTorch.__module__ = "torch.fake"
+
+
+def test_torch_tensors_are_keyed_by_pointer_shape_strides_dtype_and_device():
+    a = _launch_key([FakeTorch(256, (4, 8), (8, 1))])
+    assert a == _launch_key([FakeTorch(256, (4, 8), (8, 1))])
+    for other in (FakeTorch(512, (4, 8), (8, 1)), FakeTorch(256, (8, 4), (4, 1)),
+                  FakeTorch(256, (4, 8), (1, 4)), FakeTorch(256, (4, 8), (8, 1), "torch.bfloat16")):
+        assert _launch_key([other]) != a
+    assert _launch_key([FakeTorch(256, (4, 8), (8, 1), dev="cpu")]) is None
