@@ -15,8 +15,11 @@ The technique, from the outside in:
 * **Warp specialisation.** 384 threads: warpgroups 0 and 1 are the *consumers*,
   warpgroup 2 the *producer*. The producer gives its registers away (``setmaxnreg`` 40)
   and the consumers take them (232): each consumer holds a 64 x 256 float32
-  accumulator, 128 registers per thread. (``producer="warp"``: 288 threads, one producer
-  warp, and no setmaxnreg: 224 registers for everyone.)
+  accumulator, 128 registers per thread. (ptxas honours ``setmaxnreg`` only when it
+  compiles the whole program; nvJitLink compiles PTX as a separate unit and ignores it, so
+  every thread gets 65536 / 384 = 168. The accumulator is zeroed at each tile, so its old
+  values die at the epilogue and the kernel fits in 154 registers without spilling.
+  ``producer="warp"``: 288 threads, one producer warp, 224 registers for everyone.)
 * **A ring of 3 (or 4) shared buffers**, each one (128, 64) tile of A and one (64, 256) tile
   of B, guarded by two mbarriers per stage: ``full[s]`` (the producer announces the bytes
   with ``arrive.expect_tx``; TMA completes them) and ``empty[s]`` (each consumer
@@ -34,7 +37,8 @@ The technique, from the outside in:
   next tile's main loop; its shared tile is reused only after ``wait_group_read``.
 
 ``make_gemm(M, N, K, dtype)`` returns the kernel, launched as ``k(A, B, C)``. The sizes are
-only checked (TMA's alignment rule): the same kernel runs every shape.
+checked (TMA's alignment rule) and choose the tile width; the kernel itself takes any
+shape.
 """
 
 from __future__ import annotations
@@ -44,7 +48,6 @@ from tilewise.layout import swizzled_tile, wgmma_accumulator
 
 BM, BK = 128, 64  # CTA tile rows and K step; each consumer warpgroup owns 64 of the rows
 BN = 256  # CTA tile columns for large problems (narrower tiles for few output tiles)
-STAGES = 3  # ring depth at bn=256: 3 x 48 KiB of operands + 64 KiB of epilogue tile fit 227 KiB
 GROUP_M = 8  # tile rows walked together (L2 reuse)
 H200_SMS = 132
 
@@ -78,7 +81,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
             bn //= 2
     if bn not in (64, 128, 256):
         raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256")
-    if stages is None:  # as many as fit beside the epilogue tile (227 KiB, 3 or 4)
+    if stages is None:  # as many as fit beside the epilogue tile in 227 KiB (3 at bn=256)
         stages = min(4, (227 * 1024 - BM * bn * 2 - 2048) // ((BM * BK + BK * bn) * 2))
     stage_bytes = (BM * BK + BK * bn) * 2
     a_layout = swizzled_tile(BM, BK, 16, 128, stages=stages)
