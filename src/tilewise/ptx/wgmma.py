@@ -41,6 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .tma import swizzle_bytes, swizzle_repeat
+
 M = 64  # rows of one wgmma (one warpgroup)
 N_MIN, N_MAX, N_STEP = 8, 256, 8
 #: K per instruction, by input dtype name.
@@ -82,8 +84,8 @@ def line_chunks(swizzle: int) -> int:
 
 
 def repeat_bytes(swizzle: int) -> int:
-    """The bytes after which a swizzle pattern repeats (8 lines)."""
-    return swizzle * 8 if swizzle else CHUNK
+    """The bytes after which a swizzle pattern repeats (8 lines; a chunk without one)."""
+    return swizzle_repeat(swizzle) or CHUNK
 
 
 # ---------------------------------------------------------------- descriptors
@@ -123,14 +125,6 @@ def decode(desc: int) -> Descriptor:
                       base_offset=(desc >> 49) & 7)
 
 
-def swizzle_address(addr, swizzle: int):
-    """The shared address a byte at canonical address ``addr`` really occupies."""
-    if not swizzle:
-        return addr
-    mask = {32: 1, 64: 3, 128: 7}[swizzle]
-    return addr ^ (((addr >> 7) & mask) << 4)
-
-
 def canonical_chunk(k_major: bool, row, chunk, d: Descriptor):
     """The canonical 16-byte-chunk offset (in bytes) of an operand element: for K-major,
     ``row`` is the M/N row and ``chunk`` the 16-byte chunk along K; for MN-major, ``row``
@@ -153,4 +147,4 @@ def element_address(k_major: bool, mn, k, elem_bytes: int, d: Descriptor):
         off = canonical_chunk(True, mn, k // per, d) + (k % per) * elem_bytes
     else:
         off = canonical_chunk(False, k, mn // per, d) + (mn % per) * elem_bytes
-    return swizzle_address(d.start + off, d.swizzle)
+    return swizzle_bytes(d.start + off, d.swizzle)
