@@ -243,13 +243,15 @@ class AsyncCore(BulkCore):
         after draining the cp.async copies their mbarriers track, and while other forked
         thread sets run (:mod:`.fibers`); a wait no thread set can satisfy is a deadlock.
         Successful waits observe the bulk copies of the completed phases."""
-        ok = self._poll(tids, addrs, parity, span)  # reports an uninitialised barrier once
+        for t, a in zip(tids.tolist(), addrs.tolist()):  # uninitialised: reported once
+            self._mbar(a, t, span, "mbarrier.try_wait")
+        ok = None
 
         def poll():
             nonlocal ok
-            ok = self._done(tids, addrs, parity)
+            ok = self._done(addrs, parity)
             if not ok.all() and any(self._drain(a) for a in np.unique(addrs[~ok]).tolist()):
-                ok = self._done(tids, addrs, parity)
+                ok = self._done(addrs, parity)
             return bool(ok.all())
 
         if not self.ctx.block(poll, lambda: self._waiting(tids, addrs, parity, ok, span)):
@@ -260,15 +262,8 @@ class AsyncCore(BulkCore):
             self._tcgen05.observe(tids[ok], addrs[ok])
         return ok
 
-    def _poll(self, tids, addrs, parity, span) -> np.ndarray:
-        out = np.zeros(addrs.shape, bool)
-        for k, (t, a, p) in enumerate(zip(tids.tolist(), addrs.tolist(), parity.tolist())):
-            m = self._mbar(a, t, span, "mbarrier.try_wait")
-            out[k] = m is not None and p != (m.phase & 1)
-        return out
-
-    def _done(self, tids, addrs, parity) -> np.ndarray:
-        """Which threads' waits are satisfied (uninitialised barriers: not; reported once)."""
+    def _done(self, addrs, parity) -> np.ndarray:
+        """Which threads' waits are satisfied (uninitialised barriers: not)."""
         out = np.zeros(addrs.shape, bool)
         for k, (a, p) in enumerate(zip(addrs.tolist(), parity.tolist())):
             m = self.mbars.get(int(a))

@@ -98,18 +98,15 @@ class Scheduler:
             to.sem.release()
 
     def _live(self):
+        """The fibers that can run (not finished, not joining their children)."""
         return [f for f in self.fibers if not f.done and f.children == 0]
 
     def _next(self, me):
-        live = self._live()
-        if not live:
-            return None
+        """The live fiber after ``me`` in round-robin order (None when ``me`` is alone)."""
         order = self.fibers
         i = order.index(me)
-        for f in order[i + 1:] + order[:i + 1]:
-            if not f.done and f.children == 0 and f is not me:
-                return f
-        return None
+        return next((f for f in order[i + 1:] + order[:i]
+                     if not f.done and f.children == 0), None)
 
     # -- fibers ------------------------------------------------------------------------
     def fork(self, parts) -> None:
@@ -129,9 +126,7 @@ class Scheduler:
         for k in kids:
             self.fibers.remove(k)
         err = next((k.error for k in kids if k.error is not None), None)
-        if err is not None:
-            self.aborting = any(f.children for f in self.fibers if f is not me) or \
-                self.aborting
+        if err is not None:  # aborting stays set: enclosing fibers unwind as they resume
             raise err
 
     def _run(self, f) -> None:
