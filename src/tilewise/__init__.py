@@ -18,9 +18,12 @@ __all__ = ["T", "Tx", "from_source", "TilewiseError", "ScriptError", "LayoutErro
 
 
 def _compile_for_device(func):
-    from .compiler import compile_for_device
+    """``func`` compiled for the target of this machine's GPU (a LaunchError without one):
+    what ``func(*arrays)`` launches (:meth:`tilewise.ir.stmt.PrimFunc.__call__`)."""
+    from .compiler import compile
+    from .runtime import device_target
 
-    return compile_for_device(func)
+    return compile(func, device_target())
 
 
 PrimFunc.device_compiler = _compile_for_device  # k(A, B, C) launches (PrimFunc.__call__)

@@ -228,11 +228,3 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     options = declared_cluster(check_options(options, lowered.target), lowered.func)
     check_launch(options, lowered.func)
     return Kernel(func, options, lowered)
-
-
-def compile_for_device(func) -> Kernel:
-    """``func`` compiled for the target of this machine's GPU (a LaunchError without one):
-    what ``func(*arrays)`` launches (:meth:`tilewise.ir.stmt.PrimFunc.__call__`)."""
-    from .runtime import device_target
-
-    return compile(func, device_target())

@@ -50,28 +50,25 @@ def _require_gpu():
                           hint="run the kernel in the simulator with tw.simulate(...)")
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=64)
+def device_attribute(name: str, ordinal: int = 0) -> int:
+    """``cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_<name>)`` of device ``ordinal``."""
+    _require_gpu()
+    driver = _driver()
+    dev = check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
+    attr = getattr(driver.CUdevice_attribute, "CU_DEVICE_ATTRIBUTE_" + name)
+    return int(check(driver.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))
+
+
 def compute_capability(ordinal: int = 0) -> tuple[int, int]:
     """``(major, minor)`` of device ``ordinal``."""
-    _require_gpu()
-    driver = _driver()
-    dev = check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
-    attr = driver.CUdevice_attribute
-    major = check(driver.cuDeviceGetAttribute(
-        attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "cuDeviceGetAttribute")
-    minor = check(driver.cuDeviceGetAttribute(
-        attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "cuDeviceGetAttribute")
-    return int(major), int(minor)
+    return (device_attribute("COMPUTE_CAPABILITY_MAJOR", ordinal),
+            device_attribute("COMPUTE_CAPABILITY_MINOR", ordinal))
 
 
-@functools.lru_cache(maxsize=8)
 def sm_count(ordinal: int = 0) -> int:
     """The number of SMs of device ``ordinal`` (one CTA each for a persistent kernel)."""
-    _require_gpu()
-    driver = _driver()
-    dev = check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
-    attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-    return int(check(driver.cuDeviceGetAttribute(attr, dev), "cuDeviceGetAttribute"))
+    return device_attribute("MULTIPROCESSOR_COUNT", ordinal)
 
 
 def device_target(ordinal: int = 0):

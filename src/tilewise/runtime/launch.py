@@ -83,9 +83,7 @@ class Launcher:
         total = static + k.dynamic_smem
         if total <= _DEFAULT_SMEM_LIMIT:
             return
-        dattr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-        dev = device.check(driver.cuDeviceGet(self.ordinal), "cuDeviceGet")
-        limit = device.check(driver.cuDeviceGetAttribute(dattr, dev), "cuDeviceGetAttribute")
+        limit = device.device_attribute("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", self.ordinal)
         if total > limit:
             raise LaunchError(f"{k.name} needs {total} bytes of shared memory per CTA "
                               f"({static} static + {k.dynamic_smem} dynamic); this GPU allows "
