@@ -155,3 +155,20 @@ def test_bar_arrive_signals_bar_sync_waiters():
     np.testing.assert_array_equal(a, want)
     ptx = " ".join(tw.compile(signal, "sm_90a").source("ptx").split())
     assert "bar.arrive 2, 256;" in ptx and "bar.sync 2, 256;" in ptx
+
+
+@T.prim_func
+def odd_count(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64,), "float32")
+    T.device_entry()
+    tid = T.thread_id([64])
+    T.ptx.bar.sync(1, 48)  # BUG: not whole warps
+    A[tid] = 1.0
+
+
+def test_a_named_barrier_count_that_is_not_whole_warps_is_reported():
+    with pytest.raises(tw.HazardError, match=r"bar.sync 1, 48: the id must be 0..15 and the "
+                       r"count a positive multiple of 32") as e:
+        tw.simulate(odd_count, poison(64, np.float32))
+    assert e.value.span.line == line_of(__file__, "# BUG: not whole warps")
+    assert "whole warps" in e.value.hint
