@@ -259,10 +259,13 @@ def test_tma_stores_of_two_ctas_into_one_tile_race():
     func = from_source(src, filename=FILE, env=ENV)
     a = np.zeros((64, 64), np.float16)
     assert tw.simulate(func, a, np.zeros_like(a)).ok  # one CTA: no race
+    with pytest.warns(tw.SimulationWarning):  # the same tile twice: benign, a warning
+        assert len(tw.simulate(func, a, np.zeros_like(a), grid=2).warnings) == 1
     with pytest.raises(tw.HazardError) as info:
-        tw.simulate(func, a, np.zeros_like(a), grid=2)
-    check_error(info.value, "write-write race on global memory: this thread writes bytes CTA "
-                "(0, 0, 0) wrote in the same launch", "index with T.cta_id", src, FILE)
+        tw.simulate(func, a, np.zeros_like(a), grid=2, strict_races=True)
+    check_error(info.value, "write-write race on global memory with identical bytes: this "
+                "thread writes bytes CTA (0, 0, 0) wrote in the same launch",
+                "give each CTA its own part", src, FILE)
 
 
 def test_a_tma_load_of_global_bytes_another_thread_just_wrote_races():

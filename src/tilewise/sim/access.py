@@ -50,26 +50,42 @@ def make_load(plan, buf, span, operand: bool = False, init_check: bool = True):
     register operand of an instruction, which orders itself with the async work on it;
     ``init_check``: a register read is checked for an uninitialised value; off for
     read-write operands whose instruction decides whether it reads them, see
-    :func:`check_local_read`)."""
+    :func:`check_local_read`). The closure does only the checks of ``plan.checks``."""
     place, d, size = plan.of(buf), np_dtype(buf.dtype), _static_size(buf)
+    chk = plan.checks
 
-    def load(ctx, idx):
+    def index(ctx, idx):
         tids = ctx.active()
         view = typed_view(ctx, place, d)
         idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids,
                       place, d.itemsize)
-        offs = place.base + idx * d.itemsize
-        if place.space == LOCAL:
-            w = ctx.asyncs.wgmma_if_used
-            if w is not None and not operand:
-                w.register_access(tids, offs, d.itemsize, span, False)
-            if init_check:
-                check_local_read(ctx, offs, d.itemsize, tids, span, buf.name)
+        return tids, view, idx
+
+    if place.space == LOCAL:
+        regs, init = chk.regs and not operand, chk.regs and init_check
+
+        def load_local(ctx, idx):
+            tids, view, idx = index(ctx, idx)
+            if regs or init:
+                offs = place.base + idx * d.itemsize
+                w = ctx.asyncs.wgmma_if_used
+                if regs and w is not None:
+                    w.register_access(tids, offs, d.itemsize, span, False)
+                if init:
+                    check_local_read(ctx, offs, d.itemsize, tids, span, buf.name)
             return view[tids, idx]
-        if place.space == SHARED:
-            check_shared_read(ctx, offs, d.itemsize, tids, span)
-        else:
-            ctx.mem.races.read(ctx, place.space, offs, d.itemsize, tids, span)
+        return load_local
+    shared = place.space == SHARED
+    checked = chk.shared if shared else (chk.glob or chk.outputs)
+
+    def load(ctx, idx):
+        tids, view, idx = index(ctx, idx)
+        if checked:
+            offs = place.base + idx * d.itemsize
+            if shared:
+                check_shared_read(ctx, offs, d.itemsize, tids, span)
+            else:
+                ctx.mem.races.read(ctx, place.space, offs, d.itemsize, tids, span)
         out = view[idx]
         return out if out.ndim else d.type(out)
 
@@ -78,31 +94,53 @@ def make_load(plan, buf, span, operand: bool = False, init_check: bool = True):
 
 def make_store(plan, buf, span, operand: bool = False):
     """``fn(ctx, idx, values)`` writing element ``idx`` of ``buf`` (``operand``: an
-    instruction's destination register)."""
+    instruction's destination register), with the checks of ``plan.checks``."""
     place, d, size = plan.of(buf), np_dtype(buf.dtype), _static_size(buf)
+    chk = plan.checks
 
-    def store(ctx, idx, vals):
+    def index(ctx, idx):
         tids = ctx.active()
         view = typed_view(ctx, place, d)
         idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids,
                       place, d.itemsize)
-        offs = place.base + idx * d.itemsize
-        if place.space == LOCAL:
-            w = ctx.asyncs.wgmma_if_used
-            if w is not None and not operand:
-                w.register_access(tids, offs, d.itemsize, span, True)
+        return tids, view, idx
+
+    if place.space == LOCAL:
+        regs = chk.regs and not operand
+
+        def store_local(ctx, idx, vals):
+            tids, view, idx = index(ctx, idx)
             view[tids, idx] = vals
-            mark_local_write(ctx, offs, d.itemsize, tids)
-            return
-        if place.space == SHARED:
-            mark_shared_write(ctx, offs, d.itemsize, tids, span)
+            if chk.regs:
+                offs = place.base + idx * d.itemsize
+                w = ctx.asyncs.wgmma_if_used
+                if regs and w is not None:
+                    w.register_access(tids, offs, d.itemsize, span, True)
+                mark_local_write(ctx, offs, d.itemsize, tids)
+        return store_local
+    shared = place.space == SHARED
+    checked = chk.shared if shared else (chk.glob or chk.outputs)
+
+    def store(ctx, idx, vals):
+        tids, view, idx = index(ctx, idx)
+        if not checked:
+            pass
+        elif shared:
+            mark_shared_write(ctx, place.base + idx * d.itemsize, d.itemsize, tids, span)
         else:
-            ctx.mem.races.write(ctx, place.space, offs, d.itemsize, tids, span)
+            ctx.mem.races.write(ctx, place.space, place.base + idx * d.itemsize, d.itemsize,
+                                tids, span, lambda: _rows(vals, d, len(tids)))
         if np.ndim(idx) == 0 and np.ndim(vals):  # threads racing on one element (reported
             vals = vals[-1]                      # above): one of them wins
         view[idx] = vals
 
     return store
+
+
+def _rows(vals, d: np.dtype, n: int) -> np.ndarray:
+    """The bytes of ``vals`` (dtype ``d``) as one row per thread of ``n``."""
+    v = np.ascontiguousarray(np.broadcast_to(np.asarray(vals, d), (n,)))
+    return v.view(np.uint8).reshape(n, d.itemsize)
 
 
 def make_address(plan, buf):
@@ -304,5 +342,6 @@ def write_bytes(ctx, sp, off, data, tids, span=None) -> None:
             ctx.mem.local_set[tids[sel][:, None], cols] = True
         else:
             if span is not None and s != SHARED:
-                ctx.mem.races.write(ctx, s, off[sel], nbytes, tids[sel], span)
+                ctx.mem.races.write(ctx, s, off[sel], nbytes, tids[sel], span,
+                                    lambda sel=sel: data[sel])
             ctx.mem.space_bytes(s)[cols] = data[sel]

@@ -25,6 +25,7 @@ from ..ptx.operands import regs_read, regs_written
 from ..ptx.table import PTX_OPS
 from . import values as V
 from .access import make_address, make_load, make_store
+from .checks import Checks
 from .memory import StoragePlan
 from .registry import Site, load_all
 from .fibers import blocks
@@ -33,11 +34,13 @@ from .state import masked
 
 class Program:
     """A compiled kernel: ``body(ctx)`` runs one CTA; ``bind_launch(ctx, cta)`` sets the
-    launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots."""
+    launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots; ``checks`` the
+    check level its loads and stores were compiled for (:mod:`.checks`)."""
 
-    def __init__(self, func):
+    def __init__(self, func, checks: str = "full"):
         self.func = func
-        self.plan = StoragePlan(func)
+        self.checks = Checks.of(checks)
+        self.plan = StoragePlan(func, self.checks)
         self.slots: dict[int, int] = {}
         self.semantics = load_all()
         self._launch = [(self.slot(b.var), b) for b in func.launch]

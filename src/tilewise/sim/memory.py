@@ -91,11 +91,15 @@ def _uses_async_proxy(func) -> bool:
 
 class StoragePlan:
     """Compile-time placement of every buffer of a flat PrimFunc; ``async_proxy``: whether
-    the kernel uses the async proxy (see :data:`ASYNC_PROXY_PREFIXES`)."""
+    the kernel uses the async proxy (see :data:`ASYNC_PROXY_PREFIXES`) and the proxy checks
+    are on; ``checks``: the check level."""
 
-    def __init__(self, func):
+    def __init__(self, func, checks=None):
+        from .checks import FULL
+
+        self.checks = checks or FULL  # the check level (:mod:`.checks`)
         self.places: dict[int, Placement] = {}
-        self.async_proxy = _uses_async_proxy(func)
+        self.async_proxy = self.checks.proxy and _uses_async_proxy(func)
         self.param_names = [b.name for b in func.param_buffers()]
         self.shared_bytes = 0
         self.local_bytes = 0

@@ -117,7 +117,8 @@ def s2g(ctx, site, args):
         size, off, goff = int(sizes[k]), int(s[1][k]), int(d[1][k])
         offs = np.arange(off, off + size)
         ctx.asyncs.check_async_read(offs, t, "cp.async.bulk (shared -> global)", site.span)
-        mem.races.write(ctx, int(d[0][k]), goff, size, np.array([t]), site.span)
+        mem.races.write(ctx, int(d[0][k]), goff, size, np.array([t]), site.span,
+                        lambda off=off, size=size: mem.shared[None, off:off + size])
         mem.space_bytes(int(d[0][k]))[goff:goff + size] = mem.shared[off:off + size]
         ctx.asyncs.bulk_store(t, offs, site.span)
 

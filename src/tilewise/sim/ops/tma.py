@@ -83,14 +83,19 @@ def _targets(ctx, site, mask):
     return ranks
 
 
-def _race(ctx, site, tm, coords, t: int, write: bool) -> None:
-    """The box's in-bounds global elements, read or written by thread ``t``'s copy (the
-    race shadows of :mod:`tilewise.sim.races`)."""
+def _race(ctx, site, tm, coords, t: int, box=None) -> None:
+    """The box's in-bounds global elements, read (``box`` None) or written with the shared
+    bytes at offsets ``box`` by thread ``t``'s copy (the race shadows of
+    :mod:`tilewise.sim.races`)."""
     offs, ok = tm.elements(coords)
-    offs = offs[ok]
-    if len(offs):
-        check = ctx.mem.races.write if write else ctx.mem.races.read
-        check(ctx, tm.space, offs, tm.spec.elem_bytes, np.full(len(offs), t), site.span)
+    if not ok.any():
+        return
+    es, tids = tm.spec.elem_bytes, np.full(int(ok.sum()), t)
+    if box is None:
+        ctx.mem.races.read(ctx, tm.space, offs[ok], es, tids, site.span)
+    else:
+        ctx.mem.races.write(ctx, tm.space, offs[ok], es, tids, site.span,
+                            lambda: ctx.mem.shared[box].reshape(-1, es)[ok])
 
 
 @semantics("ptx.cp_async.bulk.tensor.g2c")
@@ -105,7 +110,7 @@ def g2c(ctx, site, args):
     c = _coords(ctx, coords)
     targets = _targets(ctx, site, mask)
     for k, t in enumerate(ctx.active().tolist()):
-        _race(ctx, site, tm, c[k], t, write=False)
+        _race(ctx, site, tm, c[k], t)
         data = tm.read_box(ctx.mem, c[k])
         for peer in targets(k):
             source = "" if peer is ctx else f" of CTA rank {ctx.rank}"
@@ -128,7 +133,7 @@ def _store(ctx, site, args, combine=None):
         check_shared_read(ctx, chunks, 16, np.full(len(chunks), t), site.span)
         ctx.asyncs.check_async_read(offs, t, what, site.span)
         if combine is None:  # a reduction is atomic in the copy engine: no race
-            _race(ctx, site, tm, c[k], t, write=True)
+            _race(ctx, site, tm, c[k], t, offs)
         tm.write_box(ctx.mem, c[k], ctx.mem.shared[offs], combine)
         ctx.asyncs.bulk_store(t, offs, site.span, what)
 
