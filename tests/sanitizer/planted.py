@@ -26,6 +26,13 @@ class Planted:
     target: str = "sm_90a"
     hangs: bool = False  # on the GPU the kernel never finishes (a deadlock)
 
+    @property
+    def outputs(self) -> tuple:
+        """The buffers a GPU run allocates fresh (fill ``empty``: uninitialised), which the
+        simulator is told with ``simulate(..., outputs=)``."""
+        names = [b.name for b in self.kernel.param_buffers()]
+        return tuple(n for n, (_, _, fill) in zip(names, self.args) if fill == "empty")
+
 
 N = 128
 I32 = ((N, "int32", "arange"), (N, "int32", "zeros"))
@@ -344,7 +351,8 @@ PLANTED = [
     Planted("uninit_register", "read of a register (local buffer) never written",
             uninit_register, I32, ("an uninitialised register",), "initcheck"),
     Planted("uninit_global_read", "read of global memory nothing wrote (fresh allocation)",
-            uninit_global_read, ((N, "int32", "arange"), (N, "int32", "empty")), None,
+            uninit_global_read, ((N, "int32", "arange"), (N, "int32", "empty")),
+            ("reads global memory of 'B' that nothing has written in this launch",),
             "initcheck"),
     Planted("global_waw_threads", "every thread writes one global word", global_waw_threads,
             I32, ("write-write race on global memory", "in the same statement"), "racecheck"),

@@ -253,6 +253,15 @@ class GlobalRaces:
                 self._report(ctx, bad, wv, span_b, tids, span, space, "reads", "wrote")
         a.readers.note(span_b, gid)
 
+    def combine(self, ctx, space: int, offs, nbytes: int, tids, span) -> None:
+        """A reduction into global memory (atomic in the copy engine: no race): it reads the
+        bytes, which an ``outputs=`` array must have had written, and writes them."""
+        a = self.args[space - GLOBAL0]
+        if a.unwritten is not None:
+            span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+            _check_init(ctx, a, space, span_b, tids, span)
+            a.unwritten[span_b] = False
+
     def write(self, ctx, space: int, offs, nbytes: int, tids, span, data=None) -> None:
         """``tids`` write ``nbytes`` at ``offs`` of global space ``space``; ``data()``, when
         given, returns the bytes they write (a row per thread): a write of the very bytes an

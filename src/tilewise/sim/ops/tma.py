@@ -83,15 +83,17 @@ def _targets(ctx, site, mask):
     return ranks
 
 
-def _race(ctx, site, tm, coords, t: int, box=None) -> None:
+def _race(ctx, site, tm, coords, t: int, box=None, reduce: bool = False) -> None:
     """The box's in-bounds global elements, read (``box`` None) or written with the shared
-    bytes at offsets ``box`` by thread ``t``'s copy (the race shadows of
-    :mod:`tilewise.sim.races`)."""
+    bytes at offsets ``box`` (``reduce``: combined into them) by thread ``t``'s copy (the
+    race shadows of :mod:`tilewise.sim.races`)."""
     offs, ok = tm.elements(coords)
     if not ok.any():
         return
     es, tids = tm.spec.elem_bytes, np.full(int(ok.sum()), t)
-    if box is None:
+    if reduce:
+        ctx.mem.races.combine(ctx, tm.space, offs[ok], es, tids, site.span)
+    elif box is None:
         ctx.mem.races.read(ctx, tm.space, offs[ok], es, tids, site.span)
     else:
         ctx.mem.races.write(ctx, tm.space, offs[ok], es, tids, site.span,
@@ -132,8 +134,10 @@ def _store(ctx, site, args, combine=None):
         chunks = offs[::16]
         check_shared_read(ctx, chunks, 16, np.full(len(chunks), t), site.span)
         ctx.asyncs.check_async_read(offs, t, what, site.span)
-        if combine is None:  # a reduction is atomic in the copy engine: no race
+        if combine is None:
             _race(ctx, site, tm, c[k], t, offs)
+        else:  # a reduction is atomic in the copy engine: no race, but it reads the output
+            _race(ctx, site, tm, c[k], t, offs, reduce=True)
         tm.write_box(ctx.mem, c[k], ctx.mem.shared[offs], combine)
         ctx.asyncs.bulk_store(t, offs, site.span, what)
 
