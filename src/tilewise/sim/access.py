@@ -150,6 +150,65 @@ def make_address(plan, buf):
     return lambda idx: np.int64(base) + np.asarray(idx, np.int64) * isz
 
 
+class RegBlock:
+    """The register operands of one instruction when each is an element of a local buffer
+    at a constant, in-bounds index (``acc[0], ..., acc[31]`` of a wgmma): read and written
+    as one gather / scatter of the threads' local bytes instead of one load or store per
+    register. ``offs``: their local byte offsets; values keep each buffer's dtype."""
+
+    def __init__(self, plan, regs, spans):
+        self.dtypes = [np_dtype(r.buffer.dtype) for r in regs]
+        isz = self.dtypes[0].itemsize
+        self.names, self.spans, self.chk = [r.buffer.name for r in regs], spans, plan.checks
+        self.offs = np.array([plan.of(r.buffer).base + r.indices[0].value * isz for r in regs],
+                             np.int64)
+        self.cols = byte_span(self.offs, isz).ravel()
+        self.raw, self.isz = np.dtype(f"u{isz}"), isz
+
+    @classmethod
+    def build(cls, plan, regs, spans):
+        """A block for ``regs`` (BufferLoads), or None when one is not a local element at a
+        constant in-bounds index or the registers differ in width."""
+        from ..ir.expr import BufferLoad, IntImm
+
+        if not regs or not all(isinstance(r, BufferLoad) and len(r.indices) == 1
+                               and isinstance(r.indices[0], IntImm)
+                               and isinstance(r.buffer.size, int)
+                               and 0 <= r.indices[0].value < r.buffer.size
+                               and plan.of(r.buffer).space == LOCAL for r in regs):
+            return None
+        if len({r.buffer.dtype.bytes for r in regs}) != 1:
+            return None
+        return cls(plan, regs, spans)
+
+    def offsets(self, ctx) -> np.ndarray:
+        """(active threads, registers) local byte offsets."""
+        return np.broadcast_to(self.offs, (ctx.n_active(), len(self.offs)))
+
+    def read(self, ctx, init_check: bool) -> list:
+        """Each register's values for the active threads (a column each)."""
+        tids = ctx.active()
+        rows = tids[:, None]
+        if init_check and self.chk.regs and not ctx.mem.local_set[rows, self.cols].all():
+            for j, off in enumerate(self.offs.tolist()):
+                check_local_read(ctx, off, self.isz, tids, self.spans[j], self.names[j])
+        raw = ctx.mem.local[rows, self.cols].view(self.raw)
+        return [raw[:, j].view(d) for j, d in enumerate(self.dtypes)]
+
+    def write(self, ctx, values) -> None:
+        """Set each register of the active threads to the bits of ``values[j]`` (the
+        value converted when its width differs)."""
+        tids = ctx.active()
+        raw = np.empty((len(tids), len(self.dtypes)), self.raw)
+        for j, (v, d) in enumerate(zip(values, self.dtypes)):
+            v = np.asarray(v)
+            raw[:, j] = (v if v.dtype.itemsize == self.isz else v.astype(d)).view(self.raw)
+        rows = tids[:, None]
+        ctx.mem.local[rows, self.cols] = raw.view(np.uint8)
+        if self.chk.regs:
+            ctx.mem.local_set[rows, self.cols] = True
+
+
 # ---------------------------------------------------------------- local-memory shadow
 def check_local_read(ctx, offs, nbytes, tids, span, name="local memory") -> None:
     """An uninitialised-register read: a byte of local memory its thread never wrote."""
@@ -166,6 +225,8 @@ def check_local_read(ctx, offs, nbytes, tids, span, name="local memory") -> None
 def register_offsets(ctx, site) -> np.ndarray | None:
     """(active threads, registers) local offsets of an instruction's register operands
     (``site.reg_addrs``), None when it has none."""
+    if site.block is not None:
+        return site.block.offsets(ctx)
     if not site.reg_addrs:
         return None
     act = ctx.active()

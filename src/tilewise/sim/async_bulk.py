@@ -206,7 +206,7 @@ class BulkCore:
             return bad
         t = np.broadcast_to(tids[:, None], own.shape)
         ok = np.zeros(own.shape, bool)
-        for tag in np.unique(own[tagged]).tolist():
+        for tag in _distinct(own[tagged]):
             sel = tagged & (own == tag)
             ok[sel] = self.bulk.copy_of(tag).seen[t[sel]]
         bad = bad & ~ok
@@ -226,7 +226,7 @@ class BulkCore:
             return
         own = ctx.mem.owner[span_b]
         tagged = (own <= BULK_TAG0) & (own > UNWRITTEN)
-        for tag in np.unique(own[tagged]).tolist():
+        for tag in _distinct(own[tagged]):
             c = st.copy_of(tag)
             if not c.seen.any():
                 k, j = np.argwhere(own == tag)[0]
@@ -290,3 +290,11 @@ class BulkCore:
                         "T.cuda.cta_sync() when other threads reuse the buffer) before "
                         "overwriting its source", tid=writer if writer >= 0 else None,
                         addr=shared_addr(off))
+
+
+def _distinct(tags: np.ndarray) -> list:
+    """The distinct values of ``tags`` (usually none or one: no sort then)."""
+    if not len(tags):
+        return []
+    t0 = tags.flat[0]
+    return [int(t0)] if (tags == t0).all() else np.unique(tags).tolist()

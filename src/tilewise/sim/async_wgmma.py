@@ -32,7 +32,7 @@ class _Op:
     group: int
     tids: np.ndarray
     regs: np.ndarray  # (threads, bytes) local byte offsets of the accumulators
-    smem: np.ndarray  # unique shared byte offsets read
+    smem: tuple  # the shared byte offsets read: arrays, each of unique offsets
     span: object
 
 
@@ -54,9 +54,9 @@ class WgmmaState:
     def fence(self, tids) -> None:
         self.dirty[tids] = False
 
-    def issue(self, wg: int, tids, regs: np.ndarray, smem: np.ndarray, span) -> None:
+    def issue(self, wg: int, tids, regs: np.ndarray, smem: tuple, span) -> None:
         """Check and record one warpgroup's mma_async (``regs``: local byte offsets of
-        its accumulator registers per thread)."""
+        its accumulator registers per thread; ``smem``: arrays of unique shared offsets)."""
         ctx = self.ctx
         rows = np.broadcast_to(tids[:, None], regs.shape)
         dirty = self.dirty[rows, regs]
@@ -68,8 +68,9 @@ class WgmmaState:
                        "zeroing them) and before the first wgmma.mma_async",
                        tid=int(tids[k]), addr=(LOCAL << SPACE_SHIFT) + int(regs[k, j]))
         self.inflight[rows, regs] = True
-        np.add.at(self.reading, smem, 1)
-        self.n_reading += len(smem)
+        for offs in smem:  # unique within each: a plain add
+            self.reading[offs] += 1
+            self.n_reading += len(offs)
         self.ops.append(_Op(wg, int(self.committed[wg]), tids.copy(), regs, smem, span))
 
     def commit(self, wgs) -> None:
@@ -85,8 +86,9 @@ class WgmmaState:
             if op.group < self.retired[op.wg]:
                 rows = np.broadcast_to(op.tids[:, None], op.regs.shape)
                 self.inflight[rows, op.regs] = False
-                np.add.at(self.reading, op.smem, -1)
-                self.n_reading -= len(op.smem)
+                for offs in op.smem:
+                    self.reading[offs] -= 1
+                    self.n_reading -= len(offs)
             else:
                 keep.append(op)
         self.ops = keep
@@ -114,7 +116,7 @@ class WgmmaState:
         if self.n_reading and np.any(self.reading[span_b]):
             k, j = np.argwhere(self.reading[span_b] > 0)[0]
             off = int(span_b[k, j])
-            op = next(o for o in self.ops if off in set(o.smem.tolist()))
+            op = next(o for o in self.ops if any(off in set(x.tolist()) for x in o.smem))
             self.ctx.hazard(f"overwrites shared memory that a wgmma.mma_async (issued at "
                             f"{op.span}) still reads: {self._why(op)}", span,
                             "wait for the wgmma (T.ptx.wgmma.wait_group) before refilling "

@@ -12,6 +12,10 @@ def whole_groups(ctx, span, what: str, size: int = WARP, unit: str = "warp") -> 
     """The ids of the active groups of ``size`` threads (warps by default), each of which
     must be fully active; a partial group is a hazard."""
     act = ctx.active()
+    first = act[::size]
+    if (len(act) % size == 0 and not (first % size).any()
+            and (act[size - 1::size] == first + size - 1).all()):  # sorted: whole groups
+        return first // size
     groups, counts = np.unique(act // size, return_counts=True)
     if (counts != size).any():
         k = int(np.argmax(counts != size))

@@ -24,7 +24,7 @@ from ..ir.visitor import jumps_out
 from ..ptx.operands import regs_read, regs_written
 from ..ptx.table import PTX_OPS
 from . import values as V
-from .access import make_address, make_load, make_store
+from .access import RegBlock, make_address, make_load, make_store
 from .checks import Checks
 from .memory import StoragePlan
 from .registry import Site, load_all
@@ -259,28 +259,38 @@ class Program:
         if op is None or fn is None:
             raise SimulationError(f"{e.op!r} has no simulator semantics", e.span)
         site = Site(e, e.span, op)
-        operands = self._operands(op, e, site)
+        operands, regs_in = self._operands(op, e, site)
         report_key = e.op
 
         def call(ctx):
             ctx.report.instructions[report_key] += ctx.n_active()
-            return fn(ctx, site, [a(ctx) for a in operands])
+            args = [a(ctx) for a in operands]
+            if regs_in is not None:
+                args.extend(regs_in(ctx))
+            return fn(ctx, site, args)
         return _guard(call, e.span)
 
     def _operands(self, op, e, site):
+        """The operand closures, and ``regs_in(ctx) -> [values]`` reading the register
+        operands in one gather (None when they are read one by one, or not at all)."""
         fixed = len(op.params)
         out = []
         for p, a in zip(op.params, e.args[:fixed]):
             out.append(_const_fn(_immediate(a)) if p.static or a is None else self.expr(a))
         regs = e.args[fixed:]
+        site.block = RegBlock.build(self.plan, regs, [r.span or self.span for r in regs])
         if regs_written(op.regs):
             site.regs = tuple(self._lvalue(r) for r in regs)
             site.reg_addrs = tuple(self._reg_address(r) for r in regs)
-        if regs_read(op.regs):
-            # read-write registers (accumulators): the instruction checks what it reads
-            checked = not regs_written(op.regs)
-            out.extend(self._reg_value(r, checked) for r in regs)
-        return out
+        if not regs_read(op.regs):
+            return out, None
+        # read-write registers (accumulators): the instruction checks what it reads
+        checked = not regs_written(op.regs)
+        if site.block is not None:
+            block = site.block
+            return out, lambda ctx: block.read(ctx, checked)
+        out.extend(self._reg_value(r, checked) for r in regs)
+        return out, None
 
     def _reg_value(self, r, init_check: bool = True):
         """A register operand read by the instruction itself (not an ordinary load)."""

@@ -34,13 +34,44 @@ def as_type(v, d: np.dtype):
     return d.type(v)
 
 
+# Integer (and bool) operators whose numpy ufunc is already the arithmetic table's answer:
+# wrapping at the operands' width, no NaN to canonicalise (a fast path: no wrapper).
+_PLAIN_INT = {"+": np.add, "-": np.subtract, "*": np.multiply, "&": np.bitwise_and,
+              "|": np.bitwise_or, "^": np.bitwise_xor, "<": np.less, "<=": np.less_equal,
+              ">": np.greater, ">=": np.greater_equal, "==": np.equal, "!=": np.not_equal,
+              "min": np.minimum, "max": np.maximum, "and": np.logical_and,
+              "or": np.logical_or}
+# ... and those that equal it when the right operand is a uniform value in range (a divisor
+# other than 0, a shift count below the width); otherwise the table's function decides.
+_SCALAR_INT = {"//": (np.floor_divide, lambda b, w: b != 0),
+               "%": (np.mod, lambda b, w: b != 0),
+               "<<": (np.left_shift, lambda b, w: 0 <= b < w),
+               ">>": (np.right_shift, lambda b, w: 0 <= b < w)}
+
+
 def binop_fn(op: str, operand: DataType):
     """The numpy function computing ``a op b`` for operands of IR type ``operand`` (the
     arithmetic table, :mod:`tilewise.ir.alu`), or None when the operator does not take it."""
     row = alu.BINARY.get(op)
     if row is None or not row.takes(operand):
         return None
-    return alu.numpy_binary(op, operand)
+    general = alu.numpy_binary(op, operand)
+    if operand.kind not in ("int", "uint", "bool"):
+        return general
+    plain = _PLAIN_INT.get(op)
+    if plain is not None:
+        return plain
+    fast = _SCALAR_INT.get(op)
+    if fast is None:
+        return general
+    ufunc, in_range = fast
+    width = operand.bits
+
+    def fn(a, b):
+        if isinstance(b, np.generic) and in_range(int(b), width):
+            return ufunc(a, b)
+        return general(a, b)
+    return fn
 
 
 def unary_fn(op: str, operand: DataType):

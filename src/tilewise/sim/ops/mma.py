@@ -35,7 +35,7 @@ from ..access import (check_accumulators, check_pointer, check_shared_read, mark
                       register_offsets)
 from ..collective import whole_groups
 from ..memory import SHARED
-from ..registry import semantics
+from ..registry import semantics, write_regs
 from ..state import masked
 
 
@@ -109,17 +109,16 @@ def mma_sync(ctx, site, args):
         A = _tile(a[sel], a_type, lambda lane, i: mma.a_coords(lane, i, ea), (mma.M, k))
         B = _tile(b[sel], b_type, lambda lane, i: mma.b_coords(lane, i, eb), (k, mma.N))
         out[sel] = _accumulate(c[sel], A @ B, acc)
-    _write(ctx, site.regs, out, warps)
+    _write(ctx, site, out, warps)
 
 
-def _write(ctx, writers, words: np.ndarray, warps: list[np.ndarray]) -> None:
+def _write(ctx, site, words: np.ndarray, warps: list[np.ndarray]) -> None:
     """Write register ``j`` of the threads of ``warps`` (the others keep theirs)."""
     if not warps:
         return
     sel = np.concatenate(warps)
     act = ctx.active()
-    for j, write in enumerate(writers):
-        masked(ctx, act[sel], write, words[sel, j])
+    masked(ctx, act[sel], write_regs, site, [words[sel, j] for j in range(len(site.regs))])
 
 
 # ---------------------------------------------------------------- ldmatrix / stmatrix
@@ -167,7 +166,7 @@ def ldmatrix(ctx, site, args):
         check_shared_read(ctx, offs, 2, act[sel], site.span)
         lo, hi = ctx.mem.shared[offs], ctx.mem.shared[offs + 1]
         words[sel, j] |= (lo.astype(np.uint32) | (hi.astype(np.uint32) << 8)) << (16 * h)
-    _write(ctx, site.regs, words, [sel for sel, _ in where])
+    _write(ctx, site, words, [sel for sel, _ in where])
 
 
 @semantics("ptx.stmatrix")

@@ -15,7 +15,7 @@ from ...ir.launch import WARP
 from ...ptx import tcgen05
 from ...ptx.tcgen05 import COLS, LANES
 from ..collective import warp_uniform, whole_groups
-from ..registry import semantics
+from ..registry import semantics, write_regs
 
 
 def geometry(shape: str, num: int, t: np.ndarray):
@@ -102,8 +102,7 @@ def ld(ctx, site, args):
         vals = lo | ((tm.cells[lanes, cols[..., 1]] & 0xFFFF) << 16)
     else:
         vals = tm.cells[lanes, cols]
-    for r, write in enumerate(site.regs):
-        write(ctx, vals[:, r])
+    write_regs(ctx, site, [vals[:, r] for r in range(vals.shape[1])])
 
 
 def _check_unwaited_st(ctx, site, tm, lanes, cols):
