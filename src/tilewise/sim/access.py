@@ -9,7 +9,7 @@ from ..ir.launch import WARP
 from .memory import (LOCAL, SHARED, SPACE_SHIFT, UNWRITTEN, VISIBLE, byte_span, offset_of,
                      space_of)
 from .races import check_shared_write
-from .values import np_dtype
+from .values import fit, np_dtype
 
 
 def typed_view(ctx, place, d: np.dtype) -> np.ndarray:
@@ -32,8 +32,8 @@ def _bounds(ctx, idx, size, span, buf, tids, place, isz):
     bad = (idx < 0) | (idx >= size)
     if not np.any(bad):
         return idx
-    k = int(np.argmax(np.broadcast_to(bad, tids.shape)))
-    i = int(np.broadcast_to(idx, tids.shape)[k])
+    k = int(np.argmax(fit(bad, tids.shape)))
+    i = int(fit(idx, tids.shape)[k])
     ctx.hazard(f"out-of-bounds access: {buf.name}[{i}] but {buf.name!r} has {size} "
                f"element(s)", span, "check the index arithmetic and the loop bounds",
                tid=tids[k], addr=(place.space << SPACE_SHIFT) + place.base + i * isz)
@@ -163,7 +163,17 @@ class RegBlock:
         self.offs = np.array([plan.of(r.buffer).base + r.indices[0].value * isz for r in regs],
                              np.int64)
         self.cols = byte_span(self.offs, isz).ravel()
+        c0 = int(self.cols[0])  # consecutive bytes (acc[0..n] in order): a slice
+        self.span_cols = (slice(c0, c0 + len(self.cols))
+                          if (self.cols == np.arange(c0, c0 + len(self.cols))).all()
+                          else self.cols)
         self.raw, self.isz = np.dtype(f"u{isz}"), isz
+
+    def _cells(self, tids):
+        """The index of the active threads' register bytes in local memory."""
+        if isinstance(self.span_cols, slice) and int(tids[-1]) - int(tids[0]) == len(tids) - 1:
+            return slice(int(tids[0]), int(tids[0]) + len(tids)), self.span_cols
+        return tids[:, None], self.cols
 
     @classmethod
     def build(cls, plan, regs, spans):
@@ -188,31 +198,37 @@ class RegBlock:
     def read(self, ctx, init_check: bool) -> list:
         """Each register's values for the active threads (a column each)."""
         tids = ctx.active()
-        rows = tids[:, None]
-        if init_check and self.chk.regs and not ctx.mem.local_set[rows, self.cols].all():
+        cells = self._cells(tids)
+        if init_check and self.chk.regs and not ctx.mem.local_set[cells].all():
             for j, off in enumerate(self.offs.tolist()):
                 check_local_read(ctx, off, self.isz, tids, self.spans[j], self.names[j])
-        raw = ctx.mem.local[rows, self.cols].view(self.raw)
+        raw = np.ascontiguousarray(ctx.mem.local[cells]).view(self.raw)
         return [raw[:, j].view(d) for j, d in enumerate(self.dtypes)]
 
     def write(self, ctx, values) -> None:
         """Set each register of the active threads to the bits of ``values[j]`` (the
-        value converted when its width differs)."""
+        value converted when its width differs); ``values`` may be one (threads,
+        registers) array of the registers' width."""
         tids = ctx.active()
-        raw = np.empty((len(tids), len(self.dtypes)), self.raw)
-        for j, (v, d) in enumerate(zip(values, self.dtypes)):
-            v = np.asarray(v)
-            raw[:, j] = (v if v.dtype.itemsize == self.isz else v.astype(d)).view(self.raw)
-        rows = tids[:, None]
-        ctx.mem.local[rows, self.cols] = raw.view(np.uint8)
+        if isinstance(values, np.ndarray) and values.ndim == 2:
+            raw = np.ascontiguousarray(values).view(self.raw)
+        else:
+            raw = np.empty((len(tids), len(self.dtypes)), self.raw)
+            for j, (v, d) in enumerate(zip(values, self.dtypes)):
+                v = np.asarray(v)
+                raw[:, j] = (v if v.dtype.itemsize == self.isz else v.astype(d)).view(self.raw)
+        cells = self._cells(tids)
+        ctx.mem.local[cells] = raw.view(np.uint8)
         if self.chk.regs:
-            ctx.mem.local_set[rows, self.cols] = True
+            ctx.mem.local_set[cells] = True
 
 
 # ---------------------------------------------------------------- local-memory shadow
 def check_local_read(ctx, offs, nbytes, tids, span, name="local memory") -> None:
     """An uninitialised-register read: a byte of local memory its thread never wrote."""
-    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    if not ctx.checks.regs:
+        return
+    span_b = byte_span(fit(offs, tids.shape), nbytes)
     unset = ~ctx.mem.local_set[tids[:, None], span_b]
     if unset.any():
         k, j = np.argwhere(unset)[0]
@@ -238,6 +254,8 @@ def check_accumulators(ctx, tids, offs, span, what: str, hint: str) -> None:
     """``what`` reads its read-write (accumulator) registers at local offsets ``offs`` (a
     row per thread of ``tids``): each must have been written (the instruction decides
     whether it reads them: a wgmma with scale-d 0 does not)."""
+    if not ctx.checks.regs:
+        return
     unset = ~ctx.mem.local_set[tids[:, None], offs]
     if unset.any():
         k, j = np.argwhere(unset)[0]
@@ -247,7 +265,9 @@ def check_accumulators(ctx, tids, offs, span, what: str, hint: str) -> None:
 
 
 def mark_local_write(ctx, offs, nbytes, tids) -> None:
-    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    if not ctx.checks.regs:
+        return
+    span_b = byte_span(fit(offs, tids.shape), nbytes)
     ctx.mem.local_set[tids[:, None], span_b] = True
 
 
@@ -257,7 +277,9 @@ def check_shared_read(ctx, offs, nbytes, tids, span, note: bool = True) -> None:
     (asked of the async core) or written by another thread since the last barrier. The
     read is recorded for the write-after-read check (:mod:`.races`) unless ``note`` is
     false (an mbarrier operation: atomic on the barrier object, not a plain read)."""
-    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    if not ctx.checks.shared:
+        return
+    span_b = byte_span(fit(offs, tids.shape), nbytes)
     mem = ctx.mem
     if note:
         mem.readers.note(span_b, tids[:, None])
@@ -290,7 +312,9 @@ def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None) -> None:
     after asking the async core whether something in flight writes or reads them and
     checking for races with other threads' accesses. The write is a generic-proxy one: the
     copy engine sees it only after the writer's fence.proxy.async."""
-    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    if not ctx.checks.shared:
+        return
+    span_b = byte_span(fit(offs, tids.shape), nbytes)
     ctx.asyncs.check_write(span_b, tids, span)
     check_shared_write(ctx, offs, nbytes, span_b, tids, span)
     who = np.broadcast_to((tids if owner is None else owner)[:, None], span_b.shape)
@@ -319,7 +343,7 @@ def check_pointer(ctx, addrs, nbytes, span, what, spaces=None, align=None):
     """Validate per-thread pointers for an ``nbytes`` access: space, alignment, bounds.
     Returns ``(space, offsets)`` arrays, or None after a (non-strict) hazard."""
     tids = ctx.active()
-    addrs = np.broadcast_to(np.asarray(addrs, np.int64), tids.shape)
+    addrs = fit(addrs, tids.shape, np.int64)
     sp, off = space_of(addrs), offset_of(addrs)
     s0 = int(sp[0]) if len(sp) else SHARED
     if (sp == s0).all():  # the usual case: one space for every thread

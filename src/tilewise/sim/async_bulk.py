@@ -111,9 +111,10 @@ class BulkCore:
         ``mbar``."""
         st, mem = self.bulk, self.ctx.mem
         offs = np.asarray(offs, np.int64)
-        self.check_write(offs[None, :], np.array([tid if not source else -1]), span)
+        if self.ctx.checks.shared:
+            self.check_write(offs[None, :], np.array([tid if not source else -1]), span)
+            mem.owner[offs] = BULK_TAG0 - len(st.copies)
         mem.shared[offs] = data
-        mem.owner[offs] = BULK_TAG0 - len(st.copies)
         if mem.gen_dirty:  # the engine's write is no generic one
             mem.gen_writer[offs] = -1
         mem.bulk_tagged = True

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..ir.launch import WARPGROUP
 from .memory import LOCAL, SHARED, SPACE_SHIFT
+from .values import fit
 
 
 @dataclass
@@ -34,6 +35,19 @@ class _Op:
     regs: np.ndarray  # (threads, bytes) local byte offsets of the accumulators
     smem: tuple  # the shared byte offsets read: arrays, each of unique offsets
     span: object
+    cells: tuple  # an index of ``inflight`` for (tids, regs): slices when both are ranges
+
+
+def _cells(tids: np.ndarray, regs: np.ndarray) -> tuple:
+    """An index of the (thread, local byte) cells ``tids`` x ``regs``: two slices when the
+    threads are consecutive and every thread's registers the same consecutive bytes (a
+    warpgroup's accumulator), else the fancy index."""
+    if len(tids) and regs.shape[1] and regs.strides[0] == 0:
+        c = regs[0]
+        c0, t0 = int(c[0]), int(tids[0])
+        if int(tids[-1]) - t0 == len(tids) - 1 and (c == np.arange(c0, c0 + len(c))).all():
+            return slice(t0, t0 + len(tids)), slice(c0, c0 + len(c))
+    return np.broadcast_to(tids[:, None], regs.shape), regs
 
 
 class WgmmaState:
@@ -58,20 +72,19 @@ class WgmmaState:
         """Check and record one warpgroup's mma_async (``regs``: local byte offsets of
         its accumulator registers per thread; ``smem``: arrays of unique shared offsets)."""
         ctx = self.ctx
-        rows = np.broadcast_to(tids[:, None], regs.shape)
-        dirty = self.dirty[rows, regs]
-        if dirty.any():
-            k, j = np.argwhere(dirty)[0]
+        cells = _cells(tids, regs)
+        if ctx.checks.regs and self.dirty[cells].any():
+            k, j = np.argwhere(self.dirty[np.broadcast_to(tids[:, None], regs.shape), regs])[0]
             ctx.hazard("wgmma.mma_async uses accumulator registers written by other "
                        "instructions since the warpgroup's last wgmma.fence", span,
                        "call T.ptx.wgmma.fence() after writing the accumulators (e.g. "
                        "zeroing them) and before the first wgmma.mma_async",
                        tid=int(tids[k]), addr=(LOCAL << SPACE_SHIFT) + int(regs[k, j]))
-        self.inflight[rows, regs] = True
+        self.inflight[cells] = True
         for offs in smem:  # unique within each: a plain add
             self.reading[offs] += 1
             self.n_reading += len(offs)
-        self.ops.append(_Op(wg, int(self.committed[wg]), tids.copy(), regs, smem, span))
+        self.ops.append(_Op(wg, int(self.committed[wg]), tids.copy(), regs, smem, span, cells))
 
     def commit(self, wgs) -> None:
         self.committed[wgs] += 1
@@ -84,8 +97,7 @@ class WgmmaState:
         keep = []
         for op in self.ops:
             if op.group < self.retired[op.wg]:
-                rows = np.broadcast_to(op.tids[:, None], op.regs.shape)
-                self.inflight[rows, op.regs] = False
+                self.inflight[op.cells] = False
                 for offs in op.smem:
                     self.reading[offs] -= 1
                     self.n_reading -= len(offs)
@@ -97,7 +109,7 @@ class WgmmaState:
     def register_access(self, tids, offs, nbytes: int, span, write: bool) -> None:
         """An ordinary read or write of local bytes: a hazard when a pending wgmma owns
         them; a write also makes them dirty until the next wgmma.fence."""
-        offs = np.broadcast_to(np.asarray(offs, np.int64), tids.shape)
+        offs = fit(offs, tids.shape, np.int64)
         cols = offs[:, None] + np.arange(nbytes)
         rows = np.broadcast_to(tids[:, None], cols.shape)
         if write:

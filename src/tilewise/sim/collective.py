@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.launch import WARP
+from .values import fit
 
 
 def whole_groups(ctx, span, what: str, size: int = WARP, unit: str = "warp") -> np.ndarray:
@@ -29,7 +30,7 @@ def whole_groups(ctx, span, what: str, size: int = WARP, unit: str = "warp") -> 
 def warp_uniform(ctx, span, values, what: str) -> dict[int, int]:
     """One value per active warp; a warp whose threads disagree is a hazard."""
     act = ctx.active()
-    v = np.broadcast_to(np.asarray(values, np.int64), act.shape)
+    v = fit(values, act.shape, np.int64)
     out = {}
     for w in np.unique(act // WARP).tolist():
         vw = v[act // WARP == w]

@@ -205,19 +205,24 @@ class CtaMemory:
         thread that never waited is not flagged."""
         if not len(tids):
             return
+        if self.races is not None:
+            self.races.release(self.rank, tids)
+        if not self.plan.checks.shared:
+            return
         member = Members(np.asarray(tids, np.int64), self.local.shape[0])
         own = self.owner
         mine = own >= 0
         mine[mine] = member(own[mine])
         own[mine] = VISIBLE
         self.readers.release(member)
-        if self.races is not None:
-            self.races.release(self.rank, tids)
 
     def barrier(self) -> None:
         """``bar.sync``: every completed write becomes visible to every thread. Bytes of a
         bulk copy do only once some thread has observed its mbarrier phase complete (a
         barrier orders nothing with an asynchronous write that no thread has waited for)."""
+        self.races.sync()
+        if not self.plan.checks.shared:
+            return
         written = self.owner != UNWRITTEN
         if self.bulk_tagged:
             unseen = written & (self.owner <= BULK_TAG0)
@@ -226,7 +231,6 @@ class CtaMemory:
             written &= ~unseen
         self.owner[written] = VISIBLE
         self.readers.clear()
-        self.races.sync()
 
 
 NO_ONE, MANY = -1, -2  # Readers: nobody read the byte / several threads did
@@ -358,4 +362,6 @@ def byte_span(offsets: np.ndarray, nbytes: int) -> np.ndarray:
     step = _ARANGE.get(nbytes)
     if step is None:
         step = np.arange(nbytes, dtype=np.int64)
+        if nbytes <= 1 << 16 and len(_ARANGE) < 256:
+            _ARANGE[nbytes] = step
     return np.asarray(offsets, np.int64)[..., None] + step

@@ -47,6 +47,7 @@ import numpy as np
 from ..ir.launch import WARP
 from .checks import FULL
 from .memory import GLOBAL0, MANY, NO_ONE, SPACE_SHIFT, Members, Readers, byte_span
+from .values import fit
 
 _GID_LIMIT = (1 << 31) - 1
 _SEVERAL_CTAS = -(1 << 30)
@@ -241,11 +242,11 @@ class GlobalRaces:
     def read(self, ctx, space: int, offs, nbytes: int, tids, span) -> None:
         a = self.args[space - GLOBAL0]
         if a.unwritten is not None:
-            _check_init(ctx, a, space, byte_span(np.broadcast_to(offs, tids.shape), nbytes),
+            _check_init(ctx, a, space, byte_span(fit(offs, tids.shape), nbytes),
                         tids, span)
         if not self.enabled:
             return
-        span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+        span_b = byte_span(fit(offs, tids.shape), nbytes)
         gid = self._gids(ctx, tids)
         if a.writer is not None:
             bad, wv = self._unordered(a, span_b, gid)
@@ -258,7 +259,7 @@ class GlobalRaces:
         bytes, which an ``outputs=`` array must have had written, and writes them."""
         a = self.args[space - GLOBAL0]
         if a.unwritten is not None:
-            span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+            span_b = byte_span(fit(offs, tids.shape), nbytes)
             _check_init(ctx, a, space, span_b, tids, span)
             a.unwritten[span_b] = False
 
@@ -268,7 +269,7 @@ class GlobalRaces:
         earlier unit wrote there is a benign race (:meth:`_same_bytes`)."""
         a = self.args[space - GLOBAL0]
         if a.unwritten is not None:
-            a.unwritten[byte_span(np.broadcast_to(offs, tids.shape), nbytes)] = False
+            a.unwritten[byte_span(fit(offs, tids.shape), nbytes)] = False
         if not self.enabled:
             return
         pair = overlap(offs, nbytes, tids)
@@ -279,7 +280,7 @@ class GlobalRaces:
                        "run it)", span, _HINT_THREADS, tid=int(tids[i]),
                        addr=(space << SPACE_SHIFT) + off)
             return
-        span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+        span_b = byte_span(fit(offs, tids.shape), nbytes)
         gid = self._gids(ctx, tids)
         if a.writer is None:
             a.writer = np.full(a.size, NO_ONE, np.int32)

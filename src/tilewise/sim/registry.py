@@ -21,10 +21,13 @@ EXIT_CHECKS: list[Callable] = []  # fn(ctx, func_span) run when a CTA finishes
 
 def write_regs(ctx, site, values) -> None:
     """Write the destination registers of ``site`` for the active threads (``values[j]``:
-    register j's bits), in one scatter where the registers allow it."""
+    register j's bits; or one (threads, registers) array), in one scatter where the
+    registers allow it."""
     if site.block is not None:
         site.block.write(ctx, values)
         return
+    if getattr(values, "ndim", 1) == 2:
+        values = [values[:, j] for j in range(values.shape[1])]
     for write, v in zip(site.regs, values):
         write(ctx, v)
 

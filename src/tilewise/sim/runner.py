@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -277,7 +278,7 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     values.update(_at(flat, bind_tensor_maps, flat, binding))
     for k in opts.outputs:
         globals_[k].fill(0xFF)
-    prog = Program(flat, opts.checks)
+    prog = program_for(flat, opts.checks)
     report = run_program(prog, globals_, _grid(flat, grid, binding), opts, values)
     if report.warnings:
         first = report.warnings[0]
@@ -285,6 +286,19 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
                       f"the first at {first.span}: {first.message}", SimulationWarning,
                       stacklevel=2)
     return report
+
+
+_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def program_for(flat, checks: str) -> Program:
+    """The closure tree of a flat kernel for a check level, compiled once per kernel and
+    level (a Program keeps no launch state: every launch gets fresh memories)."""
+    per = _PROGRAMS.setdefault(flat, {})
+    prog = per.get(checks)
+    if prog is None:
+        prog = per[checks] = Program(flat, checks)
+    return prog
 
 
 def _checks(checks, func) -> str:

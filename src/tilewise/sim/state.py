@@ -18,6 +18,7 @@ from .async_core import AsyncCore
 from .checks import FULL
 from .memory import SHARED, offset_of, space_name, space_of
 from .tmem import TensorMemory
+from .values import fit
 
 _MAX_RECORDED = 200
 
@@ -152,7 +153,7 @@ class Ctx:
 
     def per_thread(self, v) -> np.ndarray:
         """``v`` as an array with one entry per active thread."""
-        return np.broadcast_to(v, (self.n_active(),))
+        return fit(v, (self.n_active(),))
 
     # -- hazards -----------------------------------------------------------------
     def where(self, tid=None, addr=None) -> str:

@@ -27,6 +27,22 @@ def np_dtype(t: DataType) -> np.dtype:
     return d
 
 
+def fit(v, shape: tuple, dtype=None) -> np.ndarray:
+    """``v`` (a value per thread, or one for all) as an array of ``shape`` (and ``dtype``):
+    ``v`` itself when it has the shape, a filled array for a scalar. A fast
+    ``np.broadcast_to`` for the simulator's per-thread operands (which read, never write,
+    the result)."""
+    if isinstance(v, np.ndarray):
+        if dtype is not None and v.dtype != dtype:
+            v = v.astype(dtype)
+        if v.shape == shape:
+            return v
+        if v.ndim == 0:
+            return np.full(shape, v)
+        return np.broadcast_to(v, shape)
+    return np.full(shape, v, dtype)
+
+
 def as_type(v, d: np.dtype):
     """``v`` converted to numpy dtype ``d`` (array stays array, scalar stays scalar)."""
     if isinstance(v, np.ndarray):

@@ -26,6 +26,7 @@ from ..access import check_pointer, check_shared_read, mbarrier_addrs
 from ..collective import whole_groups
 from ..memory import SHARED
 from ..registry import semantics
+from ..values import fit
 
 _ALIGN = 16
 
@@ -91,8 +92,8 @@ def fence_mbarrier_init(ctx, site, args):
 def s2c(ctx, site, args):
     dst, src, nbytes, mbar, rank = args
     tids = ctx.active()
-    sizes = np.broadcast_to(np.asarray(nbytes, np.int64), tids.shape)
-    ranks = np.broadcast_to(np.asarray(rank, np.int64), tids.shape)
+    sizes = fit(nbytes, tids.shape, np.int64)
+    ranks = fit(rank, tids.shape, np.int64)
     what = "cp.async.bulk (shared -> shared::cluster)"
     for k, t in enumerate(tids.tolist()):
         size = int(sizes[k])

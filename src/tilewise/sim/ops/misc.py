@@ -30,7 +30,7 @@ from ..access import check_pointer, check_shared_read, mark_shared_write, read_b
 from ..collective import whole_groups
 from ..memory import LOCAL, SHARED
 from ..registry import semantics
-from ..values import np_dtype
+from ..values import fit, np_dtype
 
 
 @semantics("cuda.cta_sync")
@@ -66,8 +66,8 @@ def _named_barrier(ctx, site, args, wait: bool) -> None:
     what = "bar.sync" if wait else "bar.arrive"
     whole_groups(ctx, site.span, what)
     act = ctx.active()
-    ids = np.broadcast_to(np.asarray(args[0], np.int64), act.shape)
-    counts = np.broadcast_to(np.asarray(args[1], np.int64), act.shape)
+    ids = fit(args[0], act.shape, np.int64)
+    counts = fit(args[1], act.shape, np.int64)
     pending = []
     for bid, count in sorted(set(zip(ids.tolist(), counts.tolist()))):
         tids = act[(ids == bid) & (counts == count)]

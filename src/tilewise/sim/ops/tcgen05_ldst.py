@@ -16,6 +16,7 @@ from ...ptx import tcgen05
 from ...ptx.tcgen05 import COLS, LANES
 from ..collective import warp_uniform, whole_groups
 from ..registry import semantics, write_regs
+from ..values import fit
 
 
 def geometry(shape: str, num: int, t: np.ndarray):
@@ -37,7 +38,7 @@ def _cells(ctx, site, args, what):
     taddr, row, col, shape, num, packed = args[:6]
     whole_groups(ctx, site.span, what)
     act = ctx.active()
-    base = (np.broadcast_to(np.asarray(taddr, np.int64), act.shape)
+    base = (fit(taddr, act.shape, np.int64)
             + tcgen05.address(row, col))
     warp_uniform(ctx, site.span, base, f"{what} taddr")
     lane, first = act % WARP, tcgen05.lane_slice(act // WARP)

@@ -32,7 +32,7 @@ from ..access import check_pointer, check_shared_read, mbarrier_addrs
 from ..memory import SHARED
 from ..registry import semantics
 from ..tensormap import SimTensorMap
-from ..values import binop_fn
+from ..values import binop_fn, fit
 
 _REDUCE = {"add": "+", "min": "min", "max": "max"}
 
@@ -49,7 +49,7 @@ def _map(site, tmap, dim) -> SimTensorMap:
 def _coords(ctx, coords) -> np.ndarray:
     """(threads, rank) int coordinates, innermost first."""
     n = len(ctx.active())
-    return np.stack([np.broadcast_to(np.asarray(c, np.int64), (n,)) for c in coords], axis=1)
+    return np.stack([fit(c, (n,), np.int64) for c in coords], axis=1)
 
 
 def _shared_box(ctx, site, tm, addrs, what):

@@ -128,7 +128,7 @@ def mma_async(ctx, site, args):
         _accumulate(out, sel, act[sel] % WARPGROUP, prod, sd, acc_t, n)
         ctx.asyncs.wgmma.issue(wg, act[sel], _reg_bytes(site, regs_addr, sel),
                                (a_bytes, b_bytes), site.span)
-    write_regs(ctx, site, [out[:, j] for j in range(out.shape[1])])
+    write_regs(ctx, site, out)
 
 
 def _registers(regs, act) -> np.ndarray:
