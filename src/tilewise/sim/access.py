@@ -29,9 +29,14 @@ def typed_view(ctx, place, d: np.dtype) -> np.ndarray:
 
 
 def _bounds(ctx, idx, size, span, buf, tids, place, isz):
-    bad = (idx < 0) | (idx >= size)
-    if not np.any(bad):
-        return idx
+    if idx.ndim == 0:
+        if 0 <= idx < size:
+            return idx
+        bad = np.asarray(True)
+    else:
+        bad = (idx < 0) | (idx >= size)
+        if not bad.any():
+            return idx
     k = int(np.argmax(fit(bad, tids.shape)))
     i = int(fit(idx, tids.shape)[k])
     ctx.hazard(f"out-of-bounds access: {buf.name}[{i}] but {buf.name!r} has {size} "
@@ -71,7 +76,7 @@ def make_load(plan, buf, span, operand: bool = False, init_check: bool = True):
                 w = ctx.asyncs.wgmma_if_used
                 if regs and w is not None:
                     w.register_access(tids, offs, d.itemsize, span, False)
-                if init:
+                if init and not _all_written(ctx.mem, place):
                     check_local_read(ctx, offs, d.itemsize, tids, span, buf.name)
             return view[tids, idx]
         return load_local
@@ -108,6 +113,8 @@ def make_store(plan, buf, span, operand: bool = False):
     if place.space == LOCAL:
         regs = chk.regs and not operand
 
+        key = (place.base, place.nbytes)
+
         def store_local(ctx, idx, vals):
             tids, view, idx = index(ctx, idx)
             view[tids, idx] = vals
@@ -116,7 +123,8 @@ def make_store(plan, buf, span, operand: bool = False):
                 w = ctx.asyncs.wgmma_if_used
                 if regs and w is not None:
                     w.register_access(tids, offs, d.itemsize, span, True)
-                mark_local_write(ctx, offs, d.itemsize, tids)
+                if key not in ctx.mem.local_ready:  # else every byte is written already
+                    mark_local_write(ctx, offs, d.itemsize, tids)
         return store_local
     shared = place.space == SHARED
     checked = chk.shared if shared else (chk.glob or chk.outputs)
@@ -224,6 +232,27 @@ class RegBlock:
 
 
 # ---------------------------------------------------------------- local-memory shadow
+_READY_TRIES = 4  # whole-buffer checks per buffer and CTA before giving up on the shortcut
+
+
+def _all_written(mem, place) -> bool:
+    """Whether every thread has written every byte of the local allocation ``place`` (then
+    no read of it can be uninitialised: written bytes stay written). Checked a few times
+    per CTA, then the per-access check carries on alone."""
+    key = (place.base, place.nbytes)
+    if key in mem.local_ready:
+        return True
+    tries = mem.local_tries.get(key, 0)
+    if tries >= _READY_TRIES:
+        return False
+    mem.local_tries[key] = tries + 1
+    if mem.local_set[:, place.base:place.base + place.nbytes].all():
+        mem.local_ready.add(key)
+        return True
+    return False
+
+
+
 def check_local_read(ctx, offs, nbytes, tids, span, name="local memory") -> None:
     """An uninitialised-register read: a byte of local memory its thread never wrote."""
     if not ctx.checks.regs:
@@ -286,9 +315,9 @@ def check_shared_read(ctx, offs, nbytes, tids, span, note: bool = True) -> None:
     own = mem.owner[span_b]
     t = tids[:, None]
     bad = (own != VISIBLE) & (own != t) & (own != -(2 + t // WARP))
-    if mem.n_pending or (mem.bulk_tagged and np.any(bad)):
+    if mem.n_pending or (mem.bulk_tagged and bad.any()):
         bad = ctx.asyncs.check_read(span_b, tids, bad, own, span)
-    if np.any(bad):
+    if bad.any():
         k, j = np.argwhere(bad)[0]
         _report_invisible(ctx, int(own[k, j]), int(tids[k]), int(span_b[k, j]), span)
 

@@ -220,7 +220,7 @@ class BulkCore:
 
     def _check_bulk_write(self, span_b, tids, span) -> None:
         st, ctx = self.bulk, self.ctx
-        if st.n_reading and np.any(st.reading[span_b]):
+        if st.n_reading and st.reading[span_b].any():
             k, j = np.argwhere(st.reading[span_b] > 0)[0]
             self._report_overwritten(int(span_b[k, j]), int(tids[k]), span)
         if not st.copies:

@@ -385,11 +385,11 @@ class AsyncCore(BulkCore):
         are in flight; returns ``bad`` (bytes the reader may not see) without the bulk
         bytes it has observed. Called by :func:`tilewise.sim.access.check_shared_read`."""
         mem = self.ctx.mem
-        if mem.n_pending and np.any(mem.pending[span_b]):
+        if mem.n_pending and mem.pending[span_b].any():
             k, j = np.argwhere(mem.pending[span_b] > 0)[0]
             self._report_pending_read(int(span_b[k, j]), int(tids[k]), span)
             return np.zeros_like(bad)
-        if np.any(bad) and mem.bulk_tagged:
+        if bad.any() and mem.bulk_tagged:
             return self._filter_bulk_reads(own, tids, bad, span_b, span)
         return bad
 
@@ -397,7 +397,7 @@ class AsyncCore(BulkCore):
         """Hazards of ``tids`` writing the shared bytes ``span_b`` while something in
         flight writes or reads them."""
         mem = self.ctx.mem
-        if mem.n_pending and np.any(mem.pending[span_b]):
+        if mem.n_pending and mem.pending[span_b].any():
             k, j = np.argwhere(mem.pending[span_b] > 0)[0]
             self._report_pending_write(int(span_b[k, j]), int(tids[k]), span)
         if self._bulk is not None:

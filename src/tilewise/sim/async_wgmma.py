@@ -125,7 +125,7 @@ class WgmmaState:
                             tid=int(tids[k]))
 
     def check_shared_write(self, span_b, tids, span) -> None:
-        if self.n_reading and np.any(self.reading[span_b]):
+        if self.n_reading and self.reading[span_b].any():
             k, j = np.argwhere(self.reading[span_b] > 0)[0]
             off = int(span_b[k, j])
             op = next(o for o in self.ops if any(off in set(x.tolist()) for x in o.smem))

@@ -156,6 +156,8 @@ class CtaMemory:
         self.shared = np.full(max(plan.shared_bytes, 1), 0xA5, np.uint8)
         self.local = np.full((n_threads, max(plan.local_bytes, 1)), 0xA5, np.uint8)
         self.local_set = np.zeros(self.local.shape, bool)
+        self.local_ready: set = set()  # local allocations every thread has wholly written
+        self.local_tries: dict = {}  # how often that was asked of each allocation
         self.pending = np.zeros(self.shared.size, np.int32)
         self.owner = np.full(self.shared.size, UNWRITTEN, np.int32)
         self.readers = Readers(self.shared.size)
@@ -176,6 +178,8 @@ class CtaMemory:
         self.shared.fill(0xA5)
         self.local.fill(0xA5)
         self.local_set.fill(False)
+        self.local_ready.clear()
+        self.local_tries.clear()
         self.pending.fill(0)
         self.owner.fill(UNWRITTEN)
         self.readers.clear()
@@ -240,7 +244,9 @@ class Readers:
     """Which thread read each byte of one memory since the running CTA's last barrier.
 
     Reads are only logged (``note``: an append); the per-byte shadow (``NO_ONE``, one
-    thread ``t >= 0``, or ``MANY``) is built from the log when a write first needs it
+    thread ``t >= 0``, or ``MANY``, stored plus one so that a fresh shadow is zeros: pages
+    the kernel never touches are never written) is built from the log when a write first
+    needs it
     (:meth:`shadow`) or the log grows long, and from then on until the barrier each read
     updates it. So a kernel that reads and writes different bytes between barriers pays one
     append per read, and a long run of reads with no barrier stays bounded in memory."""
@@ -277,7 +283,7 @@ class Readers:
     def shadow(self) -> np.ndarray:
         """The per-byte readers of this epoch (the log folded in)."""
         if self.now is None:
-            self.now = np.full(self.size, NO_ONE, np.int32)
+            self.now = np.zeros(self.size, np.int32)  # NO_ONE + 1
         if not self.live:
             for span_b, who in self.log:
                 _fold(self.now, span_b, who)
@@ -285,6 +291,10 @@ class Readers:
             self.log.clear()
             self.live = True
         return self.now
+
+    def at(self, span_b: np.ndarray) -> np.ndarray:
+        """The readers of the bytes ``span_b``: NO_ONE, a thread, or MANY."""
+        return self.shadow()[span_b] - 1
 
     def release(self, member) -> list[np.ndarray]:
         """Forget the reads of the threads ``member`` accepts (a barrier phase they arrived
@@ -303,9 +313,9 @@ class Readers:
                     keep.append((span_b[~m], who[~m]))
             self.log = keep
             return gone
-        read = np.flatnonzero(self.now != NO_ONE)  # one sweep, then back to a short log
-        r = self.now[read]
-        self.now[read] = NO_ONE
+        read = np.flatnonzero(self.now)  # one sweep, then back to a short log
+        r = self.now[read] - 1
+        self.now[read] = 0
         gone = (r == MANY) | member(r)
         kept = read[~gone]
         self.log = [(kept[:, None], r[~gone][:, None])] if len(kept) else []
@@ -316,14 +326,14 @@ class Readers:
     def clear(self) -> list[np.ndarray]:
         """A barrier: forget this epoch's readers; returns the byte spans they read."""
         if self.touched is None:  # many reads: find and reset them in one sweep
-            read = np.flatnonzero(self.now != NO_ONE)
-            self.now[read] = NO_ONE
+            read = np.flatnonzero(self.now)
+            self.now[read] = 0
             spans = [read]
         else:
             spans = [s for s, _ in self.log] + self.touched
             if self.live:
                 for s in self.touched:
-                    self.now[s] = NO_ONE
+                    self.now[s] = 0
         self.log.clear()
         self.touched = []
         self.live = False
@@ -346,12 +356,14 @@ class Members:
 
 
 def _fold(shadow: np.ndarray, span_b: np.ndarray, who: np.ndarray) -> None:
+    """Record reads by ``who`` in an encoded shadow (value + 1: 0 is NO_ONE)."""
     cur = shadow[span_b]
-    new = np.where((cur == NO_ONE) | (cur == who), who, MANY).astype(np.int32)
+    w = who + 1
+    new = np.where((cur == 0) | (cur == w), w, MANY + 1).astype(np.int32)
     shadow[span_b] = new
     lost = shadow[span_b] != new  # two rows of one access read one byte
     if lost.any():
-        shadow[span_b[lost]] = MANY
+        shadow[span_b[lost]] = MANY + 1
 
 
 _ARANGE = {n: np.arange(n, dtype=np.int64) for n in (1, 2, 4, 8, 16)}

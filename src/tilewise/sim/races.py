@@ -99,7 +99,7 @@ def check_shared_write(ctx, starts, width, span_b, tids, span) -> None:
         return
     if mem.readers.empty:
         return
-    rd = mem.readers.shadow()[span_b]
+    rd = mem.readers.at(span_b)
     bad = ((rd >= 0) & (rd != t)) | (rd == MANY)
     if bad.any():
         k, j = np.argwhere(bad)[0]
@@ -126,24 +126,24 @@ class _Arg:
 
     def __init__(self, size: int):
         self.size = size
-        self.writer: np.ndarray | None = None  # the last writer's gid (made by a write)
+        self.writer: np.ndarray | None = None  # the last writer's gid + 1 (made by a write)
         self.epoch: np.ndarray | None = None  # the epoch of that write
-        self.cta_readers: np.ndarray | None = None  # NO_ONE, the one unit, or MANY
+        self.cta_readers: np.ndarray | None = None  # NO_ONE, the one unit, or MANY; + 1
         self.readers = Readers(size)  # the running unit's reads since its barrier
         self.deferred: list[tuple[int, list]] = []  # (unit, byte spans) not folded yet
         self.n_deferred = 0
-        self.unwritten: np.ndarray | None = None  # outputs=: bytes no thread wrote yet
+        self.written: np.ndarray | None = None  # outputs=: bytes a thread wrote already
         self.recent: list[np.ndarray] | None = []  # spans written in ``recent_epoch``
         self.recent_epoch = -1
 
     def fold(self) -> np.ndarray:
         """``cta_readers`` with every deferred read folded in."""
         if self.cta_readers is None:
-            self.cta_readers = np.full(self.size, NO_ONE, np.int32)
+            self.cta_readers = np.zeros(self.size, np.int32)  # NO_ONE + 1
         for lin, spans in self.deferred:
             offs = np.concatenate([x.ravel() for x in spans])
-            cur = self.cta_readers[offs]
-            self.cta_readers[offs] = np.where((cur == NO_ONE) | (cur == lin), lin, MANY)
+            cur = self.cta_readers[offs] - 1
+            self.cta_readers[offs] = np.where((cur == NO_ONE) | (cur == lin), lin, MANY) + 1
         self.deferred, self.n_deferred = [], 0
         return self.cta_readers
 
@@ -190,7 +190,7 @@ class GlobalRaces:
         self.args = [_Arg(g.size) for g in globals_]
         if checks.outputs:
             for k in outputs:  # uninitialised at launch: nothing wrote them yet
-                self.args[k].unwritten = np.ones(globals_[k].size, bool)
+                self.args[k].written = np.zeros(globals_[k].size, bool)
         self.ctas: list[tuple] = []  # unit run index -> its first CTA (x, y, z)
         self.enabled = checks.glob
         self.lin = -1
@@ -222,7 +222,7 @@ class GlobalRaces:
         for a in self.args:
             offs = a.written_in(self.epoch)
             if offs is not None:
-                offs = offs[(a.epoch[offs] == self.epoch) & member(a.writer[offs])]
+                offs = offs[(a.epoch[offs] == self.epoch) & member(a.writer[offs] - 1)]
                 a.epoch[offs] = RELEASED
             if not a.readers.empty:
                 a.defer(self.lin, a.readers.release(member))
@@ -233,7 +233,7 @@ class GlobalRaces:
     def _unordered(self, a, span_b, gid):
         """Bytes of ``span_b`` whose last write is not ordered before this access, and the
         writers (gids)."""
-        wv = a.writer[span_b]
+        wv = a.writer[span_b] - 1
         bad = (wv != NO_ONE) & (wv != gid)
         if bad.any():
             bad &= (wv < self.base) | (a.epoch[span_b] == self.epoch)
@@ -241,7 +241,7 @@ class GlobalRaces:
 
     def read(self, ctx, space: int, offs, nbytes: int, tids, span) -> None:
         a = self.args[space - GLOBAL0]
-        if a.unwritten is not None:
+        if a.written is not None:
             _check_init(ctx, a, space, byte_span(fit(offs, tids.shape), nbytes),
                         tids, span)
         if not self.enabled:
@@ -258,18 +258,18 @@ class GlobalRaces:
         """A reduction into global memory (atomic in the copy engine: no race): it reads the
         bytes, which an ``outputs=`` array must have had written, and writes them."""
         a = self.args[space - GLOBAL0]
-        if a.unwritten is not None:
+        if a.written is not None:
             span_b = byte_span(fit(offs, tids.shape), nbytes)
             _check_init(ctx, a, space, span_b, tids, span)
-            a.unwritten[span_b] = False
+            a.written[span_b] = True
 
     def write(self, ctx, space: int, offs, nbytes: int, tids, span, data=None) -> None:
         """``tids`` write ``nbytes`` at ``offs`` of global space ``space``; ``data()``, when
         given, returns the bytes they write (a row per thread): a write of the very bytes an
         earlier unit wrote there is a benign race (:meth:`_same_bytes`)."""
         a = self.args[space - GLOBAL0]
-        if a.unwritten is not None:
-            a.unwritten[byte_span(fit(offs, tids.shape), nbytes)] = False
+        if a.written is not None:
+            a.written[byte_span(fit(offs, tids.shape), nbytes)] = True
         if not self.enabled:
             return
         pair = overlap(offs, nbytes, tids)
@@ -283,7 +283,7 @@ class GlobalRaces:
         span_b = byte_span(fit(offs, tids.shape), nbytes)
         gid = self._gids(ctx, tids)
         if a.writer is None:
-            a.writer = np.full(a.size, NO_ONE, np.int32)
+            a.writer = np.zeros(a.size, np.int32)  # NO_ONE + 1: untouched pages stay free
             a.epoch = np.zeros(a.size, np.int32)
         bad, wv = self._unordered(a, span_b, gid)
         if bad.any() and not self._same_bytes(ctx, a, bad, wv, span_b, data, space, tids, span):
@@ -291,7 +291,7 @@ class GlobalRaces:
             return
         if self._read_by_others(ctx, a, span_b, gid, tids, span, space):
             return
-        a.writer[span_b] = np.broadcast_to(gid, span_b.shape)
+        a.writer[span_b] = gid + 1
         a.epoch[span_b] = self.epoch
         a.note_write(span_b, self.epoch)
 
@@ -322,7 +322,7 @@ class GlobalRaces:
     def _read_by_others(self, ctx, a, span_b, gid, tids, span, space) -> bool:
         rc = a.fold() if a.deferred else a.cta_readers
         if rc is not None:
-            rc = rc[span_b]
+            rc = rc[span_b] - 1
             bad = (rc != NO_ONE) & (rc != self.lin)
             if bad.any():
                 self._report(ctx, bad, np.where(rc == MANY, _SEVERAL_CTAS, -(3 + rc)), span_b,
@@ -330,7 +330,7 @@ class GlobalRaces:
                 return True
         if a.readers.empty:
             return False
-        rv = a.readers.shadow()[span_b]
+        rv = a.readers.at(span_b)
         bad = ((rv >= 0) & (rv != gid)) | (rv == MANY)
         if bad.any():
             self._report(ctx, bad, np.where(rv == MANY, -1, rv), span_b, tids, span, space,
@@ -371,7 +371,7 @@ class GlobalRaces:
 
 def _check_init(ctx, a, space, span_b, tids, span) -> None:
     """A read of bytes of an ``outputs=`` array that no thread of the launch has written."""
-    bad = a.unwritten[span_b]
+    bad = ~a.written[span_b]
     if bad.any():
         k, j = np.argwhere(bad)[0]
         name = ctx.params[space - GLOBAL0] if space - GLOBAL0 < len(ctx.params) else "?"
