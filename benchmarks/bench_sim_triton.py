@@ -66,16 +66,22 @@ def simulator_times(names, repeats: int) -> dict:
     for name in names:
         lowered, args = _case(name)
         for level in LEVELS:
-            def run():
-                tw.simulate(lowered, *[a.copy() for a in args], checks=level)
-            run()
-            best = float("inf")
-            for _ in range(repeats):
-                t0 = time.process_time()
-                run()
-                best = min(best, time.process_time() - t0)
-            out[name, level] = best
+            out[name, level] = _best(lowered, args, level, repeats)
     return out
+
+
+def _best(lowered, args, level: str, repeats: int) -> float:
+    """CPU seconds of one simulated launch at ``level``: best of ``repeats`` after a warm-up."""
+    def run():
+        tw.simulate(lowered, *[a.copy() for a in args], checks=level)
+    run()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.process_time()
+        run()
+        best = min(best, time.process_time() - t0)
+    return best
+
 
 
 def triton_times(repeats: int) -> dict:
