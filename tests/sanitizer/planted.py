@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilewise import T
+from tilewise import T, Tx
+from tilewise.layout import swizzled_tile, wgmma_accumulator
+
+TILE = swizzled_tile(64, 64, 16, 128)  # a 64 x 64 fp16 operand, 128-byte swizzle
+ACC = wgmma_accumulator(64)
 
 
 @dataclass(frozen=True)
@@ -324,7 +328,49 @@ def bulk_read_before_wait(A_ptr: T.handle, B_ptr: T.handle):
     T.ptx.mbarrier.try_wait(T.address_of(bar[0]), 0)
 
 
+@T.prim_func
+def missing_fence_before_wgmma(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 64), "float16")
+    B = T.match_buffer(B_ptr, (64, 64), "float16")
+    C = T.match_buffer(C_ptr, (64, 64), "float32")
+    T.device_entry()
+    T.thread_id([128])
+    As = T.alloc_shared((64, 64), "float16", layout=TILE, align=1024)
+    Bs = T.alloc_shared((64, 64), "float16", layout=TILE, align=1024)
+    acc = T.alloc_local((64, 64), "float32", layout=ACC)
+    Tx.cta.copy(As[:, :], A[:, :])
+    Tx.cta.copy(Bs[:, :], B[:, :])
+    T.cuda.cta_sync()
+    T.ptx.wgmma.fence()
+    Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :])  # BUG
+    T.ptx.wgmma.commit_group()
+    T.ptx.wgmma.wait_group(0)
+    Tx.wg.copy(C[:, :], acc[:, :])
+
+
+@T.prim_func
+def wgmma_without_wgmma_fence(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 64), "float16")
+    B = T.match_buffer(B_ptr, (64, 64), "float16")
+    C = T.match_buffer(C_ptr, (64, 64), "float32")
+    T.device_entry()
+    T.thread_id([128])
+    As = T.alloc_shared((64, 64), "float16", layout=TILE, align=1024)
+    Bs = T.alloc_shared((64, 64), "float16", layout=TILE, align=1024)
+    acc = T.alloc_local((64, 64), "float32", layout=ACC)
+    Tx.cta.copy(As[:, :], A[:, :])
+    Tx.cta.copy(Bs[:, :], B[:, :])
+    T.ptx.fence.proxy_async()
+    T.cuda.cta_sync()
+    Tx.wg.zero(acc[:, :])
+    Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :], accum=True)  # BUG
+    T.ptx.wgmma.commit_group()
+    T.ptx.wgmma.wait_group(0)
+    Tx.wg.copy(C[:, :], acc[:, :])
+
+
 H16 = ((1024, "float16", "arange"), (1024, "float16", "zeros"))
+WG = ((4096, "float16", "arange"), (4096, "float16", "arange"), (4096, "float32", "zeros"))
 
 PLANTED = [
     Planted("oob_global_write", "global store one element past the end",
@@ -390,4 +436,11 @@ PLANTED = [
     Planted("bulk_read_before_wait", "read of a bulk copy's bytes before its mbarrier wait",
             bulk_read_before_wait, H16, ("read before the bulk copy's mbarrier completed",),
             "racecheck"),
+    Planted("missing_fence_before_wgmma", "wgmma operand written by ordinary stores, no "
+            "fence.proxy.async", missing_fence_before_wgmma, WG,
+            ("wgmma.mma_async reads shared memory that thread", "no fence.proxy.async since"),
+            "racecheck"),
+    Planted("wgmma_without_wgmma_fence", "accumulator zeroed, then wgmma with no wgmma.fence "
+            "anywhere", wgmma_without_wgmma_fence, WG,
+            ("the warpgroup has executed no wgmma.fence",), "racecheck"),
 ]

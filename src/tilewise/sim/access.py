@@ -73,7 +73,7 @@ def make_load(plan, buf, span, operand: bool = False, init_check: bool = True):
             tids, view, idx = index(ctx, idx)
             if regs or init:
                 offs = place.base + idx * d.itemsize
-                w = ctx.asyncs.wgmma_if_used
+                w = ctx.asyncs.wgmma if plan.wgmma else None
                 if regs and w is not None:
                     w.register_access(tids, offs, d.itemsize, span, False)
                 if init and not _all_written(ctx.mem, place):
@@ -120,7 +120,7 @@ def make_store(plan, buf, span, operand: bool = False):
             view[tids, idx] = vals
             if chk.regs:
                 offs = place.base + idx * d.itemsize
-                w = ctx.asyncs.wgmma_if_used
+                w = ctx.asyncs.wgmma if plan.wgmma else None
                 if regs and w is not None:
                     w.register_access(tids, offs, d.itemsize, span, True)
                 if key not in ctx.mem.local_ready:  # else every byte is written already

@@ -182,9 +182,11 @@ class BulkCore:
         mine[mine] = Members(tids, self.ctx.n)(gw[mine])
         gw[mine] = -1
 
-    def check_async_read(self, offs: np.ndarray, tid: int, what: str, span) -> None:
-        """The copy engine (a ``what`` issued by ``tid``) reads shared bytes ``offs``: every
-        generic write to them must have been fenced by its writer."""
+    def check_async_read(self, offs: np.ndarray, tid: int, what: str, span,
+                         reader: str = "the copy engine's store (TMA or bulk)") -> None:
+        """The async proxy (a ``what`` issued by ``tid``: a store by the copy engine, or a
+        wgmma / tcgen05.mma / tcgen05.cp operand fetch, ``reader`` in the hint) reads shared
+        bytes ``offs``: every generic write to them must have been fenced by its writer."""
         mem = self.ctx.mem
         if not mem.gen_dirty:
             return
@@ -193,11 +195,10 @@ class BulkCore:
         if bad.any():
             k = int(np.argmax(bad))
             self.ctx.hazard(f"{what} reads shared memory that thread {int(w[k])} wrote with "
-                            f"ordinary stores and no fence.proxy.async since: the copy engine "
-                            f"(async proxy) may not see those writes", span,
+                            f"ordinary stores and no fence.proxy.async since: the async proxy "
+                            f"(which {what} reads through) may not see those writes", span,
                             "call T.ptx.fence.proxy_async() in every thread that wrote the tile, "
-                            "then T.cuda.cta_sync(), before the copy engine's store (TMA or "
-                            "bulk)", tid=tid,
+                            f"then T.cuda.cta_sync(), before {reader}", tid=tid,
                             addr=shared_addr(int(offs[k])))
 
     # ================================================================== memory checks

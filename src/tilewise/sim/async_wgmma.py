@@ -56,6 +56,7 @@ class WgmmaState:
         n, local = ctx.n, ctx.mem.local.shape[1]
         groups = -(-n // WARPGROUP)
         self.committed = np.zeros(groups, np.int64)
+        self.fenced = np.zeros(groups, bool)  # the warpgroup executed a wgmma.fence
         self.retired = np.zeros(groups, np.int64)
         self.ops: list[_Op] = []
         self.inflight = np.zeros((n, local), bool)
@@ -67,6 +68,7 @@ class WgmmaState:
     # -------------------------------------------------------------- the instructions
     def fence(self, tids) -> None:
         self.dirty[tids] = False
+        self.fenced[np.unique(tids // WARPGROUP)] = True
 
     def issue(self, wg: int, tids, regs: np.ndarray, smem: tuple, span) -> None:
         """Check and record one warpgroup's mma_async (``regs``: local byte offsets of
@@ -75,8 +77,10 @@ class WgmmaState:
         cells = _cells(tids, regs)
         if ctx.checks.regs and self.dirty[cells].any():
             k, j = np.argwhere(self.dirty[np.broadcast_to(tids[:, None], regs.shape), regs])[0]
+            since = ("since the warpgroup's last wgmma.fence" if self.fenced[wg] else
+                     "and the warpgroup has executed no wgmma.fence")
             ctx.hazard("wgmma.mma_async uses accumulator registers written by other "
-                       "instructions since the warpgroup's last wgmma.fence", span,
+                       f"instructions {since}", span,
                        "call T.ptx.wgmma.fence() after writing the accumulators (e.g. "
                        "zeroing them) and before the first wgmma.mma_async",
                        tid=int(tids[k]), addr=(LOCAL << SPACE_SHIFT) + int(regs[k, j]))

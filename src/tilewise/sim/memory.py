@@ -80,12 +80,17 @@ ASYNC_PROXY_PREFIXES = ("ptx.cp_async.bulk", "ptx.wgmma", "ptx.tcgen05.mma", "pt
 
 
 def _uses_async_proxy(func) -> bool:
+    return _uses(func, ASYNC_PROXY_PREFIXES)
+
+
+def _uses(func, prefixes: tuple) -> bool:
+    """Whether the kernel calls an instruction whose name starts with one of ``prefixes``."""
     from ..ir.expr import Call
     from ..ir.visitor import walk
 
     found = []
     walk(func.body, lambda n: found.append(n) if isinstance(n, Call)
-         and n.op.startswith(ASYNC_PROXY_PREFIXES) else None)
+         and n.op.startswith(prefixes) else None)
     return bool(found)
 
 
@@ -100,6 +105,9 @@ class StoragePlan:
         self.checks = checks or FULL  # the check level (:mod:`.checks`)
         self.places: dict[int, Placement] = {}
         self.async_proxy = self.checks.proxy and _uses_async_proxy(func)
+        # register writes are tracked for wgmma from the first instruction, not from the
+        # first wgmma op (a write before any wgmma.fence needs one too)
+        self.wgmma = self.checks.regs and _uses(func, ("ptx.wgmma.",))
         self.param_names = [b.name for b in func.param_buffers()]
         self.shared_bytes = 0
         self.local_bytes = 0

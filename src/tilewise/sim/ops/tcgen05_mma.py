@@ -87,7 +87,10 @@ def _visible(ctx, site, tid, starts, eb, what):
                    "the tile primitive build it)", tid=tid, addr=(SHARED << 40) + lo)
         return None
     check_shared_read(ctx, starts, eb, np.full(starts.size, tid), site.span)
-    return (starts[:, None] + np.arange(eb)).ravel()
+    nbytes = (starts[:, None] + np.arange(eb)).ravel()
+    name = what.split(" ")[0]
+    ctx.asyncs.check_async_read(nbytes, tid, name, site.span, f"the {name} that reads it")
+    return nbytes
 
 
 # ------------------------------------------------------------------------ tensor memory

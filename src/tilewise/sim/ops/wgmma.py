@@ -80,6 +80,8 @@ def _operand(ctx, site, desc: int, k_major: bool, mn: int, k: int, dtype: str, w
             site.cache[key] = hit
     nbytes, uniq, npt = hit
     check_shared_read(ctx, uniq, 1, np.full(uniq.size, wg * WARPGROUP), site.span)
+    ctx.asyncs.check_async_read(uniq, wg * WARPGROUP, "wgmma.mma_async", site.span,
+                                "the wgmma.mma_async that reads it")
     vals = ctx.mem.shared[nbytes].view(npt).reshape(mn, k)
     if dtype == "float32":  # tf32: the 13 low mantissa bits are ignored
         vals = (vals.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
