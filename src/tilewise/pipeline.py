@@ -17,6 +17,7 @@ from .errors import DispatchError
 from .ir.stmt import PrimFunc
 from .ir.verify import verify
 from .passes.check_limits import check_limits
+from .passes.check_operands import check_operands
 from .passes.check_targets import check_targets
 from .passes.dead_code import dead_code
 from .passes.flatten import flatten
@@ -67,6 +68,7 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
     ("simplify", lambda f, out: simplify(f)),
     ("dead-code", lambda f, out: dead_code(f)),
     ("check-limits", lambda f, out: check_limits(f, out.target)),
+    ("check-operands", lambda f, out: check_operands(f)),
     ("verify-flat", lambda f, out: verify(f, flat=True)),
 ]
 

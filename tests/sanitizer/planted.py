@@ -243,7 +243,8 @@ def mbarrier_count_overflow(A_ptr: T.handle, B_ptr: T.handle):
     tid = T.thread_id([128])
     bar = T.alloc_shared((1,), "uint64")
     if tid == 0:
-        T.ptx.mbarrier.init(T.address_of(bar[0]), 1 << 20)  # BUG
+        # a count known only at run time (a constant is refused when compiling)
+        T.ptx.mbarrier.init(T.address_of(bar[0]), (1 << 20) + A[0])  # BUG
     T.cuda.cta_sync()
     B[tid] = A[tid]
 
@@ -259,7 +260,7 @@ def mbarrier_tx_overflow(A_ptr: T.handle, B_ptr: T.handle):
         T.ptx.mbarrier.init(T.address_of(bar[0]), 1)
     T.cuda.cta_sync()
     if tid == 0:
-        T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[0]), 1 << 20)  # BUG
+        T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[0]), (1 << 20) + A[0])  # BUG
     B[tid] = A[tid]
 
 

@@ -477,6 +477,9 @@ def _range(p, args, kwargs, kind):
     for v in (start, stop):
         if not is_ir(v) and (not isinstance(v, int) or isinstance(v, bool)):
             raise p.error(f"{name} bounds must be integers, got {_describe(v)}")
+        if not is_ir(v) and not -(1 << 63) <= v < 1 << 63:
+            raise p.error(f"the {name} bound {_describe(v)} does not fit int64, the widest "
+                          "loop counter", "check the bound")
         if is_ir(v) and not v.dtype.is_int:
             raise p.error(f"{name} bounds must be integers, got a {v.dtype} value")
     if is_ir(step) or not isinstance(step, int) or isinstance(step, bool) or step == 0:
@@ -506,7 +509,11 @@ def _static_range(p, args, kwargs):
     if any(is_ir(a) or not isinstance(a, int) or isinstance(a, bool) for a in args):
         raise p.error("T.static_range bounds must be compile-time ints",
                       "use range(...) for a loop with run-time bounds")
-    return list(range(*args))
+    from .analysis import check_unroll
+
+    r = range(*args)
+    check_unroll(p, r, p.node)  # before making the list: it may not fit in memory
+    return list(r)
 
 
 @handler("tvm_storage_sync")
