@@ -9,9 +9,11 @@ The technique, from the outside in:
 
 * **Persistent CTAs.** The grid is one CTA per SM; CTA ``b`` takes output tiles ``b``,
   ``b + #SMs``, ... in a *grouped* order (``GROUP_M`` tile rows at a time) so that tiles
-  running together share rows of A and columns of B in L2. A problem with too few tiles
-  to occupy the SMs (512 x 512) gets narrower tiles (128 x 128 or 128 x 64) and a deeper
-  ring instead: more CTAs work, each on a cheaper tile.
+  running together share rows of A and columns of B in L2. The order is written once, in
+  ``tilewise.sched.GroupedTiles``: the producer and the consumers each call its
+  ``@T.inline`` methods, so they cannot disagree about which tile comes next. A problem
+  with too few tiles to occupy the SMs (512 x 512) gets narrower tiles (128 x 128 or
+  128 x 64) and a deeper ring instead: more CTAs work, each on a cheaper tile.
 * **Warp specialisation.** 384 threads: warpgroups 0 and 1 are the *consumers*,
   warpgroup 2 the *producer*. The producer gives its registers away (``setmaxnreg`` 40)
   and the consumers take them (232): each consumer holds a 64 x 256 float32
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 from tilewise import T, Tx
 from tilewise.layout import swizzled_tile, wgmma_accumulator
+from tilewise.sched import GroupedTiles
 
 BM, BK = 128, 64  # CTA tile rows and K step; each consumer warpgroup owns 64 of the rows
 BN = 256  # CTA tile columns for large problems (narrower tiles for few output tiles)
@@ -112,20 +115,19 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                 T.ptx.mbarrier.init(T.address_of(empty[s]), 2)
         T.cuda.cta_sync()
 
-        m_tiles = (M + BM - 1) // BM
-        n_tiles = (N + bn - 1) // bn
         k_tiles = (K + BK - 1) // BK
-        in_group = GROUP_M * n_tiles
+        # the one tile order both roles walk (tilewise.sched): grouped, round robin
+        sched = GroupedTiles(T.ceildiv(M, BM), T.ceildiv(N, bn), first=bx, step=sms,
+                             group_m=GROUP_M)
         if wg == 2:  # ---------------------------------------------------- producer
             if producer == "warpgroup":
                 T.ptx.setmaxnreg(False, 40)
             if tid == 256:
                 it = 0
-                for t in range(bx, m_tiles * n_tiles, sms):
-                    first = t // in_group * GROUP_M
-                    rows = T.min(m_tiles - first, GROUP_M)
-                    m0 = (first + t % in_group % rows) * BM
-                    n0 = t % in_group // rows * bn
+                for t in sched.tiles():
+                    mt, nt = sched.coords(t)
+                    m0 = mt * BM
+                    n0 = nt * bn
                     for kt in range(k_tiles):
                         s = it % stages
                         T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
@@ -143,11 +145,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
             acc = T.alloc_local((BM // 2, bn), "float32", layout=wgmma_accumulator(bn))
             out = T.alloc_local((BM // 2, bn), dtype, layout=wgmma_accumulator(bn))
             it = 0
-            for t in range(bx, m_tiles * n_tiles, sms):
-                first = t // in_group * GROUP_M
-                rows = T.min(m_tiles - first, GROUP_M)
-                m0 = (first + t % in_group % rows) * BM
-                n0 = t % in_group // rows * bn
+            for t in sched.tiles():
+                mt, nt = sched.coords(t)
+                m0 = mt * BM
+                n0 = nt * bn
                 Tx.wg.zero(acc[:, :])  # the last tile's values are dead: registers free up
                 for kt in range(k_tiles):
                     s = it % stages
