@@ -127,9 +127,8 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
             out_reg = T.alloc_local((EPI,), "float32")
             out = out_reg.view(128, EPI, layout=regs)
             r = tid - 128
-            for t in sched.tiles():
-                mt, nt = sched.coords(t)
-                lt = sched.ordinal(t)
+            for lt in sched.tiles():  # this CTA's lt-th tile
+                mt, nt = sched.coords(lt)
                 buf = lt % 2
                 T.ptx.mbarrier.try_wait(T.address_of(acc_full[buf]), lt // 2 % 2)
                 T.ptx.tcgen05.fence.after_thread_sync()
@@ -147,9 +146,8 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
                 T.ptx.mbarrier.arrive(T.address_of(acc_empty[buf]))
         elif warp_id == 0:
             # ---- producer: global -> the shared-memory ring
-            for t in sched.tiles():
-                mt, nt = sched.coords(t)
-                lt = sched.ordinal(t)
+            for lt in sched.tiles():  # this CTA's lt-th tile
+                mt, nt = sched.coords(lt)
                 m0 = mt * BM
                 n0 = nt * BN
                 for kb in range(nk):
@@ -183,8 +181,7 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
                         T.ptx.mbarrier.arrive(T.address_of(full[s]))
         elif warp_id == 1:
             # ---- MMA: one elected thread issues tcgen05.mma
-            for t in sched.tiles():
-                lt = sched.ordinal(t)
+            for lt in sched.tiles():
                 buf = lt % 2
                 T.ptx.mbarrier.try_wait(T.address_of(acc_empty[buf]), lt // 2 % 2 ^ 1)
                 T.ptx.tcgen05.fence.after_thread_sync()

@@ -11,12 +11,12 @@ call site:
 
     sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=num_ctas)
     if producer:
-        for t in sched.tiles():
-            mt, nt = sched.coords(t)
+        for j in sched.tiles():                  # this CTA's tiles, counted 0, 1, ...
+            mt, nt = sched.coords(j)
             ...                                  # load the operands of tile (mt, nt)
     else:
-        for t in sched.tiles():
-            mt, nt = sched.coords(t)
+        for j in sched.tiles():
+            mt, nt = sched.coords(j)
             ...                                  # multiply and store tile (mt, nt)
 
 * :class:`GroupedTiles` — whole output tiles in *grouped* order (``group_m`` tile rows at
@@ -30,7 +30,7 @@ call site:
   *segments* (the blocks of one tile inside it). A tile split between CTAs needs its
   partial sums reduced; the scheduler says which segment is a tile's first and last.
 
-Every size may be a compile-time int or a run-time value (``M = T.int32()``). Unit indices
+Every size, ``first`` and ``step`` may be a compile-time int or a run-time value. Unit indices
 are int32: ``m_tiles · n_tiles · k_tiles · ctas`` must stay below 2³¹ for StreamK.
 """
 
@@ -52,7 +52,9 @@ def grouped_coords(t, m_tiles, n_tiles, group_m):
 @T.meta_class
 class GroupedTiles:
     """Whole output tiles of an ``m_tiles x n_tiles`` grid, grouped, dealt round robin to
-    CTAs: this CTA (``first``) takes tiles ``first, first + step, ...``."""
+    CTAs: this CTA (``first``) takes tiles ``first, first + step, ...``. The loop counts
+    this CTA's tiles ``j = 0, 1, ...`` (the count a ring's phase or a double-buffered
+    accumulator is derived from); ``coords(j)`` is where tile ``j`` lies."""
 
     def __init__(self, m_tiles, n_tiles, first, step, group_m=8):
         self.m_tiles, self.n_tiles, self.group_m = m_tiles, n_tiles, group_m
@@ -60,18 +62,17 @@ class GroupedTiles:
         self.count = m_tiles * n_tiles
 
     def tiles(self):
-        """The device loop over this CTA's tiles: ``for t in sched.tiles():``."""
-        return T.serial(self.first, self.count, self.step)
+        """The device loop over this CTA's tiles: ``for j in sched.tiles():``."""
+        return T.serial(T.max(T.ceildiv(self.count - self.first, self.step), 0))
+
+    def index(self, j):
+        """The grid-wide index of this CTA's ``j``-th tile."""
+        return self.first + j * self.step
 
     @T.inline
-    def coords(self, t):
-        """(tile row, tile column) of tile ``t``."""
-        return grouped_coords(t, self.m_tiles, self.n_tiles, self.group_m)
-
-    def ordinal(self, t):
-        """How many tiles this CTA walked before ``t`` (0, 1, ...): the count that a
-        double-buffered accumulator or a ring's phase is derived from."""
-        return (t - self.first) // self.step
+    def coords(self, j):
+        """(tile row, tile column) of this CTA's ``j``-th tile."""
+        return grouped_coords(self.index(j), self.m_tiles, self.n_tiles, self.group_m)
 
 
 @T.meta_class
@@ -85,12 +86,17 @@ class SplitK:
         self.count = m_tiles * n_tiles * splits
 
     def units(self):
-        """The device loop over this CTA's units: ``for u in sched.units():``."""
-        return T.serial(self.first, self.count, self.step)
+        """The device loop over this CTA's units: ``for j in sched.units():``."""
+        return T.serial(T.max(T.ceildiv(self.count - self.first, self.step), 0))
+
+    def index(self, j):
+        """The grid-wide index of this CTA's ``j``-th unit."""
+        return self.first + j * self.step
 
     @T.inline
-    def coords(self, u):
-        """(tile row, tile column, slice, first K block, end K block) of unit ``u``."""
+    def coords(self, j):
+        """(tile row, tile column, slice, first K block, end K block) of unit ``j``."""
+        u = self.index(j)
         s = u % self.splits
         mt, nt = grouped_coords(u // self.splits, self.m_tiles, self.n_tiles, self.group_m)
         kb = s * self.k_tiles // self.splits

@@ -32,12 +32,13 @@ def test_grouped_tiles_cover_the_grid_once_in_order(m_tiles, n_tiles, ctas, grou
         tid = T.thread_id([32])
         sched = GroupedTiles(M, n_tiles, first=bx, step=ctas, group_m=group_m)
         if tid == 0:
-            for t in sched.tiles():
-                mt, nt = sched.coords(t)
+            for j in sched.tiles():
+                mt, nt = sched.coords(j)
+                t = sched.index(j)
                 A[t, 0] = mt
                 A[t, 1] = nt
                 A[t, 2] = bx
-                A[t, 3] = sched.ordinal(t)
+                A[t, 3] = j
 
     A = np.full((n, 4), -1, np.int32)
     tw.simulate(k, A, np.zeros((m_tiles, 1), np.int32))  # m_tiles as a run-time size
@@ -47,7 +48,7 @@ def test_grouped_tiles_cover_the_grid_once_in_order(m_tiles, n_tiles, ctas, grou
 
 
 @pytest.mark.parametrize("m_tiles, n_tiles, k_tiles, splits, ctas",
-                         [(2, 3, 7, 3, 4), (3, 2, 2, 4, 5)])
+                         [(2, 3, 7, 3, 4), (3, 2, 2, 4, 5), (1, 2, 5, 2, 8)])
 def test_split_k_slices_each_tile(m_tiles, n_tiles, k_tiles, splits, ctas):
     n = m_tiles * n_tiles * splits
 
@@ -59,8 +60,9 @@ def test_split_k_slices_each_tile(m_tiles, n_tiles, k_tiles, splits, ctas):
         tid = T.thread_id([32])
         sched = SplitK(m_tiles, n_tiles, k_tiles, splits, first=bx, step=ctas, group_m=2)
         if tid == 0:
-            for u in sched.units():
-                mt, nt, s, kb, ke = sched.coords(u)
+            for j in sched.units():
+                mt, nt, s, kb, ke = sched.coords(j)
+                u = sched.index(j)
                 A[u, 0] = mt
                 A[u, 1] = nt
                 A[u, 2] = s

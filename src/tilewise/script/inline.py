@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import sys
 import textwrap
 import threading
@@ -64,13 +65,14 @@ def user_span(parser) -> Span:
     """The line of the user's Python code (outside tilewise) that is running a ``T.*`` call
     in building mode, with the kernel's call chain."""
     f = sys._getframe(1)
-    here = __file__.rsplit("script", 1)[0]
-    while f is not None and f.f_code.co_filename.startswith(here):
+    here = os.path.dirname(os.path.abspath(__file__))  # the parser's own files
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == here:
         f = f.f_back
     if f is None:
         return parser.span()
     site = parser.span()
-    via = (("(Python)", site),) + (site.via if site else ())
+    name = getattr(f.f_code, "co_qualname", f.f_code.co_name)
+    via = ((f"{name} (Python)", site),) + (site.via if site else ())
     return Span(f.f_code.co_filename, f.f_lineno, 0, via=via)
 
 
@@ -312,7 +314,7 @@ class InlineParsing:
         self.pyscope, self.file, self.lines = fn.scope(), fn.file, fn.lines
         self.line0, self.col0, self.locals = fn.line0, fn.col0, fn.locals
         self.loops, self.exit, self.site, self.assign_name = [], None, None, None
-        self.via = ((fn.name, site),) + self.via
+        self.via = ((f"the T.inline helper {fn.name!r}", site),) + self.via
         self.node = fn.fdef
         self.scopes.append(Scope("inline"))
         return saved
