@@ -11,7 +11,10 @@ interleaved against drift; METHOD.md). TFLOP/s count 2·M·N·K.
 
 ``--sweep``: the model-layer shapes of issue 19 (M from 1 to 8192 against the (N, K) of
 7B-70B layers), one line per shape with cuBLAS, Triton and tilewise (the kernel shape
-``make_gemm`` chooses), then the geometric mean and the worst ratio. ``--explore N`` also
+``make_gemm`` chooses), then the geometric mean and the worst ratio. Every call is timed
+as replays of a CUDA graph of back-to-back launches: small shapes run in less time than a
+launch takes on the host, and the table compares kernels, not launch paths (bench_launch.py
+measures those). ``--explore N`` also
 times the N next-best kernel shapes of ``gemm_hopper.candidates`` by its estimate and
 reports the best of them (what an autotuner would find among those).
 """
@@ -136,7 +139,8 @@ def sweep(a):
                 errs = {}
                 names = []
                 for cfg in cfgs:
-                    name = f"{cfg['bm']}x{cfg['bn']}s{cfg['splits']}/{cfg['stages']}"
+                    name = (f"{cfg['bm']}x{cfg['bn']}s{cfg['splits']}/{cfg['stages']}"
+                            + ("m2" if cfg["multicast"] > 1 else ""))
                     k = kernel(dtype, cfg)
                     C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
                     k(A, B, C)
@@ -146,7 +150,7 @@ def sweep(a):
                     names.append(name)
                 flops = 2 * M * N * K
                 reps = max(1, min(50, int(2e-3 / max(flops / 600e12, 2e-6))))
-                tf = {n: flops / timed(torch, fn, reps, a.samples) / 1e12
+                tf = {n: flops / timed(torch, fn, reps, a.samples, graph=True) / 1e12
                       for n, fn in runs.items()}
                 best = max(names, key=lambda n: tf[n])
                 r_plan, r_best = tf[names[0]] / tf["cublas"], tf[best] / tf["cublas"]

@@ -67,16 +67,18 @@ WGMMA_EFF = {256: 0.95, 128: 0.85, 64: 0.7}  # of peak, by a warpgroup's wgmma N
 
 
 def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=None,
-         splits=None, stages=None) -> dict:
+         splits=None, stages=None, multicast=None) -> dict:
     """The kernel's shape for a problem: ``bm`` x ``bn`` output tiles (two consumer
     warpgroups: 64 rows each at bm=128, half the columns each at bm=64), ``splits`` CTAs of
     a cluster sharing one tile's K blocks (their partial sums added along the cluster in
-    rank order: deterministic), and the ring's ``stages``. What is not given is chosen by
+    rank order: deterministic), ``multicast`` CTAs of a cluster (two tiles of one column)
+    sharing each B tile, each loading half and multicasting it, and the ring's ``stages``. What is not given is chosen by
     :func:`estimate` over every allowed shape (without sizes: 128 x 256, no split); the
     autotuner (``make_gemm_tuned``) times the candidates instead where a GPU is there."""
-    best = {"bm": 128, "bn": 256, "splits": 1}
-    forced = {k: v for k, v in (("bm", bm), ("bn", bn), ("splits", splits)) if v is not None}
-    if None not in (M_, N_, K_) and len(forced) < 3:
+    best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1}
+    forced = {k: v for k, v in (("bm", bm), ("bn", bn), ("splits", splits),
+                                ("multicast", multicast)) if v is not None}
+    if None not in (M_, N_, K_) and len(forced) < 4:
         options = [c for c in candidates(M_, N_, K_, sms)
                    if all(c[k] == v for k, v in forced.items())]
         if options:
@@ -87,7 +89,9 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
                          "(bm x bn)")
     if not 1 <= best["splits"] <= 8:
         raise ValueError(f"splits={best['splits']}: a cluster has 1 to 8 CTAs")
-    fit = _stages_that_fit(**best)
+    if best["multicast"] not in (1, 2) or (best["multicast"] == 2 and best["splits"] > 1):
+        raise ValueError(f"multicast={best['multicast']}: 1, or 2 without a split of K")
+    fit = _stages_that_fit(best["bm"], best["bn"], best["splits"])
     if stages is None:
         stages = min(8, fit)
     if not 2 <= stages <= fit:
@@ -107,11 +111,14 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
             if s > 1 and (tiles * s > 2 * sms or k_steps < 4 * s):
                 break
             if _stages_that_fit(bm_, bn_, s) >= 2:
-                out.append({"bm": bm_, "bn": bn_, "splits": s})
+                out.append({"bm": bm_, "bn": bn_, "splits": s, "multicast": 1})
+            if s == 1 and -(-M_ // bm_) >= 2:
+                out.append({"bm": bm_, "bn": bn_, "splits": 1, "multicast": 2})
     return out
 
 
-def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int) -> float:
+def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
+             multicast: int = 1) -> float:
     """Seconds a kernel shape should take: the larger of its tensor-core time (padded
     tiles, the wgmma width's efficiency, the SMs a partial last wave leaves idle) and its
     memory time (each operand read once, C written once; fewer CTAs than ~3/4 of the SMs
@@ -120,14 +127,16 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int)
     tiles = -(-M_ // bm) * -(-N_ // bn)
     wn = bn if bm == 128 else bn // 2
     units = tiles * splits
-    if splits == 1:
-        util = tiles / (-(-tiles // sms) * sms)
+    if splits == 1:  # a multicast pair is scheduled as one unit of two tiles
+        units, slots = -(-tiles // multicast), sms // multicast
+        util = units / (-(-units // slots) * slots) * tiles / (units * multicast)
         busy = min(tiles, sms)
     else:
         util = units / (-(-units // sms) * sms)
         busy = min(units, sms)
     flops = 2.0 * -(-M_ // bm) * bm * -(-N_ // bn) * bn * K_
-    compute = flops / (PEAK * WGMMA_EFF[wn] * util)
+    # a multicast B halves what the pair reads of B from L2 per step: a little faster
+    compute = flops / (PEAK * WGMMA_EFF[wn] * util * (1.04 if multicast > 1 else 1.0))
     memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / (DRAM * min(1.0, busy / (0.75 * sms)))
     reduce = (splits - 1) * (64 * wn * 4 * 2 / 200e9 + 1e-6) if splits > 1 else 0.0
     # the two overlap, but not perfectly: the smaller still shows a little
@@ -143,10 +152,11 @@ def _stages_that_fit(bm: int, bn: int, splits: int) -> int:
 def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = None,
               dtype: str = "bfloat16", num_sms: int | None = None, stages: int | None = None,
               producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
-              splits: int | None = None):
+              splits: int | None = None, multicast: int | None = None):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
     when given, are checked against TMA's alignment rule and choose the kernel's shape
-    (:func:`plan`; ``bm``, ``bn``, ``splits`` and ``stages`` force it); the kernel itself
+    (:func:`plan`; ``bm``, ``bn``, ``splits``, ``multicast`` and ``stages`` force it); the
+    kernel itself
     takes any M, N, K. ``producer="warpgroup"`` (384 threads, setmaxnreg 40/232) or
     ``"warp"`` (288 threads: one producer warp, 65536 / 288 registers for everyone)."""
     if dtype not in ("bfloat16", "float16"):
@@ -159,11 +169,11 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     if bn is not None and bn not in (64, 128, 256):
         raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256")
     sms = num_sms or _sm_count()
-    cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages)
+    cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast)
     return _kernel(dtype, sms, producer, **cfg)
 
 
-def _kernel(dtype, sms, producer, bm, bn, splits, stages):
+def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -172,6 +182,10 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages):
     b_layout = swizzled_tile(BK, bn, 16, 128, stages=stages)
     c_layout = swizzled_tile(64, wn, 16, 128, stages=2)
     S = splits
+    P = multicast  # CTAs of a cluster sharing one B tile (each loads 1/P, multicast to all)
+    if P not in (1, 2) or (P == 2 and S > 1):
+        raise ValueError(f"multicast={P}: 1, or 2 without a split")
+    grid = sms // P * P
 
     @T.prim_func
     def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
@@ -181,9 +195,15 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages):
         T.device_entry()
         m_tiles = T.meta_var(T.ceildiv(M, bm))  # expressions of the sizes (the grid's too)
         n_tiles = T.meta_var(T.ceildiv(N, bn))
-        if S == 1:  # persistent: one CTA per SM walks the tiles
-            bx = T.cta_id([sms])
-            sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=sms, group_m=GROUP_M)
+        crank = 0  # the CTA's rank in a multicast pair
+        if S == 1 and P == 1:  # persistent: one CTA per SM walks the tiles
+            bx = T.cta_id([grid])
+            sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=grid, group_m=GROUP_M)
+        elif S == 1:  # persistent pairs: the two CTAs of a cluster take two tiles of a column
+            bx = T.cta_id([grid])
+            crank = T.cta_id_in_cluster([P])
+            sched = GroupedTiles(T.ceildiv(M, bm * P), n_tiles, first=bx // P, step=grid // P,
+                                 group_m=GROUP_M // P)
         else:  # one cluster of S CTAs per tile, each on 1/S of its K blocks
             bx = T.cta_id([m_tiles * n_tiles * S])
             rank = T.cta_id_in_cluster([S])
@@ -206,20 +226,24 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages):
         if tid == 0:
             for s in range(stages):
                 T.ptx.mbarrier.init(T.address_of(full[s]), 1)
-                T.ptx.mbarrier.init(T.address_of(empty[s]), 2)
+                T.ptx.mbarrier.init(T.address_of(empty[s]), 2 * P)  # every CTA's consumers
+            if P > 1:
+                T.ptx.fence.mbarrier_init()
             if S > 1:  # each consumer's partial sum arrives from the next rank up
                 for c in range(2):
                     T.ptx.mbarrier.init(T.address_of(rbar[c]), 1)
                     if rank < S - 1:
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(rbar[c]), part_bytes)
                 T.ptx.fence.mbarrier_init()
-        if S > 1:
+        if S > 1 or P > 1:
             T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
+        if S > 1:
             k_tiles = T.ceildiv(K, BK)
             kb = rank * k_tiles // S  # this CTA's K blocks: [kb, ke)
             ke = (rank + 1) * k_tiles // S
         else:
-            T.cuda.cta_sync()
             kb = 0
             ke = T.ceildiv(K, BK)
 
@@ -230,16 +254,25 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages):
                 it = 0
                 for j in sched.tiles():
                     mt, nt = sched.coords(j)
-                    m0 = mt * bm
+                    m0 = (mt * P + crank) * bm if P > 1 else mt * bm
                     n0 = nt * bn
                     for kt in range(kb, ke):
                         s = it % stages
+                        k0 = kt * BK
                         T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
-                        Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, kt * BK:kt * BK + BK],
+                        Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
                                              dispatch="tma", mbar=T.address_of(full[s]))
-                        Tx.thread.copy_async(Bs[s, :, :], B[kt * BK:kt * BK + BK, n0:n0 + bn],
-                                             dispatch="tma", mbar=T.address_of(full[s]))
+                        if P == 1:
+                            Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, n0:n0 + bn],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        else:  # this CTA's rows of the B tile, into every CTA of the pair
+                            h = BK // P
+                            Tx.thread.copy_async(
+                                Bs[s, crank * h:crank * h + h, :],
+                                B[k0 + crank * h:k0 + crank * h + h, n0:n0 + bn],
+                                dispatch="tma", mbar=T.address_of(full[s]),
+                                cta_mask=(1 << P) - 1)
                         it = it + 1
         else:  # ------------------------------------------------------------ consumers
             if producer == "warpgroup":
@@ -253,7 +286,7 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages):
             it = 0
             for j in sched.tiles():
                 mt, nt = sched.coords(j)
-                m0 = mt * bm + r0
+                m0 = ((mt * P + crank) * bm if P > 1 else mt * bm) + r0
                 n0 = nt * bn + c0
                 Tx.wg.zero(acc[:, :])  # the last tile's values are dead: registers free up
                 for kt in range(kb, ke):
@@ -267,11 +300,11 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages):
                     T.ptx.wgmma.commit_group()
                     T.ptx.wgmma.wait_group(1)  # the previous stage's wgmma has finished
                     if kt > kb and leader:
-                        T.ptx.mbarrier.arrive(T.address_of(empty[(it + stages - 1) % stages]))
+                        release(empty, (it + stages - 1) % stages, P, crank)
                     it = it + 1
                 T.ptx.wgmma.wait_group(0)
                 if ke > kb and leader:
-                    T.ptx.mbarrier.arrive(T.address_of(empty[(it + stages - 1) % stages]))
+                    release(empty, (it + stages - 1) % stages, P, crank)
                 if S > 1:  # add the partial sums along the cluster: rank S-1 first
                     split_reduce(acc, R, rbar, cw, rank, leader, S)
                 if S == 1 or rank == 0:  # epilogue: registers -> shared -> TMA store
@@ -288,10 +321,19 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages):
                         T.ptx.cp_async.bulk.commit_group()
             if leader:
                 T.ptx.cp_async.bulk.wait_group(0)
-        if S > 1:  # no CTA leaves while a peer's copy may still touch its shared memory
+        if S > 1 or P > 1:  # no CTA leaves while a peer's copy may touch its shared memory
             T.cuda.cluster_sync()
 
     return gemm
+
+
+@T.inline
+def release(empty, s, P, crank):
+    """A consumer warpgroup is done with stage ``s``: tell this CTA's producer, and with a
+    multicast B the other CTA's too (its copies write into this CTA's stage as well)."""
+    T.ptx.mbarrier.arrive(T.address_of(empty[s]))
+    if P == 2:
+        T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[s]), 0, remote=1 - crank)
 
 
 @T.inline
