@@ -72,9 +72,9 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
     warpgroups: 64 rows each at bm=128, half the columns each at bm=64), ``splits`` CTAs of
     a cluster sharing one tile's K blocks (their partial sums added along the cluster in
     rank order: deterministic), ``multicast`` CTAs of a cluster (two tiles of one column)
-    sharing each B tile, each loading half and multicasting it, and the ring's ``stages``. What is not given is chosen by
-    :func:`estimate` over every allowed shape (without sizes: 128 x 256, no split); the
-    autotuner (``make_gemm_tuned``) times the candidates instead where a GPU is there."""
+    sharing each B tile, each loading half and multicasting it, and the ring's ``stages``.
+    What is not given is chosen by :func:`estimate` over every allowed shape (without
+    sizes: 128 x 256, no split)."""
     best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1}
     forced = {k: v for k, v in (("bm", bm), ("bn", bn), ("splits", splits),
                                 ("multicast", multicast)) if v is not None}
