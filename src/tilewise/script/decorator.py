@@ -6,7 +6,7 @@ import ast
 import inspect
 import textwrap
 
-from ..errors import ScriptError, Span
+from ..errors import ScriptError, Span, api_boundary
 
 
 def _python_scope(fn) -> dict:
@@ -20,6 +20,7 @@ def _python_scope(fn) -> dict:
     return scope
 
 
+@api_boundary
 def prim_func(fn):
     """Parse a Python function into a tilewise ``PrimFunc`` (the kernel as IR)."""
     from .parser import parse_function

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from ..errors import LaunchError, SimulationError
+from ..errors import LaunchError, SimulationError, api_boundary
 from ..ir import signature as sig
 from ..ir.launch import LaunchConfig, cluster_rank
 from ..ir.stmt import PrimFunc
@@ -226,6 +226,7 @@ def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = F
     return run.report
 
 
+@api_boundary
 def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
              keep_tmem: bool = False) -> SimReport:
     """Run a kernel on the CPU, writing results into the argument arrays in place.
