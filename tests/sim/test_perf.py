@@ -4,28 +4,14 @@ against bank conflicts and sectors computed by hand: 32 banks of 4 bytes; a requ
 ones (and ldmatrix rows) a pass per quarter-warp; a pass costs as many wavefronts as the
 most distinct words one bank serves; 32-byte global sectors per warp request."""
 
-import importlib.util
-import pathlib
-
 import numpy as np
+import perf_kernels as K
 import pytest
 
 import tilewise as tw
 from tilewise import T, Tx
-from tilewise.layout import S, TileLayout
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _tutorial(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / "tutorial" /
-                                                  f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-TRANSPOSE = _tutorial("02_transpose")
+TRANSPOSE = K.TRANSPOSE
 
 
 # n = 64: 4 CTAs x 8 warps x 4 steps = 128 warp requests per site. The tile read of step 3:
@@ -68,21 +54,6 @@ def test_naive_transpose_stores_are_uncoalesced():
     assert "hint: let consecutive lanes access consecutive addresses" in text
 
 
-def _wide_reads(stride: int):
-    @T.prim_func
-    def wide(A_ptr: T.handle, B_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (64,), "float64")
-        B = T.match_buffer(B_ptr, (32,), "float64")
-        T.device_entry()
-        lane = T.thread_id([32])
-        tile = T.alloc_shared((64,), "float64")
-        tile[lane] = A[lane]
-        tile[lane + 32] = A[lane + 32]
-        T.cuda.cta_sync()
-        B[lane] = tile[lane * stride]
-    return wide
-
-
 @pytest.mark.parametrize("stride,wavefronts", [(1, 2), (2, 4)])
 def test_eight_byte_accesses_go_a_half_warp_at_a_time(stride, wavefronts):
     """Lane l reads float64 element ``stride * l``. stride 1: each half-warp reads 128
@@ -91,31 +62,10 @@ def test_eight_byte_accesses_go_a_half_warp_at_a_time(stride, wavefronts):
     wavefronts per half, 4 in all, 2 of them conflicts."""
     a = np.arange(64, dtype=np.float64)
     b = np.zeros(32)
-    perf = tw.simulate(_wide_reads(stride), a, b, perf=True).perf
+    perf = tw.simulate(K.wide_reads(stride), a, b, perf=True).perf
     (ld,) = [s for s in perf.shared if s.op == "ld"]
     assert (ld.requests, ld.wavefronts, ld.ideal) == (1, wavefronts, 2)
     assert np.array_equal(b, a[::stride][:32])
-
-
-def _matrix_rows(swizzled: bool):
-    lay = TileLayout(S[(32, 64)]).swizzle(128, dtype_bits=16) if swizzled else None
-
-    @T.prim_func
-    def rows(A_ptr: T.handle, W_ptr: T.handle, V_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (32, 64), "float16")
-        W = T.match_buffer(W_ptr, (32, 4), "uint32")
-        V = T.match_buffer(V_ptr, (32, 8), "float16")
-        T.device_entry()
-        lane = T.thread_id([32])
-        tile = T.alloc_shared((32, 64), "float16", layout=lay, align=1024)
-        R = T.alloc_local((4,), "uint32")
-        Tx.warp.copy(tile[:, :], A[:, :])
-        T.cuda.cta_sync()
-        T.ptx.ldmatrix(T.address_of(tile[lane, 0]), 4, False, R[0], R[1], R[2], R[3])
-        T.ptx.ld_st(T.address_of(V[lane, 0]), T.address_of(tile[lane, 0]), 16)
-        for i in T.unroll(4):
-            W[lane, i] = R[i]
-    return rows
 
 
 @pytest.mark.parametrize("swizzled,ways", [(False, 8), (True, 1)])
@@ -127,7 +77,7 @@ def test_sixteen_byte_rows_and_ldmatrix_a_quarter_warp_at_a_time(swizzled, ways)
     rng = np.random.default_rng(2)
     a = rng.standard_normal((32, 64)).astype(np.float16)
     w, v = np.zeros((32, 4), np.uint32), np.zeros((32, 8), np.float16)
-    perf = tw.simulate(_matrix_rows(swizzled), a, w, v, perf=True).perf
+    perf = tw.simulate(K.matrix_rows(swizzled), a, w, v, perf=True).perf
     assert np.array_equal(v, a[:, :8])
     for op in ("ldmatrix", "ld"):
         (site,) = [s for s in perf.shared if s.op == op and s.width == 16]
