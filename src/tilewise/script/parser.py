@@ -51,6 +51,7 @@ class Parser(Expressions):
         self.locals: set[str] = set()  # names the kernel assigns anywhere (Python's rule)
         self.node: ast.AST | None = None
         self.assign_name: str | None = None
+        self.assign_names: tuple | None = None  # the names of a tuple target, while parsing
         self.mutable: dict[int, int] = {}  # id(Var) declared by LetStmt -> its scope depth
 
     # ------------------------------------------------------------------ plumbing
@@ -175,10 +176,13 @@ class Parser(Expressions):
             raise self.error("chained assignment (a = b = ...) is not supported")
         target = node.targets[0]
         self.assign_name = target.id if isinstance(target, ast.Name) else None
+        if isinstance(target, ast.Tuple):  # bn, bm = T.cta_id([...]): the names, in order
+            self.assign_names = tuple(e.id if isinstance(e, ast.Name) else None
+                                      for e in target.elts)
         try:
             value = self.expr(node.value)
         finally:
-            self.assign_name = None
+            self.assign_name = self.assign_names = None
         self.assign(target, value, node)
 
     def s_AnnAssign(self, node: ast.AnnAssign):
