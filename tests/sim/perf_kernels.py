@@ -45,7 +45,7 @@ def matrix_rows(swizzled: bool):
     @T.prim_func
     def rows(A_ptr: T.handle, W_ptr: T.handle, V_ptr: T.handle):
         A = T.match_buffer(A_ptr, (32, 64), "float16")
-        W = T.match_buffer(W_ptr, (32, 4), "uint32")
+        W = T.match_buffer(W_ptr, (4, 32), "uint32")  # lane-minor: no per-lane vector
         V = T.match_buffer(V_ptr, (32, 8), "float16")
         T.device_entry()
         lane = T.thread_id([32])
@@ -56,7 +56,7 @@ def matrix_rows(swizzled: bool):
         T.ptx.ldmatrix(T.address_of(tile[lane, 0]), 4, False, R[0], R[1], R[2], R[3])
         T.ptx.ld_st(T.address_of(V[lane, 0]), T.address_of(tile[lane, 0]), 16)
         for i in T.unroll(4):
-            W[lane, i] = R[i]
+            W[i, lane] = R[i]
     return rows
 
 
@@ -76,5 +76,5 @@ def cases(n: int = 256) -> list:
     for swz in (False, True):
         a = rng.standard_normal((32, 64)).astype(np.float16)
         out.append((f"rows16-{'swizzled' if swz else 'plain'}", matrix_rows(swz),
-                    [a, np.zeros((32, 4), np.uint32), np.zeros((32, 8), np.float16)]))
+                    [a, np.zeros((4, 32), np.uint32), np.zeros((32, 8), np.float16)]))
     return out

@@ -76,7 +76,7 @@ def test_sixteen_byte_rows_and_ldmatrix_a_quarter_warp_at_a_time(swizzled, ways)
     The 128-byte swizzle moves row r's chunk to chunk r % 8: one wavefront per quarter."""
     rng = np.random.default_rng(2)
     a = rng.standard_normal((32, 64)).astype(np.float16)
-    w, v = np.zeros((32, 4), np.uint32), np.zeros((32, 8), np.float16)
+    w, v = np.zeros((4, 32), np.uint32), np.zeros((32, 8), np.float16)
     perf = tw.simulate(K.matrix_rows(swizzled), a, w, v, perf=True).perf
     assert np.array_equal(v, a[:, :8])
     for op in ("ldmatrix", "ld"):

@@ -136,17 +136,19 @@ def run(args) -> int:
     try:
         layout = evaluate(args.expr)
         shape = parse_shape(args.shape)
-        sys.stdout.write(render_ascii(layout, shape))
-        sys.stdout.write(legend(layout, shape))
-        if args.svg:
-            Path(args.svg).write_text(render_svg(layout, shape), encoding="utf-8")
-            sys.stdout.write(f"wrote {args.svg}\n")
+        picture = render_ascii(layout, shape) + legend(layout, shape)
+        svg = render_svg(layout, shape) if args.svg else None
     except TilewiseError as err:
         sys.stderr.write(f"{err}\n")
         return 2
-    except OSError as err:  # the --svg file could not be written
-        sys.stderr.write(f"error: --svg {args.svg}: cannot write it: {err.strerror}\n")
-        return 2
+    if svg is not None:
+        try:
+            Path(args.svg).write_text(svg, encoding="utf-8")
+        except OSError as err:
+            sys.stderr.write(f"error: --svg {args.svg}: cannot write it: {err.strerror}\n")
+            return 2
+        picture += f"wrote {args.svg}\n"
+    sys.stdout.write(picture)
     return 0
 
 

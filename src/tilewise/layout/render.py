@@ -153,7 +153,7 @@ def legend(layout: TileLayout, shape: Sequence[int] | None = None) -> str:
     else:
         lines.append("a number = the element's memory offset, in elements"
                      + (" (after the swizzle)" if layout.swizzling else ""))
-    if layout.replica:
+    if math.prod(it.extent for it in layout.replica) > 1:
         lines.append("* = replicated: other threads hold the element too (the R[...] part); "
                      "the label names the first of them")
     dims = layout.picture_shape if shape is None else tuple(shape)
