@@ -55,11 +55,11 @@ def test_the_transpose_table_of_the_tutorial_is_what_the_simulator_counts():
     rows = re.findall(r"^\| `(column|block)` \| `(plain|padded|swizzled)` \| (\d+)-way \| "
                       r"(\d+) \|", text, re.M)
     assert len(rows) == 6
-    for lanes, layout, ways, conflicts in rows:
-        a, b = mod.inputs(np.random.default_rng(0), 256)
-        perf = tw.simulate(mod.make_transpose(256, layout, lanes), a, b, perf=True).perf
+    for lanes, layout, ways, conflicts in rows:  # the table's n = 256 has 16x the CTAs of 64
+        a, b = mod.inputs(np.random.default_rng(0), 64)
+        perf = tw.simulate(mod.make_transpose(64, layout, lanes), a, b, perf=True).perf
         (ld,) = [s for s in perf.shared if s.op == "ld"]
-        assert (ld.ways, ld.conflicts) == (int(ways), int(conflicts)), (lanes, layout)
+        assert (ld.ways, 16 * ld.conflicts) == (int(ways), int(conflicts)), (lanes, layout)
 
 
 # ------------------------------------------------------------------ on the GPU
@@ -70,7 +70,7 @@ def test_each_step_matches_its_reference_on_the_gpu(name, capsys, torch):
 
     mod = step(name)
     assert run_example(mod, _kernel(mod), str(device_target()))
-    assert "on GPU" in capsys.readouterr().out
+    assert " on GPU " in capsys.readouterr().out
 
 
 @pytest.mark.gpu
@@ -107,7 +107,7 @@ def test_gemm_against_torch(torch):
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
     mod.make_gemm(m, n, k)(a, b, bias, c)
     want = torch.relu(a.double() @ b.double() + bias.double())
-    torch.testing.assert_close(c.double(), want, rtol=mod.RTOL, atol=mod.ATOL * 8)
+    torch.testing.assert_close(c.double(), want, rtol=mod.RTOL, atol=mod.ATOL)
 
 
 @pytest.mark.gpu

@@ -199,7 +199,8 @@ def compare(got, want, rtol=None, atol=0.0, names=None) -> list[str]:
 
 def _float64(a: np.ndarray) -> np.ndarray:
     try:
-        return np.asarray(a).astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN / Inf bit patterns
+            return np.asarray(a).astype(np.float64)
     except (TypeError, ValueError):  # a dtype numpy cannot convert: compare its bits
         return np.asarray(a).view(np.uint8).astype(np.float64)
 
