@@ -30,6 +30,9 @@ class Span:
     line: int
     col: int = 0
     source_line: str | None = None  # the text of the line when the file is not on disk
+    # inside a @T.inline helper (or Python building a kernel): (what, call site), innermost
+    # first
+    via: tuple[tuple[str, Span], ...] = ()
 
     def text(self) -> str | None:
         if self.source_line is not None:
@@ -72,6 +75,8 @@ class TilewiseError(Exception):
                 indent = len(text) - len(stripped)
                 caret = " " * max(self.span.col - indent, 0)
                 out += f"\n    {stripped}\n    {caret}^"
+            for where, site in self.span.via:
+                out += f"\n  in {where}, called at {site}"
         if self.hint:
             out += f"\nhint: {self.hint}"
         return out

@@ -161,7 +161,7 @@ def known_multiple(e) -> int:
     if e.op == "//" and cb is not None and cb > 0:
         return ka // cb if ka % cb == 0 else 1
     if e.op == "%" and cb is not None and cb > 0:
-        return math.gcd(ka, cb)
+        return 0 if ka % cb == 0 else math.gcd(ka, cb)  # (x * 128) % 64 is always 0
     if e.op in ("^", "|"):  # bits below both operands' known low zero bits stay zero
         return min(_pow2(ka), _pow2(kb))
     if e.op == "&":

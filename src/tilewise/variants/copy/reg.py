@@ -8,11 +8,10 @@ elements whose thread-axis places equal ``t``'s, at register index = their place
 Algorithm (``ld``/``st``, PTX ISA §9.7.9.8 / §9.7.9.10):
 
 1. Accept exactly one ``local`` side (the whole view) and one global / shared side of the
-   same dtype and size (the view's shape, or it with extent-1 dimensions added:
-   ``O[b, h, 0:64, :]`` for a (64, 64) view), in scope thread / warp / warpgroup / cta
-   with all threads of each scope instance active. Every thread must hold one element in
-   each of its ``R`` registers; a replica (several threads holding an element) is loaded
-   by each holder, but not stored (the stores would race).
+   same dtype and size, in scope thread / warp / warpgroup / cta with all threads of each
+   scope instance active. Every thread must hold one element in each of its ``R``
+   registers; a replica (several threads holding an element) is loaded by each holder, but
+   not stored (the stores would race).
 2. Vector width: the widest of 16 / 8 / 4 / 2 bytes such that, in every thread, each run
    of registers ``r0 .. r0 + v - 1`` (``r0`` a multiple of ``v``) holds elements that are
    consecutive in memory, the first aligned to the vector size (its byte offset from the
@@ -84,37 +83,39 @@ def _nonzero(e) -> bool:
     return as_int(e) != 0
 
 
-def _memory_dims(mem_shape: tuple, tile_shape: tuple) -> tuple:
-    """Which dimension of the memory region each dimension of the register tile is: the
-    region's own shape, or it with extent-1 dimensions dropped (``O[b, h, 0:64, :]`` is a
-    (64, 64) tile)."""
-    if tuple(mem_shape) == tuple(tile_shape):
-        return tuple(range(len(mem_shape)))
-    dims = tuple(k for k, e in enumerate(mem_shape) if e != 1)
-    if tuple(mem_shape[k] for k in dims) != tuple(tile_shape):
-        raise DispatchFail(f"the memory side has shape {mem_shape} but the register view "
-                           f"{tile_shape}; copy regions of the register view's shape")
-    return dims
-
-
-def _place(coords, dims: tuple, zero, ndim: int) -> list:
-    """Register-tile coordinates ``coords`` as the ``ndim`` coordinates of the memory region
-    (``zero`` in the extent-1 dimensions :func:`_memory_dims` dropped)."""
-    out = [zero] * ndim
-    for d, c in zip(dims, coords):
-        out[d] = c
+def _matching_dims(mem_shape, tile_shape):
+    """The memory region's dimension for each of the register view's, when the two shapes
+    are equal but for extent-1 dimensions (``R[cw, :, :]`` against a (64, N) tile); None
+    when they differ otherwise."""
+    md = [d for d, e in enumerate(mem_shape) if e != 1]
+    td = [d for d, e in enumerate(tile_shape) if e != 1]
+    if [mem_shape[d] for d in md] != [tile_shape[d] for d in td]:
+        return None
+    out = [None] * len(tile_shape)
+    for m, t in zip(md, td):
+        out[t] = m
     return out
 
 
-def _vector(tile: RegTile, mem: Side, dims: tuple) -> int:
+def _expand(coords, dims, rank):
+    """Register-view coordinates as coordinates of the memory region (0 where it has an
+    extent-1 dimension the view lacks)."""
+    out = [0] * rank
+    for c, d in zip(coords, dims):
+        if d is not None:
+            out[d] = c
+    return out
+
+
+def _vector(tile: RegTile, mem: Side, ctx, dims) -> int:
     """Elements per vector: the widest run every thread's registers keep contiguous and
     aligned in memory."""
     eb = mem.elem_bytes
     t = np.arange(tile.threads)
-    zero = np.zeros((tile.threads, tile.regs), np.int64)
-    full = _place(_all_coords(tile, t), dims, zero, len(mem.region.shape))
+    rank = len(mem.region.shape)
+    coords = _expand(_all_coords(tile, t), dims, rank)
     rel = np.stack([np.broadcast_to(np.asarray(c, np.int64), (tile.threads, tile.regs))
-                    for c in full], axis=-1)
+                    for c in coords], axis=-1)
     offs = mem.offsets(rel.reshape(-1, rel.shape[-1])).reshape(tile.threads, tile.regs)
     for nbytes in VEC_BYTES:
         v = nbytes // eb
@@ -152,15 +153,18 @@ def reg(ctx):
     into_regs = regside is ctx.dst
     memr = ctx.src if into_regs else ctx.dst
     tile = RegTile.of(regside, ctx.thread_count, "register buffer")
-    dims = _memory_dims(memr.shape, tile.shape)
+    dims = _matching_dims(memr.shape, tile.shape)
+    if dims is None:
+        raise DispatchFail(f"the memory side has shape {memr.shape} but the register view "
+                           f"{tile.shape}; copy regions of the register view's shape")
     mem = Side("src" if into_regs else "dst", memr)
-    v = _vector(tile, mem, dims)
+    v = _vector(tile, mem, ctx, dims)
     flat = tile.flat()
     body = [DeclBuffer(flat)]
     op = PTX_OPS["ptx.ld_st"]
     for r0 in range(0, tile.regs, v):
-        coords = _place(tile.coords(r0, ctx.scope_tid), dims, IntImm(0), len(memr.shape))
-        idx = tuple(rg.start + c for rg, c in zip(memr.region, coords))
+        rel = _expand(tile.coords(r0, ctx.scope_tid), dims, len(memr.shape))
+        idx = tuple(rg.start + c for rg, c in zip(memr.region, rel))
         regs, memx = (flat, (IntImm(r0),)), (memr.buffer, idx)
         d, sx = (regs, memx) if into_regs else (memx, regs)
         if v == 1:
