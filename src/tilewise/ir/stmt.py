@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import api_boundary
 from .dtype import DataType
 from .expr import Expr, Node, Var
 
@@ -237,6 +238,7 @@ class PrimFunc(Node):
     #: does not import the compiler)
     device_compiler = None
 
+    @api_boundary
     def __call__(self, *arrays, stream=None):
         """Launch on this machine's GPU: ``k(A, B, C)`` compiles the kernel for the device's
         target once (``tilewise.compile``; kept on the function) and launches it."""

@@ -118,6 +118,7 @@ class TileLayout:
     replica: tuple[Iter, ...]
     offset: Offsets
     swizzling: Swizzle | None
+    domain: tuple[int, ...] | None  # the shape :meth:`group` read it as (for pictures only)
 
     def __init__(self, spec: TileLayout) -> None:
         if not isinstance(spec, TileLayout):
@@ -125,7 +126,7 @@ class TileLayout:
                 f"TileLayout() takes a layout expression, got {spec!r}",
                 hint="write TileLayout(S[(128, 32)]) or use TileLayout.from_iters(...)",
             )
-        for name in ("shard", "replica", "offset", "swizzling"):
+        for name in ("shard", "replica", "offset", "swizzling", "domain"):
             object.__setattr__(self, name, getattr(spec, name))
 
     # ---- construction -------------------------------------------------------------
@@ -136,6 +137,7 @@ class TileLayout:
         replica: Iterable[Iter] = (),
         offset: Mapping | Offsets | None = None,
         swizzling: Swizzle | None = None,
+        domain: tuple[int, ...] | None = None,
     ) -> TileLayout:
         self = object.__new__(cls)
         rep = check_replica(replica)
@@ -144,9 +146,12 @@ class TileLayout:
         object.__setattr__(self, "replica", rep)
         object.__setattr__(self, "offset", off)
         object.__setattr__(self, "swizzling", swizzling)
+        object.__setattr__(self, "domain", domain)
         return self
 
     def _with(self, **changes: object) -> TileLayout:
+        """A copy with ``changes``; the ``domain`` a picture reads it as is kept only when
+        given (any other change may make it stale)."""
         fields = dict(
             shard=self.shard, replica=self.replica, offset=self.offset, swizzling=self.swizzling
         )
@@ -167,11 +172,11 @@ class TileLayout:
                 f"{self!r} is already swizzled",
                 hint="apply a swizzle once, to the unswizzled layout",
             )
-        return self._with(swizzling=Swizzle(mode, dtype_bits))
+        return self._with(swizzling=Swizzle(mode, dtype_bits), domain=self.domain)
 
     def unswizzled(self) -> TileLayout:
         """The same layout without its swizzle."""
-        return self._with(swizzling=None)
+        return self._with(swizzling=None, domain=self.domain)
 
     def __add__(self, other: object) -> TileLayout:
         if isinstance(other, Replica):
@@ -190,6 +195,13 @@ class TileLayout:
     def shape(self) -> tuple[int, ...]:
         """The shard extents as written: the default logical domain."""
         return tuple(it.extent for it in self.shard)
+
+    @property
+    def picture_shape(self) -> tuple[int, ...]:
+        """The shape pictures draw it in: the one :meth:`group` read it as (``group((64,
+        n))`` of the wgmma accumulator, a swizzled tile's ``(rows, cols)``), else the shard
+        extents."""
+        return self.domain if self.domain is not None else self.shape
 
     def size(self) -> int:
         """Number of logical elements (the product of the shard extents)."""

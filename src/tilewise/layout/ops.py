@@ -69,7 +69,7 @@ def group(layout: TileLayout, shape: Sequence[int]) -> TileLayout:
     shard: list[Iter] = []
     for g in _groups(layout, shape):
         shard.extend(merge_iters(g) or (_placeholder(layout),))
-    return layout._with(shard=shard)
+    return layout._with(shard=shard, domain=tuple(int(d) for d in shape))
 
 
 def permute(layout: TileLayout, order: Sequence[int], shape: Sequence[int] | None) -> TileLayout:

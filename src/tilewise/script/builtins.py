@@ -294,17 +294,26 @@ def _launch(kind):
             raise p.error(f"T.{kind} takes a list of {most} {what}, "
                           f"got {_describe(ext) if not isinstance(ext, (list, tuple)) else ext}",
                           f"write T.{kind}([n])")
-        names = p.assign_name
         vars_ = []
         for d in range(len(ext)):
-            name = names if names and len(ext) == 1 else (
-                kind if len(ext) == 1 else f"{kind}_{'xyz'[d]}")
+            name = _launch_name(p, kind, d, len(ext))
             v = Var(name, dt.int32, span=p.span())
             p.launch.append(ThreadBinding(v, kind, tuple(ext), d, span=p.span()))
             vars_.append(v)
         return vars_[0] if len(vars_) == 1 else tuple(vars_)
 
     return h
+
+
+def _launch_name(p, kind: str, d: int, dims: int) -> str:
+    """The name of launch variable ``d`` of ``dims``: the user's (``bm = T.cta_id([n])``,
+    ``bn, bm = T.cta_id([x, y])``), else ``cta_id`` / ``cta_id_y``."""
+    if dims == 1 and p.assign_name:
+        return p.assign_name
+    names = p.assign_names or ()
+    if len(names) == dims and names[d]:
+        return names[d]
+    return kind if dims == 1 else f"{kind}_{'xyz'[d]}"
 
 
 for _k in THREAD_KINDS:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import inspect
 
-from ..errors import ScriptError
+from ..errors import ScriptError, api_boundary
 from .inline import python_scope, read_function
 
 
+@api_boundary
 def prim_func(fn):
     """Parse a Python function into a tilewise ``PrimFunc`` (the kernel as IR)."""
     from .parser import parse_function

@@ -32,7 +32,7 @@ import sys
 import textwrap
 import threading
 
-from ..errors import ScriptError, Span
+from ..errors import ScriptError, Span, api_boundary
 
 MAX_INLINE_DEPTH = 64  # helpers inside helpers; past this a recursion has no end
 _META = "__tilewise_meta_class__"
@@ -166,6 +166,7 @@ def read_function(fn, what: str):
     return fdef, file, src.splitlines(), first - 1, shift
 
 
+@api_boundary
 def inline(fn):
     """``@T.inline``: make ``fn`` a device helper whose body is parsed into each call site
     of a kernel (see the module docstring)."""
@@ -209,6 +210,7 @@ def nested_signature(p, fdef: ast.FunctionDef) -> inspect.Signature:
 
 
 # ------------------------------------------------------------------ meta classes
+@api_boundary
 def meta_class(cls):
     """``@T.meta_class``: instances of ``cls`` created inside a kernel are parser objects;
     ``__init__`` and plain methods run as Python that builds IR, ``@T.inline`` methods are

@@ -53,6 +53,7 @@ class Parser(Expressions, InlineParsing):
         self.locals: set[str] = set()  # names the kernel assigns anywhere (Python's rule)
         self.node: ast.AST | None = None
         self.assign_name: str | None = None
+        self.assign_names: tuple | None = None  # the names of a tuple target, while parsing
         self.mutable: dict[int, int] = {}  # id(Var) declared by LetStmt -> its scope depth
         self.frames: list[Frame] = []  # the T.inline helpers being parsed into the kernel
         self.via: tuple = ()  # their call sites, innermost first (on every span)
@@ -195,11 +196,14 @@ class Parser(Expressions, InlineParsing):
             raise self.error("chained assignment (a = b = ...) is not supported")
         target = node.targets[0]
         self.assign_name = target.id if isinstance(target, ast.Name) else None
+        if isinstance(target, ast.Tuple):  # bn, bm = T.cta_id([...]): the names, in order
+            self.assign_names = tuple(e.id if isinstance(e, ast.Name) else None
+                                      for e in target.elts)
         self.meta_target = node.value
         try:
             value = self.expr(node.value)
         finally:
-            self.assign_name = self.meta_target = None
+            self.assign_name = self.assign_names = self.meta_target = None
         if isinstance(value, MetaVar):
             if not isinstance(target, ast.Name):
                 raise self.error("T.meta_var(...) names a value: assign it to one name")

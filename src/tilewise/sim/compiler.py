@@ -33,10 +33,12 @@ from .state import masked
 
 class Program:
     """A compiled kernel: ``body(ctx)`` runs one CTA; ``bind_launch(ctx, cta)`` sets the
-    launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots."""
+    launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots. ``perf``: a
+    :class:`~.perf.PerfObserver` that sees every shared / global access (None: none)."""
 
-    def __init__(self, func):
+    def __init__(self, func, perf=None):
         self.func = func
+        self.perf = perf
         self.plan = StoragePlan(func)
         self.slots: dict[int, int] = {}
         self.semantics = load_all()
@@ -133,6 +135,8 @@ class Program:
 
     def s_BufferStore(self, s):
         store, idx = make_store(self.plan, s.buffer, self.span), self.expr(s.indices[0])
+        if self.perf is not None:
+            store = self.perf.wrap_access(store, self.plan, s.buffer, self.span, "st")
         val, d = self.expr(s.value), V.np_dtype(s.buffer.dtype)
         return lambda ctx: store(ctx, idx(ctx), V.as_type(val(ctx), d))
 
@@ -243,6 +247,8 @@ class Program:
 
     def e_BufferLoad(self, e):
         load, idx = make_load(self.plan, e.buffer, e.span or self.span), self.expr(e.indices[0])
+        if self.perf is not None:
+            load = self.perf.wrap_access(load, self.plan, e.buffer, e.span or self.span, "ld")
         return lambda ctx: load(ctx, idx(ctx))
 
     def e_AddressOf(self, e):
@@ -257,6 +263,8 @@ class Program:
             raise SimulationError(f"{e.op!r} has no simulator semantics", e.span)
         site = Site(e, e.span, op)
         operands = self._operands(op, e, site)
+        if self.perf is not None:
+            fn = self.perf.wrap_call(fn, site)
         report_key = e.op
 
         def call(ctx):

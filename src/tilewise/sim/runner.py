@@ -6,13 +6,14 @@ import time
 
 import numpy as np
 
-from ..errors import LaunchError, SimulationError
+from ..errors import LaunchError, SimulationError, api_boundary
 from ..ir import signature as sig
 from ..ir.launch import LaunchConfig, cluster_rank
 from ..ir.stmt import PrimFunc
 from .cluster import Cluster
 from .compiler import Program
 from .memory import CtaMemory
+from .perf import PerfObserver
 from .races import GlobalRaces
 from .registry import EXIT_CHECKS
 from . import values as V
@@ -226,8 +227,9 @@ def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = F
     return run.report
 
 
+@api_boundary
 def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
-             keep_tmem: bool = False) -> SimReport:
+             keep_tmem: bool = False, perf: bool = False) -> SimReport:
     """Run a kernel on the CPU, writing results into the argument arrays in place.
 
     ``func``: a ``@T.prim_func`` (lowered here for ``target``, default sm_90a) or a
@@ -238,7 +240,9 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     override the CTA grid; ``strict``: raise the first :class:`HazardError` (default, or
     ``knobs.sim_strict`` from TILEWISE_SIM_STRICT) or record every hazard in the report
     and carry on; ``keep_tmem``: keep each CTA's tensor memory at exit in
-    ``report.ctas[i].tmem`` (to check which cells a tcgen05 program wrote). Returns a
+    ``report.ctas[i].tmem`` (to check which cells a tcgen05 program wrote); ``perf``:
+    count shared-memory bank conflicts and global sectors per access site, and collect the
+    dispatch's warnings, in ``report.perf`` (:mod:`tilewise.sim.perf`). Returns a
     :class:`SimReport`.
     """
     from ..knobs import knobs
@@ -249,5 +253,9 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     kernel, flat = lowered.kernel or lowered.func, lowered.func
     globals_, values, binding = bind_arguments(kernel, args)
     values.update(_at(flat, bind_tensor_maps, flat, binding))
-    prog = Program(flat)
-    return run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)
+    observer = PerfObserver() if perf else None
+    prog = Program(flat, observer)
+    report = run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)
+    if observer is not None:
+        report.perf_report = observer.report(lowered.dispatch_log)
+    return report

@@ -41,7 +41,9 @@ class SimReport:
 
     ``instructions``: PTX-table op -> thread-level executions; ``hazards``: the
     HazardErrors found (non-strict mode only; strict mode raises the first); ``ctas``:
-    one :class:`CtaStats` per CTA; ``grid``/``block``: the launch simulated.
+    one :class:`CtaStats` per CTA; ``grid``/``block``: the launch simulated; ``perf``:
+    the performance counters (:class:`tilewise.sim.perf.PerfReport`) of a run with
+    ``perf=True``.
     """
 
     grid: tuple
@@ -50,10 +52,23 @@ class SimReport:
     hazards: list = field(default_factory=list)
     ctas: list = field(default_factory=list)
     seconds: float = 0.0
+    perf_report: object = None
 
     @property
     def ok(self) -> bool:
         return not self.hazards
+
+    @property
+    def perf(self):
+        """The :class:`~tilewise.sim.perf.PerfReport` (bank conflicts, sectors per request,
+        dispatch warnings); a SimulationError when the run did not count them."""
+        if self.perf_report is None:
+            from ..errors import SimulationError
+
+            raise SimulationError("this run did not count performance hazards",
+                                  hint="run tw.simulate(kernel, ..., perf=True) to get "
+                                       "report.perf")
+        return self.perf_report
 
     def __str__(self) -> str:
         ops = ", ".join(f"{k} x{v}" for k, v in sorted(self.instructions.items()))
