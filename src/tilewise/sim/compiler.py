@@ -33,11 +33,12 @@ from .state import masked
 
 class Program:
     """A compiled kernel: ``body(ctx)`` runs one CTA; ``bind_launch(ctx, cta)`` sets the
-    launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots."""
+    launch variables; ``plan`` places its buffers (shared ones where ``shared``, the
+    pipeline's SharedPlan, says); ``n_slots`` scalar slots."""
 
-    def __init__(self, func):
+    def __init__(self, func, shared=None):
         self.func = func
-        self.plan = StoragePlan(func)
+        self.plan = StoragePlan(func, shared)
         self.slots: dict[int, int] = {}
         self.semantics = load_all()
         self._launch = [(self.slot(b.var), b) for b in func.launch]

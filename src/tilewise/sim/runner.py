@@ -249,5 +249,5 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     kernel, flat = lowered.kernel or lowered.func, lowered.func
     globals_, values, binding = bind_arguments(kernel, args)
     values.update(_at(flat, bind_tensor_maps, flat, binding))
-    prog = Program(flat)
+    prog = Program(flat, lowered.shared)
     return run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)
