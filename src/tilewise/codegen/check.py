@@ -40,9 +40,9 @@ def check_options(options: dict, target) -> dict:
             out[k] = bool(v)
         else:
             out[k] = _dims(k, v, 3 if k in ("maxntid", "cluster_dim") else 1)
-    if "cluster_dim" in out and not target.has("cluster"):
-        raise CompileError(f"cluster_dim needs thread-block clusters (sm_90 or newer); target is "
-                           f"{target}", hint="drop cluster_dim or compile for sm_90a or newer")
+    problem = target.cluster_problem("cluster_dim asks for a cluster")
+    if "cluster_dim" in out and problem:
+        raise CompileError(problem, hint="drop cluster_dim or compile for sm_90a or newer")
     return out
 
 

@@ -22,10 +22,9 @@ def _check_cluster(func: PrimFunc, target) -> None:
     if cluster == (1, 1, 1):
         return
     decl = next(b for b in func.launch if b.kind == "cta_id_in_cluster")
-    if not target.has("cluster"):
-        raise CompileError(f"T.cta_id_in_cluster declares a cluster; thread-block clusters "
-                           f"need sm_90 or newer, target is {target}", decl.span,
-                           hint="compile for sm_90a or newer")
+    problem = target.cluster_problem("T.cta_id_in_cluster declares a cluster")
+    if problem:
+        raise CompileError(problem, decl.span, hint="compile for sm_90a or newer")
     n = cluster[0] * cluster[1] * cluster[2]
     if n > MAX_CLUSTER:
         raise CompileError(f"a cluster of {cluster} has {n} CTAs; a cluster has at most "

@@ -20,7 +20,7 @@ writes (stores, vector moves, completed cp.async) are visible to it only after t
 thread's ``fence.proxy.async``: a store whose source bytes some thread wrote with no fence
 since is reported. ``gen_writer`` holds, per shared byte, the thread whose unfenced
 generic write it is (-1: none; the shadow exists only in kernels that use the async proxy,
-``memory.ASYNC_PROXY_PREFIXES``); a thread's fence clears its bytes.
+the table's ``traits.proxy``); a thread's fence clears its bytes.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .memory import BULK_TAG0, SHARED, SPACE_SHIFT, UNWRITTEN, Members
+from .registry import mechanism
 
 
 def shared_addr(off: int) -> int:
@@ -104,6 +105,7 @@ class BulkCore:
         return self._bulk
 
     # ================================================================== landing, stores
+    @mechanism("async_proxy")
     def bulk_land(self, tid: int, offs: np.ndarray, data: np.ndarray, mbar: int, span,
                   what: str = "cp.async.bulk", source: str = "") -> None:
         """A copy by ``tid`` (of another CTA when ``source`` says so): ``data[i]`` lands at
@@ -123,6 +125,7 @@ class BulkCore:
         phase = self.complete_tx(mbar, len(data), tid, span)
         copy.phase = phase if phase is not None else -1
 
+    @mechanism("async_proxy")
     def bulk_store(self, tid: int, offs: np.ndarray, span,
                    what: str = "cp.async.bulk shared -> global") -> None:
         """A store by the copy engine issued by ``tid``, reading shared bytes ``offs``: they
@@ -181,6 +184,7 @@ class BulkCore:
         mine[mine] = Members(tids, self.ctx.n)(gw[mine])
         gw[mine] = -1
 
+    @mechanism("async_proxy")
     def check_async_read(self, offs: np.ndarray, tid: int, what: str, span) -> None:
         """The copy engine (a ``what`` issued by ``tid``) reads shared bytes ``offs``: every
         generic write to them must have been fenced by its writer."""

@@ -127,10 +127,10 @@ class Cluster:
         return self.ctxs[rank]
 
     # ------------------------------------------------------------------ barrier.cluster
-    def arrive(self, ctx, tids) -> None:
+    def barrier_arrive(self, ctx, tids) -> None:
         self.arrived[ctx.rank, tids] += 1
 
-    def wait(self, ctx, tids) -> bool:
+    def barrier_wait(self, ctx, tids) -> bool:
         """Block until every thread of the cluster has arrived as often as ``tids``."""
         need = int(self.arrived[ctx.rank, tids].max())
         return ctx.block(lambda: int(self.arrived.min()) >= need,

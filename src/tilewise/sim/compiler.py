@@ -21,7 +21,6 @@ from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
 from ..ir.launch import CTA_KINDS, cta_value, thread_value
 from ..ir.visitor import jumps_out
-from ..ptx.operands import regs_read, regs_written
 from ..ptx.table import PTX_OPS
 from . import values as V
 from .access import make_address, make_load, make_store
@@ -271,12 +270,12 @@ class Program:
         for p, a in zip(op.params, e.args[:fixed]):
             out.append(_const_fn(_immediate(a)) if p.static or a is None else self.expr(a))
         regs = e.args[fixed:]
-        if regs_written(op.regs):
+        if op.writes_regs:
             site.regs = tuple(self._lvalue(r) for r in regs)
             site.reg_addrs = tuple(self._reg_address(r) for r in regs)
-        if regs_read(op.regs):
+        if op.reads_regs:
             # read-write registers (accumulators): the instruction checks what it reads
-            checked = not regs_written(op.regs)
+            checked = not op.writes_regs
             out.extend(self._reg_value(r, checked) for r in regs)
         return out
 

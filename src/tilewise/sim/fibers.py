@@ -24,19 +24,16 @@ from __future__ import annotations
 
 import threading
 
-# ops whose execution can wait for another thread set (they call Scheduler.block)
-BLOCKING_OPS = frozenset({"ptx.mbarrier.try_wait", "ptx.mbarrier.try_wait_parity",
-                          "ptx.bar.sync", "ptx.barrier.cluster.wait", "cuda.cluster_sync"})
-
-
 def blocks(stmt) -> bool:
-    """Whether ``stmt`` (flat IR) contains an instruction that can block on other threads."""
+    """Whether ``stmt`` (flat IR) contains an instruction that can block on other threads
+    (its row's ``traits.blocks``, :mod:`tilewise.ptx.traits`)."""
     from tilewise.ir.expr import Call
     from tilewise.ir.visitor import walk
+    from tilewise.ptx.table import PTX_OPS
 
     found = []
-    walk(stmt, lambda n: found.append(1) if isinstance(n, Call) and n.op in BLOCKING_OPS
-         else None)
+    walk(stmt, lambda n: found.append(1) if isinstance(n, Call)
+         and PTX_OPS[n.op].traits.blocks else None)
     return bool(found)
 
 

@@ -27,7 +27,7 @@ Shared memory has two shadow arrays, one entry per byte:
   cp.async) no ``fence.proxy.async`` of that thread has yet ordered before the async proxy
   (``-1``: none; ``gen_dirty`` says whether any is set). A store by the copy engine (async
   proxy) reading such a byte is missing the fence (:mod:`tilewise.sim.async_bulk`). None in
-  a kernel that uses no async-proxy instruction (:data:`ASYNC_PROXY_PREFIXES`).
+  a kernel that uses no async-proxy instruction (the table's ``traits.proxy``).
 
 Local memory has ``local_set``, one flag per byte and thread: written (a read of an unset
 byte reads an uninitialised register). Global memory's race shadows are the launch's
@@ -78,27 +78,26 @@ class Placement:
     nbytes: int
 
 
-#: Instructions of the async proxy (they read or write shared memory through it): a kernel
-#: with none of them cannot miss a fence.proxy.async, and skips the ``gen_writer`` shadow.
-ASYNC_PROXY_PREFIXES = ("ptx.cp_async.bulk", "ptx.wgmma", "ptx.tcgen05.mma", "ptx.tcgen05.cp",
-                        "ptx.fence.proxy_async")
-
-
 def _uses_async_proxy(func) -> bool:
+    """Whether ``func`` has an instruction that accesses shared memory through the async
+    proxy (its row's ``traits.proxy``): a kernel with none cannot miss a fence.proxy.async,
+    and skips the ``gen_writer`` shadow."""
     from ..ir.expr import Call
     from ..ir.visitor import walk
+    from ..ptx.table import PTX_OPS
+    from ..ptx.traits import ASYNC
 
     found = []
     walk(func.body, lambda n: found.append(n) if isinstance(n, Call)
-         and n.op.startswith(ASYNC_PROXY_PREFIXES) else None)
+         and PTX_OPS[n.op].traits.proxy == ASYNC else None)
     return bool(found)
 
 
 class StoragePlan:
     """Compile-time placement of every buffer of a flat PrimFunc: shared ones as ``shared``
     (the pipeline's SharedPlan; laid out here when None) says, local ones here;
-    ``async_proxy``: whether the kernel uses the async proxy (see
-    :data:`ASYNC_PROXY_PREFIXES`)."""
+    ``async_proxy``: whether the kernel uses the async proxy (an instruction whose
+    ``traits.proxy`` is ``"async"``)."""
 
     def __init__(self, func, shared=None):
         self.places: dict[int, Placement] = {}

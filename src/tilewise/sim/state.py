@@ -16,6 +16,7 @@ from ..errors import HazardError
 from ..ir.launch import WARP
 from .async_core import AsyncCore
 from .memory import SHARED, offset_of, space_name, space_of
+from .registry import mechanism
 from .tmem import TensorMemory
 
 _MAX_RECORDED = 200
@@ -94,6 +95,7 @@ class Ctx:
             self._fibers = Scheduler(self)
         return self._fibers
 
+    @mechanism("blocks")
     def block(self, poll, what: str = "") -> bool:
         """Wait for ``poll()`` while other thread sets run (:meth:`Scheduler.block`) and,
         in a cluster, other CTAs (:meth:`Cluster.block`); False when nothing can make it

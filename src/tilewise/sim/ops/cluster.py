@@ -34,7 +34,7 @@ def _arrive(ctx, site, aligned: bool) -> None:
     if aligned:
         whole_groups(ctx, site.span, "barrier.cluster.arrive.aligned", 32, "warp")
     if ctx.cluster is not None:
-        ctx.cluster.arrive(ctx, ctx.active())
+        ctx.cluster.barrier_arrive(ctx, ctx.active())
 
 
 def _wait(ctx, site, aligned: bool) -> None:
@@ -55,7 +55,7 @@ def _wait(ctx, site, aligned: bool) -> None:
                    "thread", site.span, "call T.ptx.barrier.cluster.arrive() first (or "
                    "T.cuda.cluster_sync())", tid=int(tids[0]))
         return
-    if not cl.wait(ctx, tids):
+    if not cl.barrier_wait(ctx, tids):
         behind = np.argwhere(cl.arrived < cl.arrived[ctx.rank, tids].max())[0]
         ctx.hazard(f"barrier.cluster.wait can never complete (deadlock): thread "
                    f"{int(behind[1])} of CTA rank {int(behind[0])} never arrives",

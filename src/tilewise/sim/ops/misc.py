@@ -49,21 +49,21 @@ def cta_sync(ctx, site, args):
 
 @semantics("ptx.bar.sync")
 def bar_sync(ctx, site, args):
-    _named_barrier(ctx, site, args, wait=True)
+    for bid, count, bar, gen, tid0 in _named_barrier(ctx, site, args, "bar.sync"):
+        _wait_named(ctx, site, bid, count, bar, gen, tid0)
 
 
 @semantics("ptx.bar.arrive")
 def bar_arrive(ctx, site, args):
-    _named_barrier(ctx, site, args, wait=False)
+    _named_barrier(ctx, site, args, "bar.arrive")
 
 
-def _named_barrier(ctx, site, args, wait: bool) -> None:
+def _named_barrier(ctx, site, args, what: str) -> list:
     """Named barrier ``id``: the active warps arrive; when ``count`` threads have, the
-    barrier completes (the participants' shared writes become visible) and resets. A
-    ``bar.sync`` that is not complete waits while other forked thread sets run. Warps of
+    barrier completes (the participants' shared writes become visible) and resets. Warps of
     one statement may name different barriers (``bar.sync(1 + wg, 128)``): each group
-    arrives on its own, and the statement waits until every one it arrived on completes."""
-    what = "bar.sync" if wait else "bar.arrive"
+    arrives on its own. Returns the barriers still open after the arrivals, ``(id, count,
+    state, generation, first thread)`` each: a ``bar.sync`` waits until each completes."""
     whole_groups(ctx, site.span, what)
     act = ctx.active()
     ids = np.broadcast_to(np.asarray(args[0], np.int64), act.shape)
@@ -80,18 +80,20 @@ def _named_barrier(ctx, site, args, wait: bool) -> None:
         bar = _arrive_named(ctx, site, what, bid, count, tids)
         if bar is not None:
             pending.append((bid, count, bar, bar["gen"], int(tids[0])))
-    if not wait or not pending:
-        return
-    for bid, count, bar, gen, tid0 in pending:
-        if not ctx.block(lambda bar=bar, gen=gen: bar["gen"] != gen,
-                         lambda bar=bar, bid=bid, count=count, tid0=tid0: (
-                             f"{ctx.where(tid0)} waits at line {site.span.line} on barrier "
-                             f"{bid} ({len(bar['arrived'])} of {count} threads arrived)")):
-            ctx.hazard(f"bar.sync {bid}, {count} can never complete (deadlock): "
-                       f"{len(bar['arrived'])} of {count} threads arrived and no other thread "
-                       "can reach it" + ctx.blocked_elsewhere(), site.span,
-                       "make the count the number of threads that execute this barrier",
-                       tid=tid0)
+    return pending
+
+
+def _wait_named(ctx, site, bid, count, bar, gen, tid0) -> None:
+    """A ``bar.sync`` waits while other forked thread sets run; a barrier nothing can
+    complete is a deadlock."""
+    if not ctx.block(lambda: bar["gen"] != gen,
+                     lambda: (f"{ctx.where(tid0)} waits at line {site.span.line} on barrier "
+                              f"{bid} ({len(bar['arrived'])} of {count} threads arrived)")):
+        ctx.hazard(f"bar.sync {bid}, {count} can never complete (deadlock): "
+                   f"{len(bar['arrived'])} of {count} threads arrived and no other thread "
+                   "can reach it" + ctx.blocked_elsewhere(), site.span,
+                   "make the count the number of threads that execute this barrier",
+                   tid=tid0)
 
 
 def _arrive_named(ctx, site, what, bid: int, count: int, tids):

@@ -89,7 +89,7 @@ def _emit(ctx):
     c, a, b = ctx.call.args
     ab = a.buffer.dtype.name
     k_inst = wgmma.K_OF[ab]
-    transposable = ab in ("float16", "bfloat16")
+    transposable = wgmma.transposable(ab)
     pa = plan_operand(a, 0, k_inst, transposable, "A")
     pb = plan_operand(b, 1, k_inst, transposable, "B")
     if len(pa.step_coords) != len(pb.step_coords):
