@@ -17,7 +17,7 @@ from .races import GlobalRaces
 from .registry import EXIT_CHECKS
 from . import values as V
 from .state import Ctx, SimReport
-from .tensormap import bind_tensor_maps
+from .ops.bulk.tensormap import bind_tensor_maps
 
 
 def lower_for_sim(func, target):

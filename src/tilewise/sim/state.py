@@ -17,7 +17,6 @@ from ..ir.launch import WARP
 from .async_core import AsyncCore
 from .memory import SHARED, offset_of, space_name, space_of
 from .registry import mechanism
-from .tmem import TensorMemory
 
 _MAX_RECORDED = 200
 
@@ -78,7 +77,6 @@ class Ctx:
         self.strict = strict
         self.params = params
         self.asyncs = AsyncCore(self)
-        self._tmem: TensorMemory | None = None
         self.loop = None  # the innermost executing loop (break/continue)
         self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
@@ -126,15 +124,15 @@ class Ctx:
         return self
 
     @property
-    def tmem(self) -> TensorMemory:
-        if self._tmem is None:
-            self._tmem = TensorMemory()
-        return self._tmem
+    def tmem(self):
+        """The CTA's tensor memory (:mod:`tilewise.sim.ops.tcgen05.tmem`, made on first
+        use)."""
+        return self.asyncs.part("tmem")
 
     @property
-    def tmem_if_used(self) -> TensorMemory | None:
+    def tmem_if_used(self):
         """The CTA's tensor memory, None when no instruction touched it."""
-        return self._tmem
+        return self.asyncs.part_if_used("tmem")
 
     # -- threads ---------------------------------------------------------------
     def active(self) -> np.ndarray:

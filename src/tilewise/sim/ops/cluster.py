@@ -1,8 +1,8 @@
-"""Simulator semantics of the cluster instructions: ``barrier.cluster`` (PTX ISA §9.7.13.4),
-``fence.mbarrier_init`` and the shared -> shared copy into another CTA of the cluster
-(``cp.async.bulk.shared::cluster.shared::cta``, §9.7.9.25.4). The CTAs of a cluster run
-together (:mod:`tilewise.sim.cluster`); a kernel that declares no cluster is a cluster of
-one CTA, rank 0.
+"""Simulator semantics of the cluster instructions: ``barrier.cluster`` (PTX ISA §9.7.13.4)
+and ``fence.mbarrier_init`` (the shared -> shared copy into another CTA of the cluster is
+the bulk family's, :mod:`.bulk.copies`). The CTAs of a cluster run together
+(:mod:`tilewise.sim.cluster`); a kernel that declares no cluster is a cluster of one CTA,
+rank 0.
 
 * ``barrier.cluster.arrive`` counts one arrival per executing thread; ``wait`` blocks each
   thread until every thread of every CTA of the cluster has arrived as often (other CTAs
@@ -12,22 +12,14 @@ one CTA, rank 0.
   their arrive is visible (the CTA's own shared memory: as after ``bar.sync``).
 * ``fence.mbarrier_init`` orders this thread's ``mbarrier.init`` before later cluster
   operations: no effect in the simulator, where an init is seen at once.
-* ``s2c``: the source must be visible to the issuing thread and fenced for the async
-  proxy; the bytes land at the same shared offset in CTA ``rank``, owned by the copy, and
-  ``complete_tx(nbytes)`` counts on that CTA's mbarrier at ``mbar``'s offset. The source is
-  read at issue; the copy completes on the mbarrier, not through bulk groups.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..access import check_pointer, check_shared_read, mbarrier_addrs
 from ..collective import whole_groups
-from ..memory import SHARED
 from ..registry import semantics
-
-_ALIGN = 16
 
 
 def _arrive(ctx, site, aligned: bool) -> None:
@@ -85,35 +77,3 @@ def cluster_sync(ctx, site, args):
 @semantics("ptx.fence.mbarrier_init")
 def fence_mbarrier_init(ctx, site, args):
     """No effect: an mbarrier.init is visible at once in the simulator."""
-
-
-@semantics("ptx.cp_async.bulk.s2c")
-def s2c(ctx, site, args):
-    dst, src, nbytes, mbar, rank = args
-    tids = ctx.active()
-    sizes = np.broadcast_to(np.asarray(nbytes, np.int64), tids.shape)
-    ranks = np.broadcast_to(np.asarray(rank, np.int64), tids.shape)
-    what = "cp.async.bulk (shared -> shared::cluster)"
-    for k, t in enumerate(tids.tolist()):
-        size = int(sizes[k])
-        if size <= 0 or size % _ALIGN:
-            ctx.hazard(f"{what}: size {size} is not a positive multiple of 16 bytes",
-                       site.span, "copy a multiple of 16 bytes", tid=t)
-            return
-    s = check_pointer(ctx, src, int(sizes.max()), site.span, what + " source", (SHARED,),
-                      _ALIGN)
-    d = s and check_pointer(ctx, dst, int(sizes.max()), site.span, what + " destination",
-                            (SHARED,), _ALIGN)
-    bars = d and mbarrier_addrs(ctx, mbar, site.span, what + " mbarrier", read=False)
-    if bars is None or d is None or s is None:
-        return
-    for k, t in enumerate(tids.tolist()):
-        size, off, doff = int(sizes[k]), int(s[1][k]), int(d[1][k])
-        offs = np.arange(off, off + size)
-        check_shared_read(ctx, offs[::16], 16, np.full(size // 16, t), site.span)
-        ctx.asyncs.check_async_read(offs, t, what, site.span)
-        peer = ctx.peer(int(ranks[k]), site.span, what)
-        data = ctx.mem.shared[offs].copy()
-        source = "" if peer is ctx else f" of CTA rank {ctx.rank}"
-        peer.asyncs.bulk_land(t, np.arange(doff, doff + size), data, int(bars[k]),
-                              site.span, "cp.async.bulk (dsmem)", source)

@@ -158,10 +158,10 @@ def ld_st(ctx, site, args):
 def _registers(ctx, place, nbytes, tids, span, write):
     """A vector move to or from registers is an ordinary register access (the wgmma
     accumulator checks see it as they see element loads and stores)."""
-    w = ctx.asyncs.wgmma_if_used
     local = place[0] == LOCAL
-    if w is not None and local.any():
-        w.register_access(tids[local], place[1][local], nbytes, span, write)
+    if local.any():
+        for w in ctx.asyncs.reg_watchers:
+            w.register_access(tids[local], place[1][local], nbytes, span, write)
 
 
 # ------------------------------------------------------------------------- math
