@@ -36,6 +36,7 @@ import numpy as np
 
 from .memory import SHARED, SPACE_SHIFT
 from .registry import at_cta_exit
+from .scheduler import Wait
 
 MAX_COUNT = (1 << 20) - 1  # mbarrier counts are 20-bit
 
@@ -256,7 +257,8 @@ class AsyncCore:
                      "expect_tx count does not match the copies)")
         return text
 
-    def wait_parity(self, tids, addrs, parity, span) -> np.ndarray:
+    def wait_parity(self, tids, addrs, parity, span, what: str = "an mbarrier wait"
+                    ) -> np.ndarray:
         """Which threads' ``try_wait.parity`` succeed: polled, then (for those that do not)
         after draining the copies their mbarriers track, and while other thread sets and
         CTAs run (:mod:`.scheduler`); a wait nothing can satisfy is a deadlock. Successful
@@ -270,10 +272,16 @@ class AsyncCore:
             ok = self._done(addrs, parity)
             if not ok.all() and any(p.drain(a) for a in np.unique(addrs[~ok]).tolist()
                                     for p in self._live):
+                self.ctx.sched.note_progress()
                 ok = self._done(addrs, parity)
             return bool(ok.all())
 
-        if not self.ctx.block(poll, lambda: self._waiting(tids, addrs, parity, ok, span)):
+        def state():
+            k = int(np.argmin(ok))
+            return (int(tids[k]), int(addrs[k]),
+                    f"parity {int(parity[k])}, {self.describe(int(addrs[k]))}")
+
+        if not self.ctx.block(poll, Wait(self.ctx, what, span, state)):
             self._deadlock(tids, addrs, parity, ok, span)
         if ok.any():
             for p in self._live:
@@ -287,12 +295,6 @@ class AsyncCore:
             m = self.mbars.get(int(a))
             out[k] = m is not None and p != (m.phase & 1)
         return out
-
-    def _waiting(self, tids, addrs, parity, ok, span) -> str:
-        k = int(np.argmin(ok))
-        return (f"{self.ctx.where(int(tids[k]), int(addrs[k]))} waits at line {span.line} "
-                f"for parity {int(parity[k])}, {self.describe(int(addrs[k]))}"
-                if span is not None else "")
 
     def _deadlock(self, tids, addrs, parity, ok, span) -> None:
         k = int(np.argmin(ok))

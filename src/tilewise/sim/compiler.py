@@ -26,7 +26,7 @@ from . import values as V
 from .access import make_address, make_load, make_store
 from .memory import StoragePlan
 from .registry import Site, load_all
-from .fibers import blocks
+from .scheduler import blocks
 from .state import masked
 
 
@@ -158,7 +158,7 @@ class Program:
             else:
                 act = ctx.active()
                 if fork:  # each side may wait for the other: run them as fibers
-                    ctx.fibers.fork([(act[c], then), (act[~c], other)])
+                    ctx.sched.fork(ctx, [(act[c], then), (act[~c], other)])
                     return
                 masked(ctx, act[c], then)
                 masked(ctx, act[~c], other)

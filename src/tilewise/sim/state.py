@@ -80,35 +80,23 @@ class Ctx:
         self.loop = None  # the innermost executing loop (break/continue)
         self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
-        self._fibers = None
+        self.sched = None  # the Scheduler running this CTA (sim/scheduler.py), set at start
         self.named_barriers: dict = {}  # bar.sync id -> {"gen", "arrived", "count"}
         self.cluster = None  # sim/cluster.Cluster when the kernel declares one
         self.rank = 0  # %cluster_ctarank
 
-    @property
-    def fibers(self):
-        """The :class:`~.fibers.Scheduler` of divergent thread sets (made on first use)."""
-        if self._fibers is None:
-            from .fibers import Scheduler
-            self._fibers = Scheduler(self)
-        return self._fibers
-
     @mechanism("blocks")
-    def block(self, poll, what: str = "") -> bool:
-        """Wait for ``poll()`` while other thread sets run (:meth:`Scheduler.block`) and,
-        in a cluster, other CTAs (:meth:`Cluster.block`); False when nothing can make it
-        hold (a deadlock)."""
-        if self._fibers is not None:
-            return self._fibers.block(poll, what)
-        if poll():
-            return True
-        return self.cluster is not None and self.cluster.block(self, poll)
+    def block(self, poll, wait) -> bool:
+        """Wait for ``poll()`` while the other thread sets of this CTA and the other CTAs of
+        its cluster run (:meth:`~.scheduler.Scheduler.block`; ``wait``: a
+        :class:`~.scheduler.Wait` describing it); False when nothing can make it hold (a
+        deadlock)."""
+        return self.sched.block(poll, wait)
 
     def blocked_elsewhere(self) -> str:
-        """'; meanwhile <what each other forked thread set waits for>', or '' (for the
-        message of a deadlock)."""
-        waits = [] if self._fibers is None else self._fibers.blocked_elsewhere()
-        texts = [t for t in (w() for w in waits) if t]
+        """'; meanwhile <every other blocked wait, of any thread set of any CTA>', or ''
+        (for the message of a deadlock)."""
+        texts = self.sched.blocked_elsewhere()
         return "; meanwhile " + "; ".join(texts) if texts else ""
 
     def peer(self, rank: int, span, what: str):

@@ -47,10 +47,11 @@ def _wait(ctx, site, aligned: bool) -> None:
                    "thread", site.span, "call T.ptx.barrier.cluster.arrive() first (or "
                    "T.cuda.cluster_sync())", tid=int(tids[0]))
         return
-    if not cl.barrier_wait(ctx, tids):
+    if not cl.barrier_wait(ctx, tids, site.span, f"T.{site.name}"):
         behind = np.argwhere(cl.arrived < cl.arrived[ctx.rank, tids].max())[0]
         ctx.hazard(f"barrier.cluster.wait can never complete (deadlock): thread "
-                   f"{int(behind[1])} of CTA rank {int(behind[0])} never arrives",
+                   f"{int(behind[1])} of CTA rank {int(behind[0])} never arrives"
+                   + ctx.blocked_elsewhere(),
                    site.span, "every thread of every CTA of the cluster must arrive "
                    "(T.ptx.barrier.cluster.arrive / T.cuda.cluster_sync) the same number "
                    "of times", tid=int(tids[0]))

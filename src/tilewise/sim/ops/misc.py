@@ -8,7 +8,8 @@
   arrivals complete the barrier, which then makes the participants' shared writes
   visible to every thread and orders their accesses for the race checks
   (:meth:`~tilewise.sim.memory.CtaMemory.release`); an incomplete ``bar.sync`` waits
-  while other forked thread sets run (:mod:`tilewise.sim.fibers`), else it is a deadlock.
+  while other forked thread sets and CTAs run (:mod:`tilewise.sim.scheduler`), else it is a
+  deadlock.
 * ``ptx.elect_sync``: true for the lowest active lane of each warp.
 * ``ptx.setmaxnreg``: no effect on values; the whole warpgroup must execute it.
 * ``ptx.ld_st``: a synchronous vector load then store, naturally aligned, any spaces; a
@@ -30,6 +31,7 @@ from ..access import check_pointer, check_shared_read, mark_shared_write, read_b
 from ..collective import whole_groups
 from ..memory import LOCAL, SHARED
 from ..registry import semantics
+from ..scheduler import Wait
 from ..values import np_dtype
 
 
@@ -86,9 +88,9 @@ def _named_barrier(ctx, site, args, what: str) -> list:
 def _wait_named(ctx, site, bid, count, bar, gen, tid0) -> None:
     """A ``bar.sync`` waits while other forked thread sets run; a barrier nothing can
     complete is a deadlock."""
-    if not ctx.block(lambda: bar["gen"] != gen,
-                     lambda: (f"{ctx.where(tid0)} waits at line {site.span.line} on barrier "
-                              f"{bid} ({len(bar['arrived'])} of {count} threads arrived)")):
+    wait = Wait(ctx, f"T.{site.name}({bid}, {count})", site.span,
+                lambda: (tid0, None, f"{len(bar['arrived'])} of {count} threads arrived"))
+    if not ctx.block(lambda: bar["gen"] != gen, wait):
         ctx.hazard(f"bar.sync {bid}, {count} can never complete (deadlock): "
                    f"{len(bar['arrived'])} of {count} threads arrived and no other thread "
                    "can reach it" + ctx.blocked_elsewhere(), site.span,
