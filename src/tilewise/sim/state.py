@@ -81,7 +81,6 @@ class Ctx:
         self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
         self.sched = None  # the Scheduler running this CTA (sim/scheduler.py), set at start
-        self.named_barriers: dict = {}  # bar.sync id -> {"gen", "arrived", "count"}
         self.cluster = None  # sim/cluster.Cluster when the kernel declares one
         self.rank = 0  # %cluster_ctarank
 

@@ -27,6 +27,7 @@ import numpy as np
 from ...ir import alu
 from ...ir.launch import WARP, WARPGROUP
 from ...ptx.table import MATH_OPS
+from ..async_core import Part, async_part
 from ..access import check_pointer, check_shared_read, mark_shared_write, read_bytes, write_bytes
 from ..collective import whole_groups
 from ..memory import LOCAL, SHARED
@@ -98,10 +99,20 @@ def _wait_named(ctx, site, bid, count, bar, gen, tid0) -> None:
                    tid=tid0)
 
 
+@async_part("named_barriers", order=5)
+class NamedBarriers(Part):
+    """The CTA's named barriers: id -> {"gen", "arrived", "count"} (made on first use)."""
+
+    def __init__(self, core):
+        super().__init__(core)
+        self.bars: dict = {}
+
+
 def _arrive_named(ctx, site, what, bid: int, count: int, tids):
     """``tids`` arrive on barrier ``bid``; returns its state while it is still open (None
     once this arrival completed it)."""
-    bar = ctx.named_barriers.setdefault(bid, {"gen": 0, "arrived": [], "count": count})
+    bar = ctx.asyncs.part("named_barriers").bars.setdefault(
+        bid, {"gen": 0, "arrived": [], "count": count})
     if bar["arrived"] and bar["count"] != count:
         ctx.hazard(f"{what} {bid} with count {count} while threads already waiting there "
                    f"expect {bar['count']}", site.span, "use one count per barrier phase",
