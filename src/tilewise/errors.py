@@ -140,3 +140,14 @@ def did_you_mean(name: str, options) -> str:
     if near:
         return "did you mean " + " or ".join(repr(x) for x in near) + "?"
     return "known: " + ", ".join(sorted(map(str, options)))
+
+
+def looks_bool(v) -> bool | None:
+    """True / False when ``v`` is a string that reads as a boolean ("false", "yes", "0"
+    ...), else None: an option given such a string is an error, since Python counts every
+    non-empty string as True."""
+    if not isinstance(v, str):
+        return None
+    s = v.strip().lower()
+    return True if s in ("true", "yes", "on", "1") else \
+        False if s in ("false", "no", "off", "0", "") else None
