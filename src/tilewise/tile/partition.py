@@ -31,7 +31,7 @@ from ..ir.stmt import For, IfThenElse, Stmt
 from ..layout.axes import rowmajor
 from ..passes.indexing import memory_offset
 from ..passes.simplify import simplify_expr
-from ..script.analysis import affine, known_multiple
+from ..ir.analysis import affine, known_multiple
 from .registry import DispatchFail
 
 BASE_ALIGN = 16  # bytes; see the module docstring
