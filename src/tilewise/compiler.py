@@ -122,7 +122,7 @@ class Kernel:
         if self._llvm is None:
             from .codegen import generate
 
-            em = generate(self.lowered.func, self.options)
+            em = generate(self.lowered.func, self.options, self.lowered.shared)
             self._llvm = str(em.module)
             self._meta = {"name": em.name, "dynamic_smem": em.dynamic_smem,
                           "static_smem": em.static_smem, "libdevice": sorted(em.libdevice)}

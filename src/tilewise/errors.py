@@ -218,3 +218,14 @@ def _user_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
     for t in reversed(kept):
         out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
     return out
+
+
+def looks_bool(v) -> bool | None:
+    """True / False when ``v`` is a string that reads as a boolean ("false", "yes", "0"
+    ...), else None: an option given such a string is an error, since Python counts every
+    non-empty string as True."""
+    if not isinstance(v, str):
+        return None
+    s = v.strip().lower()
+    return True if s in ("true", "yes", "on", "1") else \
+        False if s in ("false", "no", "off", "0", "") else None

@@ -224,10 +224,13 @@ class PrimFunc(Node):
 
         return LaunchConfig.of(self)
 
-    def script(self) -> str:
-        from .printer import script
+    #: ``node -> str``, the printer (:func:`tilewise.ir.printer.script`), which installs
+    #: itself here when :mod:`tilewise.ir` is imported (the IR does not import its printer)
+    printer = None
 
-        return script(self)
+    def script(self) -> str:
+        """The kernel as text (TVMScript-like; it parses back)."""
+        return PrimFunc.printer(self)
 
     def with_body(self, body: Stmt) -> PrimFunc:
         from dataclasses import replace

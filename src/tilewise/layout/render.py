@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from tilewise.layout.axes import check_shape
-
-if TYPE_CHECKING:  # annotations only: layout.py imports this module to draw itself
-    from tilewise.layout.layout import TileLayout
+from tilewise.layout.layout import TileLayout
 
 # Short label prefix per axis; ``m`` is "r" (register) in a view that has threads.
 PREFIX = {
@@ -259,3 +255,12 @@ def _legend(keys: np.ndarray, texts: list[str]) -> list[tuple[int, str]]:
     if len(order) > LEGEND_MAX:
         items.append((order[LEGEND_MAX], f"… {len(order) - LEGEND_MAX} more"))
     return items
+
+
+def _repr_svg_(layout: TileLayout) -> str:
+    return render_svg(layout)
+
+
+# Jupyter draws a layout with this; installed here so that layout.py need not import its
+# renderer (tilewise.layout imports both)
+TileLayout._repr_svg_ = _repr_svg_

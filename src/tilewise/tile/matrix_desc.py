@@ -28,7 +28,7 @@ from ..ir.expr import AddressOf, BufferRegion, Expr, IntImm, as_int, binop, cast
 from ..ptx import wgmma
 from ..ptx.table import PTX_OPS
 from ..passes.indexing import memory_offset
-from ..script.analysis import known_multiple
+from ..ir.analysis import known_multiple
 from .partition import Side, region_text
 from .registry import DispatchFail
 
