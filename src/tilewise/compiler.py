@@ -209,6 +209,13 @@ def _dump(kernel: Kernel, stage: str, text: str) -> None:
                                "it") from None
 
 
+def as_prim_func(func):
+    """``func``, or the kernel an object stands for (``tilewise.autotune``'s heuristic
+    configuration: ``__tilewise_prim_func__()``)."""
+    unwrap = getattr(type(func), "__tilewise_prim_func__", None)
+    return unwrap(func) if unwrap is not None else func
+
+
 def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the public name
     """Compile ``func`` (a ``@T.prim_func``) for ``target`` (``"sm_90a"`` or a Target; None
     means the default, sm_90a, as in :func:`tilewise.simulate`).
@@ -221,6 +228,7 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     from .codegen.check import check_launch, declared_cluster
     from .ir.stmt import PrimFunc
 
+    func = as_prim_func(func)
     if not isinstance(func, PrimFunc):
         raise CompileError(f"tw.compile needs a @T.prim_func kernel, got {type(func).__name__}",
                            hint="decorate the kernel function with @T.prim_func")

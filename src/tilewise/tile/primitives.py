@@ -74,6 +74,11 @@ class Primitive:
                 raise ScriptError(f"option {k}= of {self.name} must be a string", span)
             if opt.kind == "int" and (not isinstance(v, int) or isinstance(v, bool)):
                 raise ScriptError(f"option {k}= of {self.name} must be a compile-time int", span)
+            if opt.kind == "number" and (not isinstance(v, (int, float)) or
+                                         isinstance(v, bool)):
+                raise ScriptError(f"option {k}= of {self.name} must be a compile-time number "
+                                  f"(such as 0.0 or float(\"-inf\")), got {type(v).__name__}",
+                                  span)
             if opt.kind == "bool" and not isinstance(v, bool):
                 raise ScriptError(f"option {k}= of {self.name} must be a compile-time True or "
                                   f"False, got {type(v).__name__}", span)
@@ -91,13 +96,26 @@ class Primitive:
 
 _DISPATCH = Option("dispatch", "str", "force one variant by name")
 _COMMON = (_DISPATCH,)
+_FILL = Option("fill", "number", "a partial tile (a source region past the end of its "
+               "buffer): what the elements outside read as (default 0; float(\"-inf\") "
+               "before a max)")
+
+
+def _check_fill(c, dst, srcs, opts):
+    """``fill=`` must be representable in the destination's dtype."""
+    v = opts.get("fill")
+    t = dst.buffer.dtype
+    if v is not None and not t.is_float and (not float(v).is_integer() or t.kind == "bool"):
+        c.fail(f"fill={v!r} cannot be stored in the {t} destination",
+               "give an integer fill (or none: 0) for integer tiles")
+    return srcs, opts
 
 PRIMITIVES: dict[str, Primitive] = {
     p.name: p
     for p in [
-        Primitive("copy", ("dst", "src"), _COMMON,
-                  "synchronous copy of a tile between any two memories"),
-        Primitive("copy_async", ("dst", "src"), _COMMON + (
+        Primitive("copy", ("dst", "src"), _COMMON + (_FILL,),
+                  "synchronous copy of a tile between any two memories", check=_check_fill),
+        Primitive("copy_async", ("dst", "src"), _COMMON + (_FILL,) + (
             Option("mbar", "ptr", "complete on this mbarrier (TMA); cp.async cannot"),
             Option("cache_hint", "str", "L2 cache hint", ("evict_first", "evict_last", "normal")),
             Option("prefetch_size", "int", "L2 prefetch size in bytes", (64, 128, 256)),
@@ -114,7 +132,8 @@ PRIMITIVES: dict[str, Primitive] = {
                    "overwriting it", ("add", "min", "max")),
             Option("remote_cta_id", "expr", "dsmem: the CTA rank in the cluster whose shared "
                    "memory receives the tile"),
-        ), "asynchronous copy; completion (commit/wait/barrier) is the caller's"),
+        ), "asynchronous copy; completion (commit/wait/barrier) is the caller's",
+            check=_check_fill),
         Primitive("gemm_async", ("C", "A", "B"), _COMMON + (
             Option("accum", "expr", "add into C (True, or a run-time bool) instead of "
                    "overwriting it (False, the default)"),

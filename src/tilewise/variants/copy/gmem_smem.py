@@ -23,6 +23,7 @@ from tilewise.ir.expr import AddressOf, BufferLoad
 from tilewise.ir.stmt import BufferStore, Evaluate
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
+from tilewise.tile.clip import guarded_dims
 from tilewise.tile.partition import Side, emit, plan_partition
 from tilewise.tile.registry import predicate, register_dispatch
 
@@ -39,19 +40,20 @@ def _driver(dst: Side, src: Side) -> Side:
 
 
 def _emit(ctx):
-    dst, src = Side("dst", ctx.dst), Side("src", ctx.src)
-    plan = plan_partition(dst, src, _driver(dst, src), ctx.thread_count, VEC_BYTES)
+    dst, src = Side("dst", ctx.dst, stand_in=True), Side("src", ctx.src, stand_in=True)
+    guards = {"dst": guarded_dims(ctx.dst, ctx), "src": guarded_dims(ctx.src, ctx)}
+    plan = plan_partition(dst, src, _driver(dst, src), ctx.thread_count, VEC_BYTES, guards)
     ctx.info.append(plan.describe())
     op = PTX_OPS["ptx.ld_st"]
 
-    def make(dc, sc):
+    def make(plan, dc, sc):
         if plan.vec == 1:
             return BufferStore(dst.buffer, dc, BufferLoad(src.buffer, sc), span=ctx.span)
         call = op.call([AddressOf(dst.buffer, dc), AddressOf(src.buffer, sc),
                         plan.vec_bytes], {}, span=ctx.span)
         return Evaluate(call, span=ctx.span)
 
-    return emit(plan, ctx.scope_tid, dst, src, make)
+    return emit(plan, ctx, dst, src, make)
 
 
 @register_dispatch("copy", "cuda", variant="gmem_smem", priority=20, when=[

@@ -258,6 +258,7 @@ def _emit(ctx):
               what="cp.async.bulk.tensor (TMA)"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("global <-> shared", P.direction, pairs=PAIRS),
+    predicate("whole tiles", P.whole_tiles),
     predicate("completion", _completion),
     predicate("no prefetch size", P.no_option, option="prefetch_size",
               why="prefetch_size= is a cp.async hint; TMA takes l2_promotion="),
