@@ -10,12 +10,13 @@ from .errors import (CompileError, DispatchError, HazardError, LaunchError, Layo
                      ScriptError, SimulationError, TargetError, TilewiseError,
                      TilewisePerformanceWarning, VerifyError)
 from ._version import __version__
+from .autotune import autotune  # the function (binding it here shadows the module's name)
 from .ir.stmt import PrimFunc
 from .script import T, Tx, from_source
 
 __all__ = ["T", "Tx", "from_source", "TilewiseError", "ScriptError", "LayoutError",
            "DispatchError", "CompileError", "LaunchError", "SimulationError", "HazardError",
-           "TargetError", "VerifyError", "TilewisePerformanceWarning", "Target",
+           "TargetError", "VerifyError", "TilewisePerformanceWarning", "autotune", "Target",
            "compile", "simulate"]
 
 

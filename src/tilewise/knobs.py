@@ -12,6 +12,9 @@ TILEWISE_SIM_MAX_LOOP  ``knobs.sim_max_loop``: iterations one       1048576
                        reported as endless
 CUDA_HOME              ``knobs.cuda_home``: a toolkit, searched     ``/usr/local/cuda``
                        for libdevice after the nvidia-nvvm wheel
+TILEWISE_AUTOTUNE      ``knobs.autotune``: ``tilewise.autotune``    on
+                       times its candidates (``0``: it uses the
+                       first, heuristic, configuration)
 =====================  ==========================================  ===========================
 
 No other module reads ``os.environ`` for tilewise settings. Tests change knobs with
@@ -55,6 +58,7 @@ class Knobs:
     sim_strict: bool = True
     cuda_home: str = "/usr/local/cuda"
     sim_max_loop: int = 1 << 20
+    autotune: bool = True
 
     @classmethod
     def from_env(cls, env=None) -> Knobs:
@@ -64,7 +68,8 @@ class Knobs:
                    dump_dir=env.get("TILEWISE_DUMP_DIR") or None,
                    sim_strict=_flag(env.get("TILEWISE_SIM_STRICT"), True),
                    cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda",
-                   sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20))
+                   sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20),
+                   autotune=_flag(env.get("TILEWISE_AUTOTUNE"), True))
 
 
 knobs = Knobs.from_env()
