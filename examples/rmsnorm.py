@@ -47,6 +47,7 @@ def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6
     ``tw.compile`` it is the planned configuration."""
     if threads is not None or vectors is not None:
         return rmsnorm_kernel(rows, cols, dtype, eps, threads, vectors)
+    rows = RowTiling.plan_rows(rows)  # the kernel takes any row count: share it
     return tilewise.autotune(functools.partial(rmsnorm_kernel, rows, cols, dtype, eps),
                              configs=configs(rows, cols, dtype))
 

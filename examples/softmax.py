@@ -57,6 +57,7 @@ def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | No
     ``tw.simulate`` and ``tw.compile`` it is the planned configuration (the first)."""
     if threads is not None or vectors is not None:
         return softmax_kernel(rows, cols, dtype, threads, vectors)
+    rows = RowTiling.plan_rows(rows)  # the kernel takes any row count: share it
     return tilewise.autotune(functools.partial(softmax_kernel, rows, cols, dtype),
                              configs=configs(rows, cols, dtype))
 

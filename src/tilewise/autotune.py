@@ -17,7 +17,10 @@ the first config is the *heuristic* one. On a launch ``k(*args)``:
    version and sources). A key tuned before in this process launches its kernel at once.
 2. The **disk cache** (``<TILEWISE_CACHE_DIR>/kernels/..``, kinds ``tune`` and ``tunek``)
    holds, per key, the winner and every candidate's time or failure, and the winner's
-   compiled kernel; a second process loads both (no lowering, no LLVM: a few ms).
+   compiled kernel; a second process loads both (no lowering, no LLVM: a few ms). Compiled
+   candidates are kept too (kind ``tunec``, per factory, bound arguments and config), so a
+   new key of a known factory only times them; :func:`precompile` compiles the candidates
+   of many tuned kernels in one batch (a sweep over shapes).
 3. Otherwise **tune**: every candidate is compiled to a cubin in parallel, in worker
    processes (compilation is CPU-bound LLVM and nvJitLink; a factory that is a module-level
    function or a ``functools.partial`` of one is rebuilt in the worker from its module's
@@ -122,7 +125,8 @@ class Autotuned:
         self._key_fn, self._timer, self._target = key or default_key, timer, target
         self._device, self.restore = device, tuple(restore)
         self._funcs: dict[int, object] = {}
-        self._kernels: dict[str, object] = {}
+        self._kernels: dict = {}  # key(*args) -> compiled kernel
+        self._fhash: str | None = None
         self.results: dict[str, TuneResult] = {}
 
     # ---- the heuristic kernel: what simulate / compile take ---------------------------
@@ -151,11 +155,12 @@ class Autotuned:
         return self.compiled(*args)(*args, stream=stream)
 
     def compiled(self, *args):
-        """The compiled kernel for ``args``' key (tuned, loaded or compiled as needed)."""
-        full = self._full_key(args)
-        k = self._kernels.get(full)
+        """The compiled kernel for ``args``' key (tuned, loaded or compiled as needed). A key
+        seen before costs one dict lookup: ``k(*args)`` in a loop stays cheap."""
+        raw = self._key_fn(*args)
+        k = self._kernels.get(raw)
         if k is None:
-            k = self._kernels[full] = self._kernel_for(args, full)
+            k = self._kernels[raw] = self._kernel_for(args, self._full_key(args))
         return k
 
     def select(self, *args) -> dict:
@@ -206,9 +211,14 @@ class Autotuned:
         return device_target() if gpu_available() else Target("sm_90a")
 
     def _full_key(self, args) -> str:
-        parts = [self._device_name(), str(self._target_obj()), _factory_hash(self.factory,
-                 self.configs), repr(self._key_fn(*args))]
+        parts = [self._device_name(), str(self._target_obj()), self._factory_hash(),
+                 repr(self.configs), repr(self._key_fn(*args))]
         return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+    def _factory_hash(self) -> str:
+        if self._fhash is None:
+            self._fhash = _factory_hash(self.factory)
+        return self._fhash
 
     def _device_name(self) -> str:
         if self._device is not None:
@@ -223,12 +233,10 @@ class Autotuned:
 
     # ---- tuning ---------------------------------------------------------------------
     def _tune(self, args, full: str) -> TuneResult:
-        from . import compile_pool
-
         start = time.perf_counter()
         progress = _Progress(self, args)
         try:
-            built = compile_pool.compile_all(self.factory, self.configs, self._target_obj())
+            built = self.candidates()
             times, reasons = self._time_all(built, args)
         finally:
             progress.stop()
@@ -245,6 +253,18 @@ class Autotuned:
         _rewarn(r.warnings)
         progress.done(r)
         return r
+
+    def candidates(self) -> list:
+        """Every config compiled (:class:`tilewise.compile_pool.Built`): from this process's
+        memo or the disk cache (kind ``tunec``), else all missing ones at once in the compile
+        workers."""
+        precompile(self)
+        return [_BUILT[k] for k in self._candidate_keys()]
+
+    def _candidate_keys(self) -> list[str]:
+        base = "\x00".join([self._factory_hash(), str(self._target_obj())])
+        return [hashlib.sha256(f"{base}\x00{sorted(c.items())!r}".encode()).hexdigest()
+                for c in self.configs]
 
     def _time_all(self, built, args):
         timer = self._timer
@@ -281,6 +301,39 @@ class Autotuned:
         return "\n".join(lines) or f"{_name(self.factory)}: not tuned yet"
 
 
+_BUILT: dict = {}  # candidate key -> Built, this process's memo of compiled candidates
+
+
+def precompile(*tuned: Autotuned) -> None:
+    """Compile every candidate of the given tuned kernels that is neither in this process's
+    memo nor in the disk cache, all in one batch of the compile workers (a sweep over many
+    shapes calls this once, instead of compiling a handful per shape)."""
+    from .compile_pool import Built, compile_many
+
+    todo, jobs = [], []
+    for t in tuned:
+        for i, key in enumerate(t._candidate_keys()):
+            if key in _BUILT or key in todo:
+                continue
+            blob = _cache_load(key, "tunec")
+            if blob is not None:
+                _BUILT[key] = Built(blob)
+                continue
+            todo.append(key)
+            jobs.append((t.factory, t.configs[i], t._target_obj()))
+    by_target: dict = {}
+    for key, (f, c, target) in zip(todo, jobs):
+        by_target.setdefault(str(target), []).append((key, f, c))
+    for target, items in by_target.items():
+        for (key, _, _), b in zip(items, compile_many([(f, c) for _, f, c in items], target)):
+            _BUILT[key] = b
+            if b.blob is not None and not b.warnings:
+                _cache_store(key, "tunec", b.blob)
+
+
+autotune.precompile = precompile
+
+
 # ---- helpers ------------------------------------------------------------------------
 def _name(factory) -> str:
     f = factory.func if isinstance(factory, functools.partial) else factory
@@ -297,9 +350,9 @@ def _file_text(path: str) -> str:
         return f.read()
 
 
-def _factory_hash(factory, configs) -> str:
-    """What the tuning result depends on besides the key: the factory's module source, its
-    name, bound arguments and configs, the tilewise version and sources."""
+def _factory_hash(factory) -> str:
+    """What a compiled candidate depends on besides its config: the factory's module
+    source, its name and bound arguments, the tilewise version and sources."""
     from ._version import __version__
     from .compiler import _source_fingerprint
 
@@ -307,7 +360,7 @@ def _factory_hash(factory, configs) -> str:
     if isinstance(factory, functools.partial):
         f, args, kw = factory.func, factory.args, factory.keywords
     parts = [getattr(f, "__module__", ""), getattr(f, "__qualname__", repr(f)), repr(args),
-             repr(sorted(kw.items())), repr(configs), __version__, _source_fingerprint()]
+             repr(sorted(kw.items())), __version__, _source_fingerprint()]
     code = getattr(f, "__code__", None)
     try:
         parts.append(_file_text(code.co_filename))

@@ -209,3 +209,24 @@ def test_configs_must_be_dicts():
         tilewise.autotune(K.make_scale, configs=[])
     with pytest.raises(TilewiseError, match="non-empty list of configs"):
         tilewise.autotune(K.make_scale, configs=[("threads", 1)])
+
+
+def test_candidates_compile_once_per_factory_and_config(cache, monkeypatch):
+    """A second key (other arrays) of the same factory times the candidates compiled for the
+    first; precompile() compiles the candidates of many tuned kernels in one batch."""
+    calls = []
+    real = compile_pool.compile_many
+
+    def counting(jobs, target):
+        calls.append(len(jobs))
+        return real(jobs, target)
+
+    monkeypatch.setattr(compile_pool, "compile_many", counting)
+    configs = [{"threads": 32, "scale": 4.0}, {"threads": 256, "scale": 4.0}]
+    k = _tuned(FakeTimer(), configs, n=96)
+    other = _tuned(FakeTimer(), configs + [{"threads": 64, "scale": 4.0}], n=96)
+    tilewise.autotune.precompile(k, other)
+    assert calls == [3]  # two candidates shared, one more: a single batch of three
+    k.select(*_arrays(96))
+    k.select(np.zeros(96, np.float32), np.zeros(96, np.float32), 1)  # another key
+    assert calls == [3] and len(k.results) == 2

@@ -110,6 +110,14 @@ class RowTiling:
             rb *= 2
         return cls(rt * rb, g, k, vec, rt)
 
+    @staticmethod
+    def plan_rows(rows: int) -> int:
+        """The row count a plan for ``rows`` rows may as well be made for: the plan only
+        caps its rows per CTA by the array's (rounded up to a power of two), and no plan
+        puts more than 256 rows in a CTA except for the narrowest rows; so kernels with a
+        symbolic row count made for 256, 4096 and 65536 rows are one kernel."""
+        return min(_pow2_at_least(rows), 256)
+
     @classmethod
     def _chunked(cls, n: int, vec: int, g: int, kmax: int) -> RowTiling:
         chunks = -(-n // (g * kmax))
