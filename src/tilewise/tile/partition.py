@@ -9,10 +9,13 @@ steps of ``T`` vectors of ``vec`` elements: element at position
   outermost = largest; if that order does not walk memory monotonically, the region's
   own row-major order is used.
 * **Vector width.** The widest candidate (in bytes, from the variant) such that
-  ``N % (T * vec) == 0`` and, on *both* sides, every vector is contiguous in memory and
-  its first byte is aligned to the vector size. Alignment is that of the byte offset from
-  the buffer base, and base buffers are **16-byte aligned by contract** (the runtime checks
-  data pointers; shared allocations are aligned by the code generator). A symbolic region
+  ``N % vec == 0`` and, on *both* sides, every vector is contiguous in memory and its
+  first byte is aligned to the vector size (``outer = ceil(N / (T * vec))``, the last step
+  guarded when partial; a partial tile's vectors must not straddle its bounds, and
+  symbolic strides become run-time conditions: :mod:`.clip`). Alignment is that of the
+  byte offset from the buffer base, and base buffers are **16-byte aligned by contract**
+  (the runtime checks data pointers; shared allocations are aligned by the code
+  generator). A symbolic region
   start contributes the largest number known to divide its element offset
   (``known_multiple``: sums, products, shifts, ``//`` and ``%`` by constants). Swizzled
   shared layouts are evaluated exactly (a swizzle keeps aligned 16-byte chunks whole).

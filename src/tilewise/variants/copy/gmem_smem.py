@@ -12,9 +12,12 @@ Algorithm:
 2. Partition ``[outer, threads, vec]`` exactly as ldgsts (:mod:`tilewise.tile.partition`):
    the global side drives the order (the source when both are global or both shared);
    vector candidates 128, 64, 32, 16 and 8 bits, limited by alignment and contiguity of
-   both sides.
+   both sides; the threads need not divide the tile (the last step is guarded), symbolic
+   strides are checked at run time (:mod:`tilewise.tile.clip`).
 3. Emit per outer step one ``ld_st`` of ``vec * element bytes`` (or a scalar store when
-   ``vec == 1``) at the thread's vector. No barrier: the caller synchronises.
+   ``vec == 1``) at the thread's vector, guarded on a partial tile (a source vector outside
+   its buffer stores ``fill=`` instead, a destination vector outside is skipped). No
+   barrier: the caller synchronises.
 """
 
 from __future__ import annotations

@@ -16,11 +16,16 @@ Algorithm (``ld``/``st``, PTX ISA §9.7.9.8 / §9.7.9.10):
    of registers ``r0 .. r0 + v - 1`` (``r0`` a multiple of ``v``) holds elements that are
    consecutive in memory, the first aligned to the vector size (its byte offset from the
    16-byte aligned buffer base, with the largest known divisor of a symbolic start, as the
-   copy partition computes it). Compile-time sizes only.
+   copy partition computes it), and no run straddles the end of a guarded dimension of a
+   partial tile (:mod:`tilewise.tile.clip`). Symbolic strides are planned as multiples of
+   every vector and checked at run time.
 3. Emit per vector one ``T.ptx.ld_st`` between the register array (a flat view, constant
    index) and the memory element at the run's coordinates (the layout's digits of ``r0``
    and of the thread's axis values) -- ``ld.global.v4.b32`` into registers for 16 bytes;
-   a one-element run is a plain load and store.
+   a one-element run is a plain load and store. On a partial tile each vector is guarded:
+   a load outside the buffer writes ``fill=`` (default 0) into its registers, a store
+   outside is skipped. With run-time stride conditions the whole is
+   ``if conditions: <vectors> else: <elements>``.
 """
 
 from __future__ import annotations
