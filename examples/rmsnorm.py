@@ -18,8 +18,9 @@ its columns. A row that fits registers is one pass::
     Tx.cta.mul(xf, xf, wf)
     Tx.cta.cast(x, xf);  Tx.cta.copy(Y[rows, 0:W], x)        # cvt pairs, 16-byte stores
 
-A longer row is walked in chunks twice: the sum of squares, then (newest chunk first, the
-likeliest to be in L2) the normalisation with the chunk's weights.
+A longer row is walked in chunks twice: the sum of squares (each thread its own, in its
+registers: no barrier per chunk; then one reduction across the threads), then (newest chunk
+first, the likeliest to be in L2) the normalisation with the chunk's weights.
 
 Accuracy: float32 throughout; ``rsqrt.approx.f32`` has a relative error of at most
 2^-22.9 (PTX ISA); the result is rounded once to the output type.
@@ -104,8 +105,9 @@ def _one_pass(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
 
 
 def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
-    W_, n, nc = t.cols, t.regs, t.chunks
+    W_, n, nc, G = t.cols, t.regs, t.chunks, t.threads_per_row
     layout, per_row, weights = t.tile(), t.per_row(), t.columns()
+    mine, one, spread = t.by_thread(), t.per_thread(), t.across_threads()
     M = T.int32()
 
     @T.prim_func
@@ -117,18 +119,23 @@ def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
         bx = T.cta_id([M])
         tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
         x = T.alloc_local((n,), dtype).view(1, W_, layout=layout)
-        xf = T.alloc_local((n,), "float32").view(1, W_, layout=layout)
+        fr = T.alloc_local((n,), "float32")
+        xf = fr.view(1, W_, layout=layout)
+        xt = fr.view(G, n, layout=mine)  # the same registers, a row per thread
         w = T.alloc_local((n,), dtype).view(W_, layout=weights)
         wf = T.alloc_local((n,), "float32").view(W_, layout=weights)
+        qr = T.alloc_local((1,), "float32")  # this thread's sum of squares
+        q = qr.view(G, 1, layout=one)
         r = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)
-        Tx.cta.fill(r, 0.0)
-        for c in range(nc):
+        Tx.cta.fill(q, 0.0)
+        for c in range(nc):  # pass 1: per thread (no barrier)
             Tx.cta.copy(x, X[bx:bx + 1, c * W_:c * W_ + W_])
             Tx.cta.cast(xf, x)
             Tx.cta.mul(xf, xf, xf)
-            Tx.cta.sum(r, xf, axes=-1, accum=True)
+            Tx.cta.sum(q, xt, axes=-1, accum=True)
+        Tx.cta.sum(r, qr.view(1, G, layout=spread), axes=-1)  # across the threads
         Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
-        for c in range(nc):
+        for c in range(nc):  # pass 2, newest chunk first
             Tx.cta.copy(x, X[bx:bx + 1, (nc - 1 - c) * W_:(nc - 1 - c) * W_ + W_])
             Tx.cta.copy(w, W[(nc - 1 - c) * W_:(nc - 1 - c) * W_ + W_])
             Tx.cta.cast(xf, x)

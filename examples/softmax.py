@@ -21,9 +21,12 @@ clipped the same way. One pass, for a row in registers::
     Tx.cta.cast(x, xf)                        # cvt.rn.{f16x2,bf16x2}.f32 pairs
     Tx.cta.copy(Y[rows, 0:W], x)              # 16-byte stores, the columns inside only
 
-A chunked row keeps ``m`` (the running maximum) and ``s`` (the running sum, rescaled by
-``e^(m_old - m_new)`` when the maximum grows), then reads the chunks again in reverse order
-(the last one read is the likeliest still in L2) to write ``e^(x - m) / s``: two reads and
+A chunked row keeps, in each thread, ``m`` (its running maximum) and ``s`` (its running sum
+of ``e^(x - m)``, rescaled by ``e^(m_old - m_new)`` when the maximum grows): the reductions
+of a chunk stay in the thread's registers (the chunk's registers viewed as one row per
+thread, ``RowTiling.by_thread()``), so the chunks need no barrier. Then the row's maximum
+and sum across the threads (two reductions), and the chunks again in reverse order (the
+last one read is the likeliest still in L2) to write ``e^(x - max) / sum``: two reads and
 one write of the row.
 
 Accuracy: float32 inside, the result rounded once to the output type. ``exp`` is
@@ -113,8 +116,9 @@ def _one_pass(rows: int, cols: int, dtype: str, t: RowTiling):
 
 
 def _chunked(rows: int, cols: int, dtype: str, t: RowTiling):
-    W, n, nc = t.cols, t.regs, t.chunks
+    W, n, nc, G = t.cols, t.regs, t.chunks, t.threads_per_row
     layout, per_row = t.tile(), t.per_row()
+    mine, one, spread = t.by_thread(), t.per_thread(), t.across_threads()
     M = T.int32()
 
     @T.prim_func
@@ -128,30 +132,39 @@ def _chunked(rows: int, cols: int, dtype: str, t: RowTiling):
         x = xr.view(1, W, layout=layout)
         fr = T.alloc_local((n,), "float32")
         xf = fr.view(1, W, layout=layout)
-        m = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)  # running max
-        mc = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)  # max with the chunk
-        nm = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)  # -max
-        s = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)  # running sum
+        xt = fr.view(G, n, layout=mine)  # the same registers, a row per thread
+        mr = T.alloc_local((1,), "float32")  # this thread's running max
+        m = mr.view(G, 1, layout=one)
+        mc = T.alloc_local((1,), "float32").view(G, 1, layout=one)
+        nm = T.alloc_local((1,), "float32").view(G, 1, layout=one)
+        sr = T.alloc_local((1,), "float32")  # this thread's running sum of e^(x - m)
+        s = sr.view(G, 1, layout=one)
+        big = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)
+        total = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)
         Tx.cta.fill(m, NEG_INF)
         Tx.cta.fill(s, 0.0)
-        for c in range(nc):
+        for c in range(nc):  # pass 1: per thread, an online max and sum (no barrier)
             Tx.cta.copy(x, X[bx:bx + 1, c * W:c * W + W], fill=NEG_INF)
             Tx.cta.cast(xf, x)
-            Tx.cta.max(mc, xf, axes=-1)
+            Tx.cta.max(mc, xt, axes=-1)
             Tx.cta.maximum(mc, mc, m)
             Tx.cta.mul(nm, mc, -1.0)
-            Tx.cta.exp(m, m, bias=nm)  # e^(m_old - m_new): rescales the sum so far
+            Tx.cta.exp(m, m, bias=nm)  # e^(m_old - m_new) rescales the sum so far
             Tx.cta.mul(s, s, m)
-            Tx.cta.exp(xf, xf, bias=nm)
-            Tx.cta.sum(s, xf, axes=-1, accum=True)
+            Tx.cta.exp(xt, xt, bias=nm)
+            Tx.cta.sum(s, xt, axes=-1, accum=True)
             Tx.cta.cast(m, mc)
-        Tx.cta.reciprocal(s)
-        Tx.cta.mul(nm, m, -1.0)
-        for c in range(nc):
+        Tx.cta.max(big, mr.view(1, G, layout=spread), axes=-1)  # the row's max
+        Tx.cta.mul(big, big, -1.0)
+        Tx.cta.exp(m, m, bias=big)  # each thread's sum rescaled to the row's max
+        Tx.cta.mul(s, s, m)
+        Tx.cta.sum(total, sr.view(1, G, layout=spread), axes=-1)
+        Tx.cta.reciprocal(total)
+        for c in range(nc):  # pass 2, newest chunk first: e^(x - max) / sum
             Tx.cta.copy(x, X[bx:bx + 1, (nc - 1 - c) * W:(nc - 1 - c) * W + W])
             Tx.cta.cast(xf, x)
-            Tx.cta.exp(xf, xf, bias=nm)
-            Tx.cta.mul(xf, xf, s)
+            Tx.cta.exp(xf, xf, bias=big)
+            Tx.cta.mul(xf, xf, total)
             Tx.cta.cast(x, xf)
             Tx.cta.copy(Y[bx:bx + 1, (nc - 1 - c) * W:(nc - 1 - c) * W + W], x)
 

@@ -107,14 +107,14 @@ PTX_CASES = [
                                            "bar.sync": 0}, ["warp", "warp"]),
     ("softmax", (64, 3000, "float16"), {"ld.global.v4.b32": 3, "st.global.v4.b32": 3,
                                        "ex2.approx.f32": 24}, ["smem", "smem"]),
-    ("softmax", (64, 262144, "bfloat16"), {"ld.global.v4.b32": 8, "st.global.v4.b32": 4},
-     ["smem", "smem"]),
+    ("softmax", (64, 262144, "bfloat16"), {"ld.global.v4.b32": 8, "st.global.v4.b32": 4,
+                                          "bar.sync": 2}, ["thread", "thread", "smem", "smem"]),
     ("softmax", (64, 50257, "float16"), {"ld.global.v4.b32": 0, "ld.global.b16": 50},
-     ["smem", "smem"]),
+     ["thread", "thread", "smem", "smem"]),
     ("rmsnorm", (16384, 4096, "float16"), {"ld.global.v4.b32": 8, "st.global.v4.b32": 4,
                                           "rsqrt.approx.f32": 1, "bar.sync": 1}, ["smem"]),
-    ("rmsnorm", (64, 128256, "float16"), {"ld.global.v4.b32": 9, "st.global.v4.b32": 3},
-     ["smem"]),
+    ("rmsnorm", (64, 128256, "float16"), {"ld.global.v4.b32": 9, "st.global.v4.b32": 3,
+                                         "bar.sync": 1}, ["thread", "smem"]),
 ]
 
 

@@ -137,6 +137,20 @@ class RowTiling:
             return S[(self.rows, 1):(g @ tx, 1)] + R[g:1 @ tx]
         return S[(rt, self.groups, 1):(1, g @ tx, 1)] + R[g:1 @ tx]
 
+    def by_thread(self) -> TileLayout:
+        """``(G, K * vec)``: a one-row tile's registers viewed by thread (row g: what thread g
+        holds), so a reduction over ``axes=-1`` stays in each thread's registers."""
+        g, k, v = self.threads_per_row, self.vectors, self.vec
+        return S[(g, k, v):(1 @ tx, v, 1)]
+
+    def per_thread(self) -> TileLayout:
+        """``(G, 1)``: one value per thread of a row (a thread's partial result)."""
+        return S[(self.threads_per_row, 1):(1 @ tx, 1)]
+
+    def across_threads(self) -> TileLayout:
+        """``(1, G)``: the same per-thread values as one row, to reduce across the threads."""
+        return S[(1, self.threads_per_row):(1, 1 @ tx)]
+
     def columns(self) -> TileLayout:
         """``(cols,)``: a row vector (weights), each thread holding its columns, replicated
         over the CTA's row groups."""
