@@ -88,6 +88,12 @@ def default_key(*args) -> tuple:
     return tuple(out)
 
 
+def _fast_key(*args) -> tuple:
+    """:func:`default_key` without its conversions (torch.Size and torch.dtype are hashable
+    as they are): what a launch computes to find its kernel."""
+    return tuple((a.shape, a.dtype) if hasattr(a, "shape") else a for a in args)
+
+
 @dataclass
 class TuneResult:
     """One key's tuning: the winner's index, each candidate's seconds (None: failed) and
@@ -123,6 +129,7 @@ class Autotuned:
                                 hint="e.g. configs=[{'threads': 256}, {'threads': 512}]")
         self.factory, self.configs = factory, [dict(c) for c in configs]
         self._key_fn, self._timer, self._target = key or default_key, timer, target
+        self._fast_key = key or _fast_key  # the in-process lookup: no conversions
         self._device, self.restore = device, tuple(restore)
         self._funcs: dict[int, object] = {}
         self._kernels: dict = {}  # key(*args) -> compiled kernel
@@ -157,7 +164,7 @@ class Autotuned:
     def compiled(self, *args):
         """The compiled kernel for ``args``' key (tuned, loaded or compiled as needed). A key
         seen before costs one dict lookup: ``k(*args)`` in a loop stays cheap."""
-        raw = self._key_fn(*args)
+        raw = self._fast_key(*args)
         k = self._kernels.get(raw)
         if k is None:
             k = self._kernels[raw] = self._kernel_for(args, self._full_key(args))

@@ -209,13 +209,6 @@ def _dump(kernel: Kernel, stage: str, text: str) -> None:
                                "it") from None
 
 
-def as_prim_func(func):
-    """``func``, or the kernel an object stands for (``tilewise.autotune``'s heuristic
-    configuration: ``__tilewise_prim_func__()``)."""
-    unwrap = getattr(type(func), "__tilewise_prim_func__", None)
-    return unwrap(func) if unwrap is not None else func
-
-
 def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the public name
     """Compile ``func`` (a ``@T.prim_func``) for ``target`` (``"sm_90a"`` or a Target; None
     means the default, sm_90a, as in :func:`tilewise.simulate`).
@@ -227,6 +220,8 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     from .codegen import check_options
     from .codegen.check import check_launch, declared_cluster
     from .ir.stmt import PrimFunc
+
+    from .pipeline import as_prim_func
 
     func = as_prim_func(func)
     if not isinstance(func, PrimFunc):

@@ -74,11 +74,16 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
 ]
 
 
+def as_prim_func(func):
+    """``func``, or the kernel an object stands for (``tilewise.autotune``'s heuristic
+    configuration: ``__tilewise_prim_func__()``)."""
+    unwrap = getattr(type(func), "__tilewise_prim_func__", None)
+    return unwrap(func) if unwrap is not None else func
+
+
 def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Lowered:
     """Run :data:`PASSES` on ``func`` for ``target`` (a Target or its name, a TargetError
     if unknown); stop after the pass named ``until`` when given (for debugging and tests)."""
-    from .compiler import as_prim_func
-
     func = as_prim_func(func)
     out = Lowered(func=func, target=Target(target), kernel=func)
     f = func
@@ -92,8 +97,6 @@ def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Low
 
 def explain(func: PrimFunc, target) -> str:
     """Every tile call of ``func``, every candidate, chosen or the reason it declined."""
-    from .compiler import as_prim_func
-
     func = as_prim_func(func)
     try:
         log = lower(func, target, until="dispatch").dispatch_log

@@ -31,9 +31,8 @@ class CudaTimer:
         device.make_current(0)
         if self._flush is None:
             self._flush = device.check(driver.cuMemAlloc(self.flush_bytes), "cuMemAlloc")
-            flags = driver.CUevent_flags.CU_EVENT_DEFAULT
-            self._events = [device.check(driver.cuEventCreate(flags), "cuEventCreate")
-                            for _ in range(2)]
+            self._events = [device.check(driver.cuEventCreate(0), "cuEventCreate")
+                            for _ in range(2)]  # 0: CU_EVENT_DEFAULT (timing enabled)
         return driver
 
     def __call__(self, kernel, args, stream=None) -> float:
