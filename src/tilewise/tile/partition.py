@@ -221,13 +221,16 @@ def _side_reason(side: Side, offs: np.ndarray, vec: int) -> str | None:
 
 
 def plan_partition(dst: Side, src: Side, drive: Side, threads: int,
-                   vec_bytes: Sequence[int], guards: dict | None = None) -> Plan:
+                   vec_bytes: Sequence[int], guards: dict | None = None,
+                   fallback_bytes: Sequence[int] = ()) -> Plan:
     """The widest legal partition, or DispatchFail naming the rule that failed.
 
     ``guards``: the guarded dimensions of each side (``{"dst": dims, "src": dims}``,
     :func:`tilewise.tile.clip.guarded_dims`); a vector never straddles their bounds. With a
     symbolic stride (sides with ``stand_in``) the widest plan may hold only at run time;
-    the plan then carries its conditions and the widest plan that needs none."""
+    the plan then carries its conditions and the widest plan that needs none, among
+    ``vec_bytes`` and then ``fallback_bytes`` (sizes the variant can only copy another way:
+    ldgsts's element copies)."""
     shape = dst.region.shape
     n = dst.region.size
     if src.region.size != n:
@@ -265,6 +268,13 @@ def plan_partition(dst: Side, src: Side, drive: Side, threads: int,
             best.fallback = plan
             return best
         best = best or plan
+    if best is not None and fallback_bytes:
+        try:
+            best.fallback = plan_partition(dst, src, drive, threads, fallback_bytes, guards)
+        except DispatchFail:
+            pass
+        if best.fallback is not None and not best.fallback.runtime:
+            return best
     if best is not None:
         raise DispatchFail(f"vectors of {best.vec_bytes} bytes fit only when the run-time "
                            f"sizes (strides, extents) are multiples of {best.vec} elements, "

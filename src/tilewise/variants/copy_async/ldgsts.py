@@ -18,7 +18,8 @@ Algorithm:
    sides (a swizzled shared layout keeps 16-byte chunks whole). When ``threads * vec``
    does not divide the element count, the last step is guarded. Symbolic strides are
    planned as multiples of the vector and checked at run time (``if N % 8 == 0:`` the
-   vector plan, else the widest one that needs no check; :mod:`tilewise.tile.clip`).
+   vector plan, else the widest one that needs no check -- synchronous element copies when
+   no cp.async size fits; :mod:`tilewise.tile.clip`).
 3. Emit, per outer step (``for f in range(outer)`` when ``outer > 1``), one
    ``T.ptx.cp_async(dst, src, cp_size)`` per thread, addresses at the thread's vector;
    ``prefetch_size=`` becomes the ``.L2::<N>B`` prefetch hint of each cp.async. A partial
@@ -31,8 +32,8 @@ Algorithm:
 
 from __future__ import annotations
 
-from tilewise.ir.expr import AddressOf, UnaryOp
-from tilewise.ir.stmt import Evaluate
+from tilewise.ir.expr import AddressOf, BufferLoad, FloatImm, IntImm, UnaryOp
+from tilewise.ir.stmt import BufferStore, Evaluate, IfThenElse
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import predicates as P
 from tilewise.tile.clip import conjunction, guarded_dims
@@ -47,7 +48,8 @@ SCOPES = ("thread", "warp", "warpgroup", "cta")
 def _emit(ctx):
     dst, src = Side("dst", ctx.dst, stand_in=True), Side("src", ctx.src, stand_in=True)
     guards = {"dst": guarded_dims(ctx.dst, ctx), "src": guarded_dims(ctx.src, ctx)}
-    plan = plan_partition(dst, src, src, ctx.thread_count, VEC_BYTES, guards)
+    plan = plan_partition(dst, src, src, ctx.thread_count, VEC_BYTES, guards,
+                          fallback_bytes=(2, 1))
     ctx.info.append(plan.describe() + f", cp_size {plan.vec_bytes}")
     op = PTX_OPS["ptx.cp_async"]
     prefetch = ctx.option("prefetch_size")
@@ -57,9 +59,11 @@ def _emit(ctx):
     pred = ctx.option("predicate")
 
     def make(plan, dc, sc, src_ok):
+        ok = conjunction([src_ok, pred])
+        if plan.vec_bytes < 4:  # the run-time strides allow no cp.async: copy elements
+            return _element_copy(ctx, dst, src, dc, sc, ok)
         # past the end of the source (a partial tile) or where predicate= is false, cp.async
         # reads no source bytes and zero-fills its destination (ignore-src)
-        ok = conjunction([src_ok, pred])
         ignore = None if ok is None else UnaryOp("not", ok)
         call = op.call([AddressOf(dst.buffer, dc), AddressOf(src.buffer, sc),
                         plan.vec_bytes], {"prefetch": prefetch, "ignore_src": ignore},
@@ -67,6 +71,18 @@ def _emit(ctx):
         return Evaluate(call, span=ctx.span)
 
     return emit(plan, ctx, dst, src, make, source_guard_operand=True)
+
+
+def _element_copy(ctx, dst, src, dc, sc, ok):
+    """A synchronous element copy (zero where ``ok`` is false): what the run-time strides
+    leave when they are not multiples of a cp.async size. Done when issued, so the caller's
+    commit and wait cover it trivially."""
+    t = dst.buffer.dtype
+    store = BufferStore(dst.buffer, dc, BufferLoad(src.buffer, sc), span=ctx.span)
+    if ok is None:
+        return store
+    zero = FloatImm(0.0, t) if t.is_float else IntImm(0, t)
+    return IfThenElse(ok, store, BufferStore(dst.buffer, dc, zero, span=ctx.span))
 
 
 def zero_fill(ctx):
