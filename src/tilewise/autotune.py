@@ -178,7 +178,7 @@ class Autotuned:
         from .compiler import compile as tw_compile
 
         r = self._result(args, full)
-        blob = r.kernel_bytes or _cache_load(full, "tunek")
+        blob = r.kernel_bytes or (_cache_load(full, "tunek") if r.cached else None)
         if blob is not None:
             try:
                 k = pickle.loads(blob)

@@ -150,7 +150,11 @@ def test_the_knob_skips_tuning(cache):
     k = _tuned(timer)
     with override(autotune=False):
         assert k.select(*_arrays()) == {"threads": 128}
+        assert k.compiled(*_arrays()).launch_config.block == 128
     assert timer.calls == []
+    _tuned(FakeTimer()).select(*_arrays())  # tuned: 256 threads win, kept on disk
+    with override(autotune=False):  # ... and still not used with the knob off
+        assert _tuned(timer).compiled(*_arrays()).launch_config.block == 128
 
 
 def test_without_a_gpu_or_a_timer_the_heuristic_config_runs(cache):
