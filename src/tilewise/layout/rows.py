@@ -162,8 +162,9 @@ class RowTiling:
 def row_configs(rows: int, cols: int, elem_bytes: int, max_elems: int = MAX_ELEMS) -> list[dict]:
     """Candidate configurations ``{"threads": ..., "vectors": ...}`` of a row kernel for a
     tuner (:func:`tilewise.autotune`), the plan's own first: other CTA sizes and half or
-    twice the vectors per thread; for a chunked row, 256 or 1024 threads per row. Each
-    distinct tiling once."""
+    twice the vectors per thread, and for a row that takes 512 threads or more, the row in
+    two chunks (``chunk=``: a second read from L2, but CTAs small enough to overlap); for a
+    chunked row, 256 or 1024 threads per row. Each distinct tiling once."""
     base = RowTiling.plan(rows, cols, elem_bytes, max_elems=max_elems)
     out = [{"threads": None, "vectors": None}]
     if base.chunks > 1:
@@ -173,11 +174,13 @@ def row_configs(rows: int, cols: int, elem_bytes: int, max_elems: int = MAX_ELEM
         out += [{"threads": t, "vectors": None} for t in (128, 512)]
         out += [{"threads": None, "vectors": k} for k in (base.vectors // 2, base.vectors * 2)
                 if k >= 1]
+        if base.threads_per_row >= 512:  # one CTA per SM: two chunks let more CTAs overlap
+            out.append({"threads": None, "vectors": None, "chunk": -(-cols // 2)})
     seen, unique = set(), []
     for c in out:
         try:
             key = RowTiling.plan(rows, cols, elem_bytes, c["threads"], c["vectors"],
-                                 max_elems=max_elems)
+                                 c.get("chunk"), max_elems)
         except ValueError:
             continue
         if key not in seen:
