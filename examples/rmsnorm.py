@@ -43,7 +43,8 @@ MAX_ELEMS = 24  # of a row per thread at 1024 threads: X, its square and W live 
 def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
                  threads: int | None = None, vectors: int | None = None):
     """A kernel ``k(X, W, Y)``: X and Y ``rows x cols``, W ``cols``, all of ``dtype``, any
-    ``rows, cols >= 1``. Without ``threads``/``vectors`` the kernel is tuned on its first
+    ``rows, cols >= 1`` (the row count is a symbolic size: ``rows`` only shapes the plan).
+    Without ``threads``/``vectors`` the kernel is tuned on its first
     launch (``tilewise.autotune`` over :func:`configs`); in ``tw.simulate`` and
     ``tw.compile`` it is the planned configuration."""
     if threads is not None or vectors is not None:

@@ -53,7 +53,8 @@ NEG_INF = float("-inf")
 def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | None = None,
                  vectors: int | None = None):
     """A kernel ``k(X, Y)``: ``Y = softmax(X)`` over the last axis, X and Y ``rows x cols``
-    of ``dtype`` (float16, bfloat16 or float32), any ``rows, cols >= 1``.
+    of ``dtype`` (float16, bfloat16 or float32), any ``rows, cols >= 1`` (the row count is
+    a symbolic size of the kernel: ``rows`` only shapes the plan, any count runs).
 
     Without ``threads``/``vectors`` the kernel is tuned on its first launch
     (``tilewise.autotune`` over :func:`configs`, the winner cached on disk); in
