@@ -278,7 +278,8 @@ def plan_partition(dst: Side, src: Side, drive: Side, threads: int,
     if best is not None:
         raise DispatchFail(f"vectors of {best.vec_bytes} bytes fit only when the run-time "
                            f"sizes (strides, extents) are multiples of {best.vec} elements, "
-                           f"and no narrower vector this variant has fits otherwise ({reason})")
+                           "and no narrower vector this variant has fits otherwise"
+                           + (f" ({reason})" if reason else ""))
     raise DispatchFail(reason or "no vector width fits")
 
 
