@@ -26,12 +26,12 @@ RTOL = {"float16": 2.0 ** -9, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -18}
 # every kind of row: powers of two, odd widths (vectors of 1 element), partial tiles (3000
 # over 128 x 3 x 8), tiny rows (several per thread), one row, one column, and chunked rows
 # (forced at small widths with chunk=: the online max/sum and the second pass)
-ROWS = [(64, 1024, "float16", {}), (4, 8192, "bfloat16", {}), (6, 96, "float32", {}),
+ROWS = [(16, 1024, "float16", {}), (2, 8192, "bfloat16", {}), (6, 96, "float32", {}),
         (3, 1000, "bfloat16", {}), (3, 3000, "float16", {}), (1, 5120, "float16", {}),
         (5, 7, "float16", {}), (1, 1, "bfloat16", {}), (9, 64, "float16", {}),
-        (2, 1001, "float16", {}), (3, 1000, "float16", {"chunk": 256}),
+        (2, 1001, "float16", {}), (2, 1000, "float16", {"chunk": 256}),
         (2, 777, "float32", {"chunk": 100, "threads": 16}),
-        (2, 2049, "bfloat16", {"chunk": 512})]
+        (1, 2049, "bfloat16", {"chunk": 512})]
 IDS = [f"{r}x{c}-{d}" + ("-chunked" if kw.get("chunk") else "") for r, c, d, kw in ROWS]
 
 
@@ -105,8 +105,6 @@ PTX_CASES = [
     ("softmax", (32768, 1024, "bfloat16"), {"ld.global.v4.b32": 4, "st.global.v4.b32": 4,
                                            "shfl.sync.bfly.b32": 10, "cvt.rn.bf16x2.f32": 16,
                                            "bar.sync": 0}, ["warp", "warp"]),
-    ("softmax", (64, 3000, "float16"), {"ld.global.v4.b32": 3, "st.global.v4.b32": 3,
-                                       "ex2.approx.f32": 24}, ["smem", "smem"]),
     ("softmax", (64, 262144, "bfloat16"), {"ld.global.v4.b32": 8, "st.global.v4.b32": 4,
                                           "bar.sync": 2}, ["thread", "thread", "smem", "smem"]),
     ("softmax", (64, 50257, "float16"), {"ld.global.v4.b32": 0, "ld.global.b16": 50},
