@@ -226,6 +226,9 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     from .codegen.check import check_launch, declared_cluster
     from .ir.stmt import PrimFunc
 
+    from .pipeline import as_prim_func
+
+    func = as_prim_func(func)
     if not isinstance(func, PrimFunc):
         raise CompileError(f"tw.compile needs a @T.prim_func kernel, got {type(func).__name__}",
                            hint="decorate the kernel function with @T.prim_func")

@@ -139,6 +139,23 @@ class TargetError(TilewiseError):
     kind = "target error"
 
 
+class TilewisePerformanceWarning(UserWarning):
+    """A kernel compiles and runs correctly but a tile call took a slow path (a scalar loop
+    on one thread, say). Raised through :func:`warnings.warn_explicit` at the user's file
+    and line by ``tw.compile`` and ``tw.simulate``; silence it with
+    ``warnings.simplefilter("ignore", tilewise.TilewisePerformanceWarning)``."""
+
+
+def performance_warning(message: str, span: Span | None) -> None:
+    """Warn at the user's line (``span``), or at the caller when the line is unknown."""
+    import warnings
+
+    if span is None:
+        warnings.warn(message, TilewisePerformanceWarning, stacklevel=3)
+        return
+    warnings.warn_explicit(message, TilewisePerformanceWarning, span.file, span.line)
+
+
 def closest(name: str, options, n: int = 3) -> list[str]:
     """Known names nearest to a misspelt one, for 'did you mean' hints."""
     import difflib

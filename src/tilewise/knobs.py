@@ -14,6 +14,8 @@
   bug reports).
 * ``CUDA_HOME`` -> ``knobs.cuda_home``: a toolkit, searched for libdevice after the
   nvidia-nvvm wheel (default ``/usr/local/cuda``).
+* ``TILEWISE_AUTOTUNE`` -> ``knobs.autotune``: ``tilewise.autotune`` times its candidates
+  (default on; ``0``: it uses the first, heuristic, configuration).
 
 No other module reads ``os.environ`` for tilewise settings. Tests change knobs with
 :func:`override`.
@@ -57,6 +59,7 @@ class Knobs:
     cuda_home: str = "/usr/local/cuda"
     sim_max_loop: int = 1 << 20
     traceback_filtering: bool = True
+    autotune: bool = True
 
     @classmethod
     def from_env(cls, env=None) -> Knobs:
@@ -67,7 +70,8 @@ class Knobs:
                    sim_strict=_flag(env.get("TILEWISE_SIM_STRICT"), True),
                    cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda",
                    sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20),
-                   traceback_filtering=_flag(env.get("TILEWISE_TRACEBACK_FILTERING"), True))
+                   traceback_filtering=_flag(env.get("TILEWISE_TRACEBACK_FILTERING"), True),
+                   autotune=_flag(env.get("TILEWISE_AUTOTUNE"), True))
 
 
 knobs = Knobs.from_env()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import DispatchError
+from .errors import DispatchError, performance_warning
 from .ir.stmt import PrimFunc
 from .ir.verify import verify
 from .passes.check_limits import check_limits
@@ -55,6 +55,9 @@ def _dispatch(func: PrimFunc, out: Lowered) -> PrimFunc:
         check_targets(func, out.target)
         raise
     out.dispatch_log.extend(log)
+    for d in log:
+        for text in d.slow:
+            performance_warning(f"{d.call}: {text}", d.span)
     return new
 
 
@@ -81,9 +84,17 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
 ]
 
 
+def as_prim_func(func):
+    """``func``, or the kernel an object stands for (``tilewise.autotune``'s heuristic
+    configuration: ``__tilewise_prim_func__()``)."""
+    unwrap = getattr(type(func), "__tilewise_prim_func__", None)
+    return unwrap(func) if unwrap is not None else func
+
+
 def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Lowered:
     """Run :data:`PASSES` on ``func`` for ``target`` (a Target or its name, a TargetError
     if unknown); stop after the pass named ``until`` when given (for debugging and tests)."""
+    func = as_prim_func(func)
     out = Lowered(func=func, target=Target(target), kernel=func)
     f = func
     for name, run in PASSES:
@@ -96,6 +107,7 @@ def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Low
 
 def explain(func: PrimFunc, target) -> str:
     """Every tile call of ``func``, every candidate, chosen or the reason it declined."""
+    func = as_prim_func(func)
     try:
         log = lower(func, target, until="dispatch").dispatch_log
         tail = ""

@@ -135,6 +135,8 @@ class Printer:
         if isinstance(v, tuple):
             inner = ", ".join(self.value(x) for x in v)
             return f"({inner},)" if len(v) == 1 else f"({inner})"
+        if isinstance(v, float) and not math.isfinite(v):
+            return f'float("{v}")'  # fill=float("-inf") prints as a program reads it
         return repr(v)
 
     def region(self, r: BufferRegion) -> str:

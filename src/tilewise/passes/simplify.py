@@ -171,7 +171,7 @@ class _Simplify(Mutator):
         return None
 
 
-def _launch_ranges(func: PrimFunc) -> dict[int, tuple[int, int]]:
+def launch_ranges(func: PrimFunc) -> dict[int, tuple[int, int]]:
     block = func.launch_config.block
     per = {"thread_id": block, "warp_id": max(block // WARP, 1), "lane_id": WARP,
            "warpgroup_id": max(block // WARPGROUP, 1)}
@@ -185,6 +185,12 @@ def _launch_ranges(func: PrimFunc) -> dict[int, tuple[int, int]]:
     return out
 
 
+def bound(e: Expr, ranges: dict[int, tuple[int, int]]) -> tuple[int, int] | None:
+    """Inclusive bounds of the integer expression ``e`` given bounds of its variables
+    (``ranges``: id(Var) -> (lo, hi)); None when some part is unbounded."""
+    return _Simplify(ranges).bound(e)
+
+
 def simplify_expr(e: Expr, ranges: dict[int, tuple[int, int]] | None = None) -> Expr:
     """Simplify one expression (``ranges``: id(Var) -> inclusive bounds)."""
     return _Simplify(dict(ranges or {})).visit(e)
@@ -192,4 +198,4 @@ def simplify_expr(e: Expr, ranges: dict[int, tuple[int, int]] | None = None) -> 
 
 def simplify(func: PrimFunc) -> PrimFunc:
     """Simplify every integer expression of ``func``."""
-    return func.with_body(_Simplify(_launch_ranges(func)).visit(func.body))
+    return func.with_body(_Simplify(launch_ranges(func)).visit(func.body))

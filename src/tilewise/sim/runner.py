@@ -27,6 +27,9 @@ def lower_for_sim(func, target):
     ``func`` lowered for ``target`` (sm_90a when None)."""
     from ..pipeline import Lowered, lower
 
+    from ..pipeline import as_prim_func
+
+    func = as_prim_func(func)  # a tilewise.autotune kernel: its heuristic configuration
     if isinstance(func, Lowered):
         if target is not None and str(target) != func.target.name:
             raise SimulationError(f"simulate() got a program lowered for {func.target} and "

@@ -19,7 +19,7 @@ from ..errors import ScriptError, looks_bool
 @dataclass(frozen=True)
 class Option:
     name: str
-    kind: str  # str | int | bool | expr | ptr | axes | operand
+    kind: str  # str | int | number | bool | expr | ptr | axes | operand
     doc: str
     choices: tuple = ()
 
@@ -31,6 +31,9 @@ class Option:
             raise ScriptError(f"option {k}= of {prim} must be a string", span)
         if self.kind == "int" and (not isinstance(v, int) or isinstance(v, bool)):
             raise ScriptError(f"option {k}= of {prim} must be a compile-time int", span)
+        if self.kind == "number" and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+            raise ScriptError(f"option {k}= of {prim} must be a compile-time number (such as "
+                              f"0.0 or float(\"-inf\")), got {type(v).__name__}", span)
         if self.kind == "bool" and not isinstance(v, bool):
             raise ScriptError(f"option {k}= of {prim} must be a compile-time True or False, "
                               f"got {type(v).__name__}" + (f" {v!r}" if isinstance(v, str)
@@ -59,7 +62,9 @@ def _bool_hint(k: str, v) -> str | None:
 
 DISPATCH = Option("dispatch", "str", "force one variant by name")
 
-# ---- copy_async
+# ---- copy, copy_async
+FILL = Option("fill", "number", "a partial tile (a source region past the end of its buffer): "
+              "what the elements outside read as (default 0; float(\"-inf\") before a max)")
 MBAR = Option("mbar", "ptr", "complete on this mbarrier (TMA, bulk, dsmem); cp.async cannot")
 CACHE_HINT = Option("cache_hint", "str", "L2 cache hint", ("evict_first", "evict_last",
                                                             "normal"))

@@ -128,3 +128,18 @@ def one_issuer(ctx, what: str):
     return False, (f"{how} and each would issue its own {what} (single-thread semantics); "
                    "guard it so that one thread issues it, e.g. `if T.ptx.elect_sync():` "
                    "inside one warp")
+
+
+def whole_tiles(ctx):
+    """No operand region reaches past the end of its buffer at a compile-time position (a
+    partial tile, which only the variants that clip accept: docs/dispatch.md)."""
+    from ..ir.expr import as_int
+
+    for role, r in (("dst", ctx.dst), ("src", ctx.src)):
+        for d, (rg, n) in enumerate(zip(r.region, r.buffer.shape)):
+            s, n = as_int(rg.start), as_int(n)
+            if s is not None and n is not None and s + rg.extent > n:
+                return False, (f"{role} {r.buffer.name!r} is a partial tile (dimension {d}: "
+                               f"{s}:{s + rg.extent} of {n}); this variant copies whole tiles "
+                               "only")
+    return True

@@ -76,13 +76,25 @@ class Primitive:
         return tuple(out)
 
 
+def _check_fill(c, dst, srcs, opts):
+    """``fill=`` (what a partial tile's outside reads as) must fit the destination's
+    dtype."""
+    v = opts.get("fill")
+    t = dst.buffer.dtype
+    if v is not None and not t.is_float and (not float(v).is_integer() or t.kind == "bool"):
+        c.fail(f"fill={v!r} cannot be stored in the {t} destination",
+               "give an integer fill (or none: 0) for integer tiles")
+    return srcs, opts
+
+
 PRIMITIVES: dict[str, Primitive] = {
     p.name: p
     for p in [
         Primitive("copy", ("dst", "src"),
-                  "synchronous copy of a tile between any two memories"),
+                  "synchronous copy of a tile between any two memories", check=_check_fill),
         Primitive("copy_async", ("dst", "src"),
-                  "asynchronous copy; completion (commit/wait/barrier) is the caller's"),
+                  "asynchronous copy; completion (commit/wait/barrier) is the caller's",
+                  check=_check_fill),
         Primitive("gemm_async", ("C", "A", "B"),
                   "asynchronous C (+)= A @ B on the tensor cores (wgmma, tcgen05.mma); the "
                   "fences, commits and waits are the caller's"),

@@ -277,6 +277,7 @@ def _describe(c: _Copy, issues: list[Issue]) -> str:
                    declines={"*": "option {option}= does not apply to ldmatrix"}, when=[
     predicate("operands are regions", P.operands_are_regions),
     predicate("registers <-> shared", P.direction, pairs=PAIRS),
+    predicate("whole tiles", P.whole_tiles),
     predicate("target has the instruction", has_instruction),
     predicate("scope", P.scope_in, scopes=SCOPES),
     predicate("all threads active", P.all_active),

@@ -59,19 +59,19 @@ def _memory_layouts(ctx):
 
 def _emit(ctx):
     dst, src = Side("dst", ctx.dst), Side("src", ctx.src)
-    plan = plan_runs(dst, src)
+    plan = plan_runs(dst, src, ctx)
     nbytes = plan.vec * plan.elem_bytes
     ctx.info.append(f"{plan.outer} copies of {nbytes} bytes into CTA rank "
                     f"{ctx.option('remote_cta_id')!s}")
     op = PTX_OPS["ptx.cp_async.bulk.s2c"]
     rank, mbar = ctx.option("remote_cta_id"), ctx.option("mbar")
 
-    def make(dc, sc):
+    def make(plan, dc, sc):
         args = [AddressOf(dst.buffer, dc), AddressOf(src.buffer, sc), IntImm(nbytes), mbar,
                 rank]
         return Evaluate(op.call(args, {}, span=ctx.span), span=ctx.span)
 
-    body = emit(plan, IntImm(0), dst, src, make)
+    body = emit(plan, ctx, dst, src, make, tid=IntImm(0))
     if ctx.scope_kind == "thread":
         return body
     return IfThenElse(cmp("==", ctx.scope_tid, 0), body, span=ctx.span)
@@ -87,6 +87,7 @@ def _emit(ctx):
               what="distributed shared memory (clusters)"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("shared -> shared", P.direction, pairs=(("shared*", "shared*"),)),
+    predicate("whole tiles", P.whole_tiles),
     predicate("options", _options),
     *ISSUED_BY_ONE_THREAD,
     predicate("memory layouts", _memory_layouts),

@@ -154,6 +154,7 @@ def _emit(ctx):
     predicate("target has tcgen05", P.has_feature, feature="tcgen05", what="tcgen05.cp"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("shared -> tmem", P.direction, pairs=PAIRS),
+    predicate("whole tiles", P.whole_tiles),
     predicate("scope", P.scope_in, scopes=("thread",)),
     predicate("one issuing thread", P.one_issuer, what="tcgen05.cp"),
     predicate("same dtype", P.same_dtype),

@@ -365,6 +365,7 @@ def _describe(c: Copy, dp: str, issues: list[Issue]) -> str:
               what="tcgen05 tensor memory"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("tmem <-> local", P.direction, pairs=PAIRS),
+    predicate("whole tiles", P.whole_tiles),
     predicate("scope", P.scope_in, scopes=("warpgroup",)),
     predicate("all threads active", P.all_active),
     predicate("same dtype", P.same_dtype),
