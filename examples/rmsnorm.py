@@ -1,133 +1,156 @@
-"""RMSNorm ``Y = X / sqrt(mean(X^2, axis=-1) + eps) * W`` in one pass over the data,
-written with the tile compute primitives (as ``torch.nn.functional.rms_norm(X, (cols,), W,
-eps)``).
+"""RMSNorm ``Y = X / sqrt(mean(X^2, axis=-1) + eps) * W`` for any width, written with the
+tile compute primitives (as ``torch.nn.functional.rms_norm(X, (cols,), W, eps)``).
 
 The rows are laid out in registers as in ``examples/softmax.py``
-(``tilewise.layout.RowTiling``: ``R`` rows per CTA, ``G`` threads per row, ``K`` 16-byte
-vectors per thread); the weight row ``W`` is loaded once per CTA into a register tile
-replicated over the CTA's rows (``RowTiling.columns()``), so each thread holds exactly the
-weights of its columns::
+(``tilewise.layout.RowTiling``: ``R`` rows per CTA, ``G`` threads per row, ``K`` vectors of
+up to 16 bytes per thread); a width the tile does not divide is a partial tile (the copies
+clip it: zeros past the end of a row, which add nothing to the sum of squares, and no
+stores there). The weight row ``W`` is loaded once per CTA into a register tile replicated
+over the CTA's rows (``RowTiling.columns()``), so each thread holds exactly the weights of
+its columns. A row that fits registers is one pass::
 
-    Tx.cta.copy(x, X[rows]);  Tx.cta.copy(w, W)       # 16-byte vector loads
-    Tx.cta.cast(xf, x);  Tx.cta.cast(wf, w)            # float32
+    Tx.cta.copy(x, X[rows, 0:W]);  Tx.cta.copy(w, W[0:W])   # 16-byte loads, guarded
+    Tx.cta.cast(xf, x)                                       # float32
     Tx.cta.mul(sq, xf, xf)
-    Tx.cta.sum(r, sq, axes=-1)                         # per row: tree, shfl.sync, smem
-    Tx.cta.rsqrt(r, r, scale=1 / cols, bias=eps)       # rsqrt.approx.f32 of mean + eps
-    Tx.cta.mul(xf, xf, r);  Tx.cta.mul(xf, xf, wf)
-    Tx.cta.cast(x, xf);  Tx.cta.copy(Y[rows], x)       # cvt pairs, 16-byte stores
+    Tx.cta.sum(r, sq, axes=-1)                               # tree, shfl.sync, smem
+    Tx.cta.rsqrt(r, r, scale=1 / cols, bias=eps)             # rsqrt.approx.f32
+    Tx.cta.mul(xf, xf, r);  Tx.cta.cast(wf, w)               # w converted after the sum
+    Tx.cta.mul(xf, xf, wf)
+    Tx.cta.cast(x, xf);  Tx.cta.copy(Y[rows, 0:W], x)        # cvt pairs, 16-byte stores
+
+A longer row is walked in chunks twice: the sum of squares (each thread its own, in its
+registers: no barrier per chunk; then one reduction across the threads), then (newest chunk
+first, the likeliest to be in L2) the normalisation with the chunk's weights.
 
 Accuracy: float32 throughout; ``rsqrt.approx.f32`` has a relative error of at most
 2^-22.9 (PTX ISA); the result is rounded once to the output type.
 """
 
+import functools
+
 import numpy as np
 
+import tilewise
 from tilewise import T, Tx
 from tilewise.layout import RowTiling
-from tilewise.layout.rows import persistent_ctas
+from tilewise.layout.rows import row_configs
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+MAX_ELEMS = 24  # of a row per thread at 1024 threads: X, its square and W live together
 
 
 def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
-                 threads: int | None = None, vectors: int = 4, ctas: int | None = None):
-    """A kernel ``k(X, W, Y)``: X and Y ``rows x cols``, W ``cols``, all of ``dtype``.
+                 threads: int | None = None, vectors: int | None = None):
+    """A kernel ``k(X, W, Y)``: X and Y ``rows x cols``, W ``cols``, all of ``dtype``, any
+    ``rows, cols >= 1`` (the row count is a symbolic size: ``rows`` only shapes the plan).
+    Without ``threads``/``vectors`` the kernel is tuned on its first
+    launch (``tilewise.autotune`` over :func:`configs`); in ``tw.simulate`` and
+    ``tw.compile`` it is the planned configuration."""
+    if threads is not None or vectors is not None:
+        return rmsnorm_kernel(rows, cols, dtype, eps, threads, vectors)
+    rows = RowTiling.plan_rows(rows)  # the kernel takes any row count: share it
+    return tilewise.autotune(functools.partial(rmsnorm_kernel, rows, cols, dtype, eps),
+                             configs=configs(rows, cols, dtype))
 
-    ``ctas`` makes the kernel persistent (W is then loaded once per CTA): that many CTAs
-    walk the row groups with a stride of ``ctas``, two register tiles deep; ``ctas=0`` picks
-    ``tilewise.layout.rows.persistent_ctas`` at 2 CTAs per SM (the persistent kernel keeps
-    W in float32 and two row tiles: 128 registers at 256 threads)."""
-    try:
-        t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors)
-    except ValueError:
-        return make_rmsnorm_smem(rows, cols, dtype, eps)
-    R_, layout, per_row, weights, n = t.rows, t.tile(), t.per_row(), t.columns(), t.regs
-    groups = rows // R_
-    persistent = ctas is not None
-    G_ = (ctas or persistent_ctas(groups, per_sm=2)) if persistent else groups
-    iters = -(-groups // (2 * G_))
+
+def configs(rows: int, cols: int, dtype: str) -> list[dict]:
+    """The candidates the tuner times, the plan first (``tilewise.layout.rows.row_configs``:
+    other CTA sizes and vectors per thread)."""
+    return row_configs(rows, cols, ITEMSIZE[dtype], MAX_ELEMS)
+
+
+def rmsnorm_kernel(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
+                   threads: int | None = None, vectors: int | None = None,
+                   chunk: int | None = None):
+    """The kernel for one configuration (:meth:`RowTiling.plan`)."""
+    t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors, chunk, MAX_ELEMS)
+    if t.chunks == 1:
+        return _one_pass(rows, cols, dtype, eps, t)
+    return _chunked(rows, cols, dtype, eps, t)
+
+
+def _one_pass(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
+    R_, W_, n, rt = t.rows, t.cols, t.regs, t.rows_per_thread
+    layout, per_row, weights = t.tile(), t.per_row(), t.columns()
+    nw = t.vectors * t.vec
+    M = T.int32()  # the row count, bound from the arrays at launch
 
     @T.prim_func
     def rmsnorm(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle):
-        X = T.match_buffer(X_ptr, (rows, cols), dtype)
+        X = T.match_buffer(X_ptr, (M, cols), dtype)
         W = T.match_buffer(W_ptr, (cols,), dtype)
-        Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
+        Y = T.match_buffer(Y_ptr, (M, cols), dtype)
         T.device_entry()
-        bx = T.cta_id([G_])
+        bx = T.cta_id([T.ceildiv(M, R_)])
         tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
-        ar = T.alloc_local((n,), dtype)
-        xa = ar.view(R_, cols, layout=layout)
-        br = T.alloc_local((n,), dtype)
-        xb = br.view(R_, cols, layout=layout)
-        fr = T.alloc_local((n,), "float32")
-        xf = fr.view(R_, cols, layout=layout)
-        qr = T.alloc_local((n,), "float32")
-        sq = qr.view(R_, cols, layout=layout)
-        wr = T.alloc_local((n,), dtype)
-        w = wr.view(cols, layout=weights)
-        vr = T.alloc_local((n,), "float32")
-        wf = vr.view(cols, layout=weights)
-        rr = T.alloc_local((1,), "float32")
-        r = rr.view(R_, 1, layout=per_row)
-        Tx.cta.copy(xa, X[bx * R_:bx * R_ + R_, 0:cols])
-        Tx.cta.copy(w, W[0:cols])
-        Tx.cta.cast(wf, w)
-        for i in range(iters) if persistent else T.static_range(1):
-            for h in T.static_range(2 if persistent else 1):
-                x = [xa, xb][h]
-                g = bx + (2 * i + h) * G_
-                if persistent and g + G_ < groups:  # prefetch the next group
-                    Tx.cta.copy([xb, xa][h], X[(g + G_) * R_:(g + G_) * R_ + R_, 0:cols])
-                if not persistent or g < groups:
-                    Tx.cta.cast(xf, x)
-                    Tx.cta.mul(sq, xf, xf)
-                    Tx.cta.sum(r, sq, axes=-1)
-                    Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
-                    Tx.cta.mul(xf, xf, r)
-                    Tx.cta.mul(xf, xf, wf)
-                    Tx.cta.cast(x, xf)
-                    Tx.cta.copy(Y[g * R_:g * R_ + R_, 0:cols], x)
+        x = T.alloc_local((n,), dtype).view(R_, W_, layout=layout)
+        xf = T.alloc_local((n,), "float32").view(R_, W_, layout=layout)
+        sq = T.alloc_local((n,), "float32").view(R_, W_, layout=layout)
+        w = T.alloc_local((nw,), dtype).view(W_, layout=weights)
+        wf = T.alloc_local((nw,), "float32").view(W_, layout=weights)
+        r = T.alloc_local((rt,), "float32").view(R_, 1, layout=per_row)
+        Tx.cta.copy(x, X[bx * R_:bx * R_ + R_, 0:W_])
+        Tx.cta.copy(w, W[0:W_])
+        Tx.cta.cast(xf, x)
+        Tx.cta.mul(sq, xf, xf)
+        Tx.cta.sum(r, sq, axes=-1)
+        Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
+        Tx.cta.mul(xf, xf, r)
+        Tx.cta.cast(wf, w)  # here, not before the sum: w stays 16-bit across it
+        Tx.cta.mul(xf, xf, wf)
+        Tx.cta.cast(x, xf)
+        Tx.cta.copy(Y[bx * R_:bx * R_ + R_, 0:W_], x)
 
     return rmsnorm
 
 
-def make_rmsnorm_smem(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
-                      threads: int = 128):
-    """The general RMSNorm for any row length (up to 6144 columns): one row per CTA staged
-    in shared memory as float32, the memory variants of the primitives, a barrier between
-    steps. Correct for every shape, not fast."""
-    if cols > 6144:
-        raise ValueError(f"{cols} columns do not fit the 48 KB of shared memory as float32")
+def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
+    W_, n, nc, G = t.cols, t.regs, t.chunks, t.threads_per_row
+    layout, per_row, weights = t.tile(), t.per_row(), t.columns()
+    mine, one, spread = t.by_thread(), t.per_thread(), t.across_threads()
+    M = T.int32()
 
     @T.prim_func
-    def rmsnorm_smem(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle):
-        X = T.match_buffer(X_ptr, (rows, cols), dtype)
+    def rmsnorm_chunked(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (M, cols), dtype)
         W = T.match_buffer(W_ptr, (cols,), dtype)
-        Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
+        Y = T.match_buffer(Y_ptr, (M, cols), dtype)
         T.device_entry()
-        bx = T.cta_id([rows])
-        tid = T.thread_id([threads])  # noqa: F841
-        xs = T.alloc_shared((1, cols), "float32")
-        ws = T.alloc_shared((cols,), "float32")
-        sq = T.alloc_shared((1, cols), "float32")
-        r = T.alloc_shared((1, 1), "float32")
-        Tx.cta.cast(xs, X[bx:bx + 1, 0:cols])
-        Tx.cta.cast(ws, W[0:cols])
-        Tx.cta.mul(sq, xs, xs)
-        T.cuda.cta_sync()
-        Tx.cta.sum(r, sq, axes=-1)
+        bx = T.cta_id([M])
+        tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
+        x = T.alloc_local((n,), dtype).view(1, W_, layout=layout)
+        fr = T.alloc_local((n,), "float32")
+        xf = fr.view(1, W_, layout=layout)
+        xt = fr.view(G, n, layout=mine)  # the same registers, a row per thread
+        w = T.alloc_local((n,), dtype).view(W_, layout=weights)
+        wf = T.alloc_local((n,), "float32").view(W_, layout=weights)
+        qr = T.alloc_local((1,), "float32")  # this thread's sum of squares
+        q = qr.view(G, 1, layout=one)
+        r = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)
+        Tx.cta.fill(q, 0.0)
+        for c in range(nc):  # pass 1: per thread (no barrier)
+            Tx.cta.copy(x, X[bx:bx + 1, c * W_:c * W_ + W_])
+            Tx.cta.cast(xf, x)
+            Tx.cta.mul(xf, xf, xf)
+            Tx.cta.sum(q, xt, axes=-1, accum=True)
+        Tx.cta.sum(r, qr.view(1, G, layout=spread), axes=-1)  # across the threads
         Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
-        T.cuda.cta_sync()
-        Tx.cta.mul(xs, xs, r)
-        Tx.cta.mul(xs, xs, ws)
-        Tx.cta.cast(Y[bx:bx + 1, 0:cols], xs)
+        for c in range(nc):  # pass 2, newest chunk first
+            Tx.cta.copy(x, X[bx:bx + 1, (nc - 1 - c) * W_:(nc - 1 - c) * W_ + W_])
+            Tx.cta.copy(w, W[(nc - 1 - c) * W_:(nc - 1 - c) * W_ + W_])
+            Tx.cta.cast(xf, x)
+            Tx.cta.cast(wf, w)
+            Tx.cta.mul(xf, xf, r)
+            Tx.cta.mul(xf, xf, wf)
+            Tx.cta.cast(x, xf)
+            Tx.cta.copy(Y[bx:bx + 1, (nc - 1 - c) * W_:(nc - 1 - c) * W_ + W_], x)
 
-    return rmsnorm_smem
+    return rmsnorm_chunked
 
 
 SHAPE = (16, 2048)
-rmsnorm = make_rmsnorm(*SHAPE, "float16")
+rmsnorm = rmsnorm_kernel(*SHAPE, "float16")
 RTOL = 2.0 ** -9  # float16 rounding of the result (2^-11) plus the float32 steps
 ATOL = 2.0 ** -14  # float16's smallest normal
 

@@ -1,134 +1,179 @@
-"""Row softmax ``Y = softmax(X, axis=-1)`` in one pass over the data, written with the tile
-compute primitives: each row is read once into registers, reduced and normalised there,
-and written once.
+"""Row softmax ``Y = softmax(X, axis=-1)`` for any width, written with the tile compute
+primitives: a row that fits the registers of a CTA is read once, reduced and normalised
+there and written once; a longer row is walked in chunks (an online max and sum, then the
+chunks again, newest first, to normalise them).
 
-Per CTA, ``R`` rows; per row, ``G`` threads; each thread holds ``K`` vectors of 16 bytes of
-its row (``vec`` elements each), the vectors of a row's threads interleaved so that a
-warp's loads are contiguous (coalesced 16-byte ``ld.global.v4``)::
+The register layout is ``tilewise.layout.RowTiling`` (``R`` rows per CTA, ``G`` threads per
+row, ``K`` vectors of up to 16 bytes per thread, interleaved so a warp's accesses are
+contiguous). A width the tile does not divide (3000 halves over 128 threads x 3 x 8) is a
+**partial tile**: the copy clips it at the array's end, loading ``-inf`` (``fill=``) for
+the columns past it and storing only the columns inside; rows past the last one are
+clipped the same way. One pass, for a row in registers::
 
-    x = xr.view(R, cols, layout=S[(R, K, G, vec) : (G@tx, vec, 1@tx, 1)])
-
-    Tx.cta.copy(x, X[rows])              # 16-byte vector loads into registers
-    Tx.cta.cast(xf, x)                   # float32
-    Tx.cta.max(m, xf, axes=-1)           # per row: in-thread tree, shfl.sync, smem
-    Tx.cta.exp(xf, xf, bias=-m)          # e^(x - max): ex2.approx.f32
+    Tx.cta.copy(x, X[rows, 0:W], fill=-inf)   # W >= cols: 16-byte loads, guarded at the end
+    Tx.cta.cast(xf, x)                        # float32
+    Tx.cta.max(m, xf, axes=-1)                # in-thread tree, shfl.sync, smem across warps
+    Tx.cta.mul(m, m, -1.0)
+    Tx.cta.exp(xf, xf, bias=m)                # e^(x - max); the -inf columns give 0
     Tx.cta.sum(s, xf, axes=-1)
     Tx.cta.reciprocal(s)
-    Tx.cta.mul(xf, xf, s)                # s broadcast over the row
-    Tx.cta.cast(x, xf)                   # cvt.rn.{f16x2,bf16x2}.f32 pairs
-    Tx.cta.copy(Y[rows], x)              # 16-byte vector stores
+    Tx.cta.mul(xf, xf, s)
+    Tx.cta.cast(x, xf)                        # cvt.rn.{f16x2,bf16x2}.f32 pairs
+    Tx.cta.copy(Y[rows, 0:W], x)              # 16-byte stores, the columns inside only
 
-``m`` and ``s`` hold one value per row, replicated in the row's threads
-(``S[(R, 1) : (G@tx, 1)] + R[G : 1@tx]``), so the broadcasts read registers. A row of
-``G <= 32`` threads is reduced with warp shuffles only; a wider row also through shared
-memory (one barrier per reduction). The tiling is ``tilewise.layout.RowTiling.plan``: 4
-vectors (64 bytes) in flight per thread and 256 threads in a CTA by default: 8192 columns
-of float16 are one row of 256 threads per CTA, 1024 columns are 8 rows of a warp each.
+A chunked row keeps, in each thread, ``m`` (its running maximum) and ``s`` (its running sum
+of ``e^(x - m)``, rescaled by ``e^(m_old - m_new)`` when the maximum grows): the reductions
+of a chunk stay in the thread's registers (the chunk's registers viewed as one row per
+thread, ``RowTiling.by_thread()``), so the chunks need no barrier. Then the row's maximum
+and sum across the threads (two reductions), and the chunks again in reverse order (the
+last one read is the likeliest still in L2) to write ``e^(x - max) / sum``: two reads and
+one write of the row.
 
-Accuracy: ``exp`` uses ``ex2.approx.f32`` (relative error at most 2^-22.5, PTX ISA); the
-sums and the normalisation are float32; the result is rounded once to the output type.
+Accuracy: float32 inside, the result rounded once to the output type. ``exp`` is
+``ex2.approx.f32`` of ``t * log2(e)`` rounded to float32 (t = x - max <= 0): relative error
+at most 2^-22.5 (the instruction) plus |t| * 2^-23.4 (the rounding of the product), so at
+most 2^-19.2 for every result a float16 can represent (|t| <= 16.7), 2^-17 for the
+smallest float32/bfloat16 results (|t| near 87). Sums and the reciprocal are IEEE float32.
 """
+
+import functools
 
 import numpy as np
 
+import tilewise
 from tilewise import T, Tx
 from tilewise.layout import RowTiling
-from tilewise.layout.rows import persistent_ctas
+from tilewise.layout.rows import row_configs
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
+NEG_INF = float("-inf")
 
 
 def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | None = None,
-                 vectors: int = 4, ctas: int | None = None):
+                 vectors: int | None = None):
     """A kernel ``k(X, Y)``: ``Y = softmax(X)`` over the last axis, X and Y ``rows x cols``
-    of ``dtype`` (float16, bfloat16 or float32). Rows that do not split into 16-byte
-    vectors over a power-of-two number of threads take :func:`make_softmax_smem`.
+    of ``dtype`` (float16, bfloat16 or float32), any ``rows, cols >= 1`` (the row count is
+    a symbolic size of the kernel: ``rows`` only shapes the plan, any count runs).
 
-    ``ctas`` makes the kernel persistent: that many CTAs walk the row groups with a stride
-    of ``ctas``, two register tiles deep (the next group's loads are issued before the
-    current group is computed); ``ctas=0`` picks ``tilewise.layout.rows.persistent_ctas``."""
-    try:
-        t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors)
-    except ValueError:
-        return make_softmax_smem(rows, cols, dtype)
-    R_, layout, per_row, n = t.rows, t.tile(), t.per_row(), t.regs
-    groups = rows // R_
-    persistent = ctas is not None
-    G_ = (ctas or persistent_ctas(groups)) if persistent else groups
-    iters = -(-groups // (2 * G_))
+    Without ``threads``/``vectors`` the kernel is tuned on its first launch
+    (``tilewise.autotune`` over :func:`configs`, the winner cached on disk); in
+    ``tw.simulate`` and ``tw.compile`` it is the planned configuration (the first)."""
+    if threads is not None or vectors is not None:
+        return softmax_kernel(rows, cols, dtype, threads, vectors)
+    rows = RowTiling.plan_rows(rows)  # the kernel takes any row count: share it
+    return tilewise.autotune(functools.partial(softmax_kernel, rows, cols, dtype),
+                             configs=configs(rows, cols, dtype))
+
+
+def configs(rows: int, cols: int, dtype: str) -> list[dict]:
+    """The candidates the tuner times, the plan first (``tilewise.layout.rows.row_configs``:
+    other CTA sizes and vectors per thread)."""
+    return row_configs(rows, cols, ITEMSIZE[dtype])
+
+
+def softmax_kernel(rows: int, cols: int, dtype: str = "float16", threads: int | None = None,
+                   vectors: int | None = None, chunk: int | None = None):
+    """The kernel for one configuration (:meth:`RowTiling.plan` with ``threads``,
+    ``vectors`` and ``chunk``)."""
+    t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors, chunk)
+    if t.chunks == 1:
+        return _one_pass(rows, cols, dtype, t)
+    return _chunked(rows, cols, dtype, t)
+
+
+def _one_pass(rows: int, cols: int, dtype: str, t: RowTiling):
+    R_, W, n, rt = t.rows, t.cols, t.regs, t.rows_per_thread
+    layout, per_row = t.tile(), t.per_row()
+    M = T.int32()  # the row count, bound from the arrays at launch
 
     @T.prim_func
     def softmax(X_ptr: T.handle, Y_ptr: T.handle):
-        X = T.match_buffer(X_ptr, (rows, cols), dtype)
-        Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
+        X = T.match_buffer(X_ptr, (M, cols), dtype)
+        Y = T.match_buffer(Y_ptr, (M, cols), dtype)
         T.device_entry()
-        bx = T.cta_id([G_])
+        bx = T.cta_id([T.ceildiv(M, R_)])
         tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
-        ar = T.alloc_local((n,), dtype)
-        xa = ar.view(R_, cols, layout=layout)
-        br = T.alloc_local((n,), dtype)
-        xb = br.view(R_, cols, layout=layout)
+        xr = T.alloc_local((n,), dtype)
+        x = xr.view(R_, W, layout=layout)
         fr = T.alloc_local((n,), "float32")
-        xf = fr.view(R_, cols, layout=layout)
-        mr = T.alloc_local((1,), "float32")
+        xf = fr.view(R_, W, layout=layout)
+        mr = T.alloc_local((rt,), "float32")
         m = mr.view(R_, 1, layout=per_row)
-        sr = T.alloc_local((1,), "float32")
+        sr = T.alloc_local((rt,), "float32")
         s = sr.view(R_, 1, layout=per_row)
-        Tx.cta.copy(xa, X[bx * R_:bx * R_ + R_, 0:cols])
-        for i in range(iters) if persistent else T.static_range(1):
-            for h in T.static_range(2 if persistent else 1):
-                x = [xa, xb][h]
-                g = bx + (2 * i + h) * G_
-                if persistent and g + G_ < groups:  # prefetch the next group
-                    Tx.cta.copy([xb, xa][h], X[(g + G_) * R_:(g + G_) * R_ + R_, 0:cols])
-                if not persistent or g < groups:
-                    Tx.cta.cast(xf, x)
-                    Tx.cta.max(m, xf, axes=-1)
-                    Tx.cta.mul(m, m, -1.0)
-                    Tx.cta.exp(xf, xf, bias=m)
-                    Tx.cta.sum(s, xf, axes=-1)
-                    Tx.cta.reciprocal(s)
-                    Tx.cta.mul(xf, xf, s)
-                    Tx.cta.cast(x, xf)
-                    Tx.cta.copy(Y[g * R_:g * R_ + R_, 0:cols], x)
+        Tx.cta.copy(x, X[bx * R_:bx * R_ + R_, 0:W], fill=NEG_INF)
+        Tx.cta.cast(xf, x)
+        Tx.cta.max(m, xf, axes=-1)
+        Tx.cta.mul(m, m, -1.0)
+        Tx.cta.exp(xf, xf, bias=m)
+        Tx.cta.sum(s, xf, axes=-1)
+        Tx.cta.reciprocal(s)
+        Tx.cta.mul(xf, xf, s)
+        Tx.cta.cast(x, xf)
+        Tx.cta.copy(Y[bx * R_:bx * R_ + R_, 0:W], x)
 
     return softmax
 
 
-def make_softmax_smem(rows: int, cols: int, dtype: str = "float16", threads: int = 128):
-    """The general softmax for any row length (up to 12288 columns): one row per CTA staged
-    in shared memory as float32 and computed there (the memory variants of the
-    primitives), a barrier between steps. Correct for every shape, not fast."""
-    if cols > 12288:
-        raise ValueError(f"{cols} columns do not fit the 48 KB of shared memory as float32")
+def _chunked(rows: int, cols: int, dtype: str, t: RowTiling):
+    W, n, nc, G = t.cols, t.regs, t.chunks, t.threads_per_row
+    layout, per_row = t.tile(), t.per_row()
+    mine, one, spread = t.by_thread(), t.per_thread(), t.across_threads()
+    M = T.int32()
 
     @T.prim_func
-    def softmax_smem(X_ptr: T.handle, Y_ptr: T.handle):
-        X = T.match_buffer(X_ptr, (rows, cols), dtype)
-        Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
+    def softmax_chunked(X_ptr: T.handle, Y_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (M, cols), dtype)
+        Y = T.match_buffer(Y_ptr, (M, cols), dtype)
         T.device_entry()
-        bx = T.cta_id([rows])
-        tid = T.thread_id([threads])  # noqa: F841
-        xs = T.alloc_shared((1, cols), "float32")
-        m = T.alloc_shared((1, 1), "float32")
-        Tx.cta.cast(xs, X[bx:bx + 1, 0:cols])
-        T.cuda.cta_sync()
-        Tx.cta.max(m, xs, axes=-1)
-        T.cuda.cta_sync()
-        Tx.cta.sub(xs, xs, m)
-        Tx.cta.exp(xs)
-        T.cuda.cta_sync()
-        Tx.cta.sum(m, xs, axes=-1)
-        T.cuda.cta_sync()
-        Tx.cta.fdiv(xs, xs, m)
-        Tx.cta.cast(Y[bx:bx + 1, 0:cols], xs)
+        bx = T.cta_id([M])
+        tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
+        xr = T.alloc_local((n,), dtype)
+        x = xr.view(1, W, layout=layout)
+        fr = T.alloc_local((n,), "float32")
+        xf = fr.view(1, W, layout=layout)
+        xt = fr.view(G, n, layout=mine)  # the same registers, a row per thread
+        mr = T.alloc_local((1,), "float32")  # this thread's running max
+        m = mr.view(G, 1, layout=one)
+        mc = T.alloc_local((1,), "float32").view(G, 1, layout=one)
+        nm = T.alloc_local((1,), "float32").view(G, 1, layout=one)
+        sr = T.alloc_local((1,), "float32")  # this thread's running sum of e^(x - m)
+        s = sr.view(G, 1, layout=one)
+        big = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)
+        total = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)
+        Tx.cta.fill(m, NEG_INF)
+        Tx.cta.fill(s, 0.0)
+        for c in range(nc):  # pass 1: per thread, an online max and sum (no barrier)
+            Tx.cta.copy(x, X[bx:bx + 1, c * W:c * W + W], fill=NEG_INF)
+            Tx.cta.cast(xf, x)
+            Tx.cta.max(mc, xt, axes=-1)
+            Tx.cta.maximum(mc, mc, m)
+            Tx.cta.mul(nm, mc, -1.0)
+            Tx.cta.exp(m, m, bias=nm)  # e^(m_old - m_new) rescales the sum so far
+            Tx.cta.mul(s, s, m)
+            Tx.cta.exp(xt, xt, bias=nm)
+            Tx.cta.sum(s, xt, axes=-1, accum=True)
+            Tx.cta.cast(m, mc)
+        Tx.cta.max(big, mr.view(1, G, layout=spread), axes=-1)  # the row's max
+        Tx.cta.mul(big, big, -1.0)
+        Tx.cta.exp(m, m, bias=big)  # each thread's sum rescaled to the row's max
+        Tx.cta.mul(s, s, m)
+        Tx.cta.sum(total, sr.view(1, G, layout=spread), axes=-1)
+        Tx.cta.reciprocal(total)
+        for c in range(nc):  # pass 2, newest chunk first: e^(x - max) / sum
+            Tx.cta.copy(x, X[bx:bx + 1, (nc - 1 - c) * W:(nc - 1 - c) * W + W])
+            Tx.cta.cast(xf, x)
+            Tx.cta.exp(xf, xf, bias=big)
+            Tx.cta.mul(xf, xf, total)
+            Tx.cta.cast(x, xf)
+            Tx.cta.copy(Y[bx:bx + 1, (nc - 1 - c) * W:(nc - 1 - c) * W + W], x)
 
-    return softmax_smem
+    return softmax_chunked
 
 
 SHAPE = (64, 1024)
-softmax = make_softmax(*SHAPE, "float16")
+softmax = softmax_kernel(*SHAPE, "float16")
 RTOL = 2.0 ** -9  # float16 rounding of the result (2^-11) plus the float32 and ex2 steps
 ATOL = 2.0 ** -24  # float16's smallest subnormal: tiny probabilities round to it
 
@@ -146,4 +191,3 @@ def reference(x, y):
 
 def bytes_moved(rows: int, cols: int, dtype: str) -> int:
     return 2 * rows * cols * ITEMSIZE[dtype]
-

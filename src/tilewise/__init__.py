@@ -8,14 +8,16 @@ CUDA libraries are imported lazily, only when a launch needs them.
 
 from .errors import (CompileError, DispatchError, HazardError, LaunchError, LayoutError,
                      ScriptError, SimulationError, SimulationWarning, TargetError, TilewiseError,
-                     VerifyError)
+                     TilewisePerformanceWarning, VerifyError)
 from ._version import __version__
+from .autotune import autotune  # the function (binding it here shadows the module's name)
 from .ir.stmt import PrimFunc
 from .script import T, Tx, from_source
 
 __all__ = ["T", "Tx", "from_source", "TilewiseError", "ScriptError", "LayoutError",
            "DispatchError", "CompileError", "LaunchError", "SimulationError", "HazardError",
-           "SimulationWarning", "TargetError", "VerifyError", "Target", "compile", "simulate"]
+           "SimulationWarning", "TargetError", "VerifyError", "TilewisePerformanceWarning",
+           "autotune", "Target", "compile", "simulate"]
 
 
 def _compile_for_device(func):

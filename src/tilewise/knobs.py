@@ -1,6 +1,5 @@
 """Every setting tilewise reads from the environment, read once, typed, in one place.
 
-==========================  ========================================  =====================
 variable                    knob                                      default
 ==========================  ========================================  =====================
 TILEWISE_CACHE_DIR          ``knobs.cache_dir``: on-disk compile      ``$XDG_CACHE_HOME/
@@ -19,6 +18,27 @@ TILEWISE_SIM_MAX_LOOP       ``knobs.sim_max_loop``: iterations one    1048576
 CUDA_HOME                   ``knobs.cuda_home``: a toolkit, searched  ``/usr/local/cuda``
                             for libdevice after the nvidia-nvvm wheel
 ==========================  ========================================  =====================
+=======
+* ``TILEWISE_CACHE_DIR`` -> ``knobs.cache_dir``: the on-disk compile cache
+  (default ``$XDG_CACHE_HOME/tilewise``).
+* ``TILEWISE_CACHE`` -> ``knobs.cache_enabled`` (``0`` disables; default on).
+* ``TILEWISE_DUMP_DIR`` -> ``knobs.dump_dir``: write every stage there (default unset).
+* ``TILEWISE_SIM_STRICT`` -> ``knobs.sim_strict``: hazards raise (default on; ``0``
+  records them in the report).
+* ``TILEWISE_SIM_STRICT_RACES`` -> ``knobs.sim_strict_races``: two CTAs writing identical
+  bytes to one place is a hazard (default off: a warning in the report).
+* ``TILEWISE_SIM_CHECKS`` -> ``knobs.sim_checks``: the simulator's checks, ``full``,
+  ``races`` or ``none`` (default ``full``; ``simulate(..., checks=)``).
+* ``TILEWISE_SIM_MAX_LOOP`` -> ``knobs.sim_max_loop``: iterations one simulated loop may
+  run before it is reported as endless (default 1048576).
+* ``TILEWISE_TRACEBACK_FILTERING`` -> ``knobs.traceback_filtering``: a TilewiseError
+  raised through the API (``tw.compile``, ``tw.simulate``, a launch, ``@T.prim_func``)
+  shows the user's frames, not tilewise's (default on; ``off`` keeps every frame, for
+  bug reports).
+* ``CUDA_HOME`` -> ``knobs.cuda_home``: a toolkit, searched for libdevice after the
+  nvidia-nvvm wheel (default ``/usr/local/cuda``).
+* ``TILEWISE_AUTOTUNE`` -> ``knobs.autotune``: ``tilewise.autotune`` times its candidates
+  (default on; ``0``: it uses the first, heuristic, configuration).
 
 No other module reads ``os.environ`` for tilewise settings. Tests change knobs with
 :func:`override`.
@@ -71,6 +91,8 @@ class Knobs:
     sim_checks: str = "full"
     cuda_home: str = "/usr/local/cuda"
     sim_max_loop: int = 1 << 20
+    traceback_filtering: bool = True
+    autotune: bool = True
 
     @classmethod
     def from_env(cls, env=None) -> Knobs:
@@ -82,7 +104,9 @@ class Knobs:
                    sim_strict_races=_flag(env.get("TILEWISE_SIM_STRICT_RACES"), False),
                    sim_checks=_choice(env.get("TILEWISE_SIM_CHECKS"), SIM_CHECKS),
                    cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda",
-                   sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20))
+                   sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20),
+                   traceback_filtering=_flag(env.get("TILEWISE_TRACEBACK_FILTERING"), True),
+                   autotune=_flag(env.get("TILEWISE_AUTOTUNE"), True))
 
 
 knobs = Knobs.from_env()

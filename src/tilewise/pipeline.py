@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .errors import DispatchError
+from .errors import DispatchError, performance_warning
 from .ir.stmt import PrimFunc
 from .ir.verify import verify
 from .passes.check_limits import check_limits
@@ -21,6 +21,7 @@ from .passes.check_operands import check_operands
 from .passes.check_targets import check_targets
 from .passes.dead_code import dead_code
 from .passes.flatten import flatten
+from .passes.shared_plan import SharedPlan, plan_shared
 from .passes.simplify import simplify
 from .target import Target
 from .tile.dispatch import dispatch
@@ -31,7 +32,9 @@ class Lowered:
     """The result of :func:`lower`, what the code generator and the simulator consume:
     ``func`` is flat IR, ``kernel`` the input, ``target`` the :class:`~tilewise.target.Target`
     it was lowered for (built once, here), ``features`` the target features its
-    instructions need and ``uses_math`` whether it calls libdevice."""
+    instructions need, ``uses_math`` whether it calls libdevice and ``shared`` the layout
+    of its shared memory (:class:`~tilewise.passes.shared_plan.SharedPlan`: the one both
+    executors and the launch limits read)."""
 
     func: PrimFunc
     target: Target
@@ -39,6 +42,7 @@ class Lowered:
     kernel: PrimFunc | None = None
     features: frozenset[str] = frozenset()
     uses_math: bool = False
+    shared: SharedPlan | None = None
 
 
 def _dispatch(func: PrimFunc, out: Lowered) -> PrimFunc:
@@ -52,11 +56,19 @@ def _dispatch(func: PrimFunc, out: Lowered) -> PrimFunc:
         check_targets(func, out.target)
         raise
     out.dispatch_log.extend(log)
+    for d in log:
+        for text in d.slow:
+            performance_warning(f"{d.call}: {text}", d.span)
     return new
 
 
 def _check_targets(func: PrimFunc, out: Lowered) -> PrimFunc:
     out.features, out.uses_math = check_targets(func, out.target)
+    return func
+
+
+def _plan_shared(func: PrimFunc, out: Lowered) -> PrimFunc:
+    out.shared = plan_shared(func)
     return func
 
 
@@ -67,15 +79,24 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
     ("flatten", lambda f, out: flatten(f)),
     ("simplify", lambda f, out: simplify(f)),
     ("dead-code", lambda f, out: dead_code(f)),
-    ("check-limits", lambda f, out: check_limits(f, out.target)),
+    ("plan-shared", _plan_shared),
+    ("check-limits", lambda f, out: check_limits(f, out.target, out.shared)),
     ("check-operands", lambda f, out: check_operands(f)),
     ("verify-flat", lambda f, out: verify(f, flat=True)),
 ]
 
 
+def as_prim_func(func):
+    """``func``, or the kernel an object stands for (``tilewise.autotune``'s heuristic
+    configuration: ``__tilewise_prim_func__()``)."""
+    unwrap = getattr(type(func), "__tilewise_prim_func__", None)
+    return unwrap(func) if unwrap is not None else func
+
+
 def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Lowered:
     """Run :data:`PASSES` on ``func`` for ``target`` (a Target or its name, a TargetError
     if unknown); stop after the pass named ``until`` when given (for debugging and tests)."""
+    func = as_prim_func(func)
     out = Lowered(func=func, target=Target(target), kernel=func)
     f = func
     for name, run in PASSES:
@@ -88,6 +109,7 @@ def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Low
 
 def explain(func: PrimFunc, target) -> str:
     """Every tile call of ``func``, every candidate, chosen or the reason it declined."""
+    func = as_prim_func(func)
     try:
         log = lower(func, target, until="dispatch").dispatch_log
         tail = ""

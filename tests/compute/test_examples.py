@@ -1,8 +1,9 @@
 """The compute examples (softmax, RMSNorm, the GEMM epilogue) in the simulator against
-float64 references, and what their PTX must hold for the bandwidth targets on the H200:
-16-byte vector loads and stores, reductions by shuffles (and shared memory across warps),
-the approximate instructions, packed conversions, no local memory and no spills
-(nvJitLink's report, on this CPU machine)."""
+float64 references (random data, outputs poisoned with NaN), for every kind of width, and
+what their PTX must hold for the bandwidth targets on the H200: 16-byte vector loads and
+stores (scalar ones where the width is odd), reductions by shuffles (and shared memory
+across warps), the approximate instructions, packed conversions, no local memory and no
+spills (nvJitLink's report, on this CPU machine), up to rows of 262144."""
 
 import numpy as np
 import pytest
@@ -22,26 +23,51 @@ def close(got, want, rtol, atol) -> bool:
 RTOL = {"float16": 2.0 ** -9, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -18}
 
 
-@pytest.mark.parametrize("rows,cols,dtype,ctas", [
-    (64, 1024, "float16", None), (4, 8192, "float16", None), (4, 8192, "bfloat16", None),
-    (6, 96, "float32", None), (3, 1000, "bfloat16", None), (64, 1024, "float16", 3),
-    (10, 4096, "bfloat16", 0)])
-def test_softmax(rows, cols, dtype, ctas):
-    """``ctas``: persistent, two row groups in flight per CTA (3 CTAs: a tail to guard)."""
+# every kind of row: powers of two, odd widths (vectors of 1 element), partial tiles (3000
+# over 128 x 3 x 8), tiny rows (several per thread), one row, one column, and chunked rows
+# (forced at small widths with chunk=: the online max/sum and the second pass)
+ROWS = [(16, 1024, "float16", {}), (2, 8192, "bfloat16", {}), (6, 96, "float32", {}),
+        (3, 1000, "bfloat16", {}), (3, 3000, "float16", {}), (1, 5120, "float16", {}),
+        (5, 7, "float16", {}), (1, 1, "bfloat16", {}), (9, 64, "float16", {}),
+        (2, 1001, "float16", {}), (2, 1000, "float16", {"chunk": 256}),
+        (2, 777, "float32", {"chunk": 100, "threads": 16}),
+        (1, 2049, "bfloat16", {"chunk": 512})]
+IDS = [f"{r}x{c}-{d}" + ("-chunked" if kw.get("chunk") else "") for r, c, d, kw in ROWS]
+
+
+@pytest.mark.parametrize("rows,cols,dtype,kw", ROWS, ids=IDS)
+def test_softmax(rows, cols, dtype, kw):
     ex = example("softmax")
     x, y = ex.inputs(np.random.default_rng(1), (rows, cols), np_dtype(dtype))
-    tw.simulate(ex.make_softmax(rows, cols, dtype, ctas=ctas), x, y, strict=True)
+    y[...] = np.nan
+    tw.simulate(ex.softmax_kernel(rows, cols, dtype, **kw), x, y, strict=True)
     assert close(y, ex.reference(x, y)[1], RTOL[dtype], ex.ATOL)
 
 
-@pytest.mark.parametrize("rows,cols,dtype,ctas", [
-    (8, 4096, "float16", None), (16, 2048, "bfloat16", None), (4, 256, "float32", None),
-    (3, 1000, "float16", None), (16, 2048, "float16", 3), (10, 4096, "float16", 0)])
-def test_rmsnorm(rows, cols, dtype, ctas):
+@pytest.mark.parametrize("rows,cols,dtype,kw", ROWS, ids=IDS)
+def test_rmsnorm(rows, cols, dtype, kw):
     ex = example("rmsnorm")
     x, w, y = ex.inputs(np.random.default_rng(2), (rows, cols), np_dtype(dtype))
-    tw.simulate(ex.make_rmsnorm(rows, cols, dtype, ctas=ctas), x, w, y, strict=True)
+    y[...] = np.nan
+    tw.simulate(ex.rmsnorm_kernel(rows, cols, dtype, **kw), x, w, y, strict=True)
     assert close(y, ex.reference(x, w, y)[2], RTOL[dtype], ex.ATOL)
+
+
+def test_the_factories_are_tuned_kernels_that_simulate_their_plan():
+    """make_softmax / make_rmsnorm return tilewise.autotune kernels; tw.simulate runs the
+    planned (first) configuration, and nothing warns of a slow path."""
+    import warnings
+
+    ex = example("softmax")
+    k = ex.make_softmax(3, 3000, "float16")
+    assert k.configs[0] == {"threads": None, "vectors": None} and len(k.configs) > 1
+    x, y = ex.inputs(np.random.default_rng(3), (3, 3000), np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tw.TilewisePerformanceWarning)
+        tw.simulate(k, x, y, strict=True)
+    assert close(y, ex.reference(x, y)[1], RTOL["float16"], ex.ATOL)
+    r = example("rmsnorm").make_rmsnorm(3, 3000, "float16")
+    assert r.heuristic().name == "rmsnorm"
 
 
 @pytest.mark.parametrize("n", [64, 96])
@@ -79,8 +105,14 @@ PTX_CASES = [
     ("softmax", (32768, 1024, "bfloat16"), {"ld.global.v4.b32": 4, "st.global.v4.b32": 4,
                                            "shfl.sync.bfly.b32": 10, "cvt.rn.bf16x2.f32": 16,
                                            "bar.sync": 0}, ["warp", "warp"]),
+    ("softmax", (64, 262144, "bfloat16"), {"ld.global.v4.b32": 8, "st.global.v4.b32": 4,
+                                          "bar.sync": 2}, ["thread", "thread", "smem", "smem"]),
+    ("softmax", (64, 50257, "float16"), {"ld.global.v4.b32": 0, "ld.global.b16": 50},
+     ["thread", "thread", "smem", "smem"]),
     ("rmsnorm", (16384, 4096, "float16"), {"ld.global.v4.b32": 8, "st.global.v4.b32": 4,
                                           "rsqrt.approx.f32": 1, "bar.sync": 1}, ["smem"]),
+    ("rmsnorm", (64, 128256, "float16"), {"ld.global.v4.b32": 9, "st.global.v4.b32": 3,
+                                         "bar.sync": 1}, ["thread", "smem"]),
 ]
 
 
@@ -88,7 +120,7 @@ PTX_CASES = [
                          ids=[f"{c[0]}-{c[1][1]}" for c in PTX_CASES])
 def test_bandwidth_kernels_compile_to_vectors_and_registers(name, args, counts, reductions):
     ex = example(name)
-    func = getattr(ex, f"make_{name}")(*args)
+    func = getattr(ex, f"{name}_kernel")(*args)
     log = lower(func, "sm_90a").dispatch_log
     assert [d.chosen for d in log if d.call.split("(")[0].endswith((".max", ".sum"))] \
         == reductions

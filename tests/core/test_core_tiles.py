@@ -53,33 +53,47 @@ def _inner_symbolic(dispatch=None, dtype="float16"):
     return k
 
 
-def test_a_symbolic_stride_is_named_when_a_variant_declines():
-    with pytest.raises(DispatchError, match="dimension 0 of 'A' has the symbolic stride N"):
-        lower(_inner_symbolic("gmem_smem"), "sm_90a")
-    log = lower(_inner_symbolic(), "sm_90a").dispatch_log
-    assert log[0].chosen == "fallback"  # the scalar loop, guarded element by element
-    a = np.arange(16 * 70, dtype=np.float16).reshape(16, 70)
-    b = np.zeros((16, 64), np.float16)
-    tw.simulate(_inner_symbolic(), a, b)
-    assert (b == a[:, :64]).all()
-    b[...] = 0
-    tw.simulate(_inner_symbolic(), a[:, :40].copy(), b)  # N = 40 < 64: zeros past the end
-    assert (b[:, :40] == a[:, :40]).all() and (b[:, 40:] == 0).all()
+def test_a_symbolic_stride_takes_vectors_checked_at_run_time():
+    """Issue 19: a copy from a (16, N) array (N symbolic: the row stride is only known at
+    launch) is vectorised for N % 8 == 0 and falls to element copies otherwise, both guarded
+    past the end; no one-thread fallback."""
+    low = lower(_inner_symbolic(), "sm_90a")
+    (d, _) = low.dispatch_log
+    assert d.chosen == "gmem_smem"
+    assert "vec 8 (128 bits)" in d.info[0] and "vec 1" in d.info[0]
+    assert "if N % 8 == 0:\n" in low.func.script()
+    for n in (72, 70, 40):  # vectors; elements; elements and zeros past the end
+        a = np.arange(16 * n, dtype=np.float16).reshape(16, n)
+        b = np.full((16, 64), 7, np.float16)
+        tw.simulate(_inner_symbolic(), a, b)
+        m = min(n, 64)
+        assert (b[:, :m] == a[:, :m]).all() and (b[:, m:] == 0).all()
 
 
-def test_vectors_cannot_straddle_a_symbolic_contiguous_dimension():
+def test_cp_async_of_a_symbolic_extent_checks_it_at_run_time():
+    """ldgsts over an array of M halves: 16-byte cp.async when M % 8 == 0, else element
+    copies (cp.async has no 2-byte form), zeros past the end either way."""
     @T.prim_func
-    def k(A_ptr: T.handle):
+    def k(A_ptr: T.handle, B_ptr: T.handle):
         A = T.match_buffer(A_ptr, (M,), "float16")
+        B = T.match_buffer(B_ptr, (256,), "float16")
         T.device_entry()
-        bx = T.cta_id([T.ceildiv(M, 256)])
-        tid = T.thread_id([128])
+        tid = T.thread_id([128])  # noqa: F841
         S = T.alloc_shared((256,), "float16")
-        Tx.cta.copy_async(S[0:256], A[bx * 256:bx * 256 + 256], dispatch="ldgsts")
+        Tx.cta.copy_async(S[0:256], A[0:256], dispatch="ldgsts")
+        T.ptx.cp_async.commit_group()
+        T.ptx.cp_async.wait_group(0)
+        T.cuda.cta_sync()
+        Tx.cta.copy(B[0:256], S[0:256])
 
-    with pytest.raises(DispatchError, match="dimension 0 has the symbolic extent M; a vector "
-                       "of 2 elements could straddle its end"):
-        lower(k, "sm_90a")
+    low = lower(k, "sm_90a")
+    assert "if M % 8 == 0:" in low.func.script() and "vec 1" in low.dispatch_log[0].info[0]
+    for m in (256, 200, 101):
+        a = np.random.default_rng(m).standard_normal(m).astype(np.float16)
+        b = np.full(256, np.nan, np.float16)
+        tw.simulate(k, a, b)
+        n = min(m, 256)
+        assert np.array_equal(b[:n], a[:n]) and (b[n:] == 0).all()
 
 
 def test_variants_that_cannot_guard_name_the_size():

@@ -53,8 +53,6 @@ CASES = [
     (K, "direction", K.smem_to_gmem, "sm_80", DispatchError,  # sm_90a: a bulk store
      ["copies shared -> global", "global -> shared"]),
     (K, "partial", K.partial_warp, "sm_90a", DispatchError, ["only 16 of the 32 threads"]),
-    (K, "divisible", K.not_divisible, "sm_90a", DispatchError,
-     ["100 elements, not a multiple of the 128 threads"]),
 ]
 
 

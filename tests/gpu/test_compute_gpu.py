@@ -1,5 +1,5 @@
-"""The compute primitives on the GPU (marked ``gpu``): the examples at the benchmark sizes
-against torch, and the simulator against the GPU -- bit for bit where every instruction is
+"""The compute primitives on the GPU (marked ``gpu``): the GEMM epilogue against torch (the
+row kernels: test_rows_gpu.py), and the simulator against the GPU -- bit for bit where every instruction is
 exact (float32 sums in the reduction's fixed tree order, max, packed float16 arithmetic,
 fma, packed conversions), within the PTX ISA's bound where one is approximate
 (``ex2.approx.f32``: 2^-22.5 relative)."""
@@ -18,41 +18,6 @@ pytestmark = pytest.mark.gpu
 
 def _target():
     return str(device_target())
-
-
-@pytest.mark.parametrize("rows,cols,ctas", [(8192, 8192, None), (32768, 1024, None),
-                                            (1000, 1000, None), (333, 4096, None),
-                                            (64, 96, None), (8192, 8192, 0), (32768, 1024, 0)])
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_softmax_matches_torch(torch, rows, cols, ctas, dtype):
-    """Two units in the last place at 1 (the result is rounded once to the type)."""
-    k = tw.compile(_example("softmax").make_softmax(rows, cols, dtype, ctas=ctas), _target())
-    x = (torch.randn(rows, cols, device="cuda") * 3).to(getattr(torch, dtype))
-    y = torch.full_like(x, float("nan"))
-    k(x, y)
-    ref = torch.softmax(x.float(), dim=-1)
-    assert float((y.float() - ref).abs().max()) <= 2 * torch.finfo(x.dtype).eps
-
-
-@pytest.mark.parametrize("rows,cols,ctas", [(16384, 4096, None), (1000, 1000, None),
-                                            (64, 512, None), (16384, 4096, 0)])
-@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-def test_rmsnorm_matches_a_float32_rmsnorm(torch, rows, cols, ctas, dtype):
-    """Within two units in the last place of each result (float32 inside, one rounding,
-    rsqrt.approx's 2^-22.9)."""
-    td = getattr(torch, dtype)
-    k = tw.compile(_example("rmsnorm").make_rmsnorm(rows, cols, dtype, ctas=ctas), _target())
-    x = torch.randn(rows, cols, device="cuda").to(td)
-    w = (1 + 0.5 * torch.randn(cols, device="cuda")).to(td)
-    y = torch.full_like(x, float("nan"))
-    k(x, w, y)
-    xf = x.float()
-    ref = xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + 1e-6) * w.float()
-    tol = 2 * torch.finfo(td).eps * ref.abs() + torch.finfo(td).tiny
-    assert bool(((y.float() - ref).abs() <= tol).all())
-    fused = torch.nn.functional.rms_norm(x, (cols,), w, 1e-6)
-    assert float((y.float() - fused.float()).abs().max()) <= 4 * torch.finfo(td).eps * float(
-        ref.abs().max())
 
 
 def test_gemm_epilogue_matches_torch(torch):

@@ -44,7 +44,7 @@ CASES = [
      body('s = T.alloc_shared((-4,), "float16")  # <-')),
     ("slice-out-of-bounds", "slice 0:256 is out of bounds for dimension 0 of 'A'", "0..128",
      body('s = T.alloc_shared((256, 32), "float16")',
-          "Tx.cta.copy(s[0:256, 0:32], A[0:256, 0:32])  # <-")),
+          "Tx.cta.cast(s[0:256, 0:32], A[0:256, 0:32])  # <-")),
     ("index-out-of-bounds", "index 40 is out of bounds for dimension 1 of 'A'", "0..31",
      body("B[0, 0] = A[0, 40]  # <-")),
     ("wrong-index-count", "'A' has 2 dimension(s) (128, 32), indexed with 1", "A[i0, i1]",

@@ -171,7 +171,7 @@ class _Simplify(Mutator):
         return None
 
 
-def _launch_ranges(func: PrimFunc) -> dict[int, tuple[int, int]]:
+def launch_ranges(func: PrimFunc) -> dict[int, tuple[int, int]]:
     block = func.launch_config.block
     per = {"thread_id": block, "warp_id": max(block // WARP, 1), "lane_id": WARP,
            "warpgroup_id": max(block // WARPGROUP, 1)}
@@ -180,8 +180,15 @@ def _launch_ranges(func: PrimFunc) -> dict[int, tuple[int, int]]:
         if b.kind == "cluster_id":
             continue  # grid / cluster: bounded, but by a quotient nothing here needs
         n = b.extent if b.kind in ("cta_id", "cta_id_in_cluster") else per[b.kind]
-        out[id(b.var)] = (0, n - 1)
+        if isinstance(n, int):  # a grid of symbolic size bounds nothing known here
+            out[id(b.var)] = (0, n - 1)
     return out
+
+
+def bound(e: Expr, ranges: dict[int, tuple[int, int]]) -> tuple[int, int] | None:
+    """Inclusive bounds of the integer expression ``e`` given bounds of its variables
+    (``ranges``: id(Var) -> (lo, hi)); None when some part is unbounded."""
+    return _Simplify(ranges).bound(e)
 
 
 def simplify_expr(e: Expr, ranges: dict[int, tuple[int, int]] | None = None) -> Expr:
@@ -191,4 +198,4 @@ def simplify_expr(e: Expr, ranges: dict[int, tuple[int, int]] | None = None) -> 
 
 def simplify(func: PrimFunc) -> PrimFunc:
     """Simplify every integer expression of ``func``."""
-    return func.with_body(_Simplify(_launch_ranges(func)).visit(func.body))
+    return func.with_body(_Simplify(launch_ranges(func)).visit(func.body))

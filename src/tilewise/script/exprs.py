@@ -12,6 +12,7 @@ from ..ir.expr import BufferLoad, BufferRegion, Range, as_int, binop, cmp, const
 from ..ir.expr import select as make_select
 from ..ir.stmt import Buffer
 from . import typerules as tr
+from .namespace import TilePrimitiveRef
 from .analysis import MAX_COMPREHENSION, check_unroll, const_difference
 from .rejected import GENERIC_HINT, REJECTED
 from .values import describe, is_ir, is_scalar
@@ -47,6 +48,7 @@ def _check_size(p, op: str, a, b) -> None:
 
 
 class Expressions:
+    meta_target = None  # the call node of `name = T.meta_var(x)` being parsed
     def expr(self, node: ast.expr):
         method = getattr(self, "e_" + type(node).__name__, None)
         if method is None:
@@ -333,19 +335,29 @@ class Expressions:
             raise self.error(f"the extent of slice {d} of {buf.name!r} is not a compile-time "
                              f"constant", "write the slice as [s:s + K] with K constant")
         s0, s1 = as_int(start), as_int(stop)
-        if ext <= 0 or (s0 is not None and s0 < 0) or (
-                s1 is not None and isinstance(n, int) and s1 > n):
+        past_end = s1 is not None and isinstance(n, int) and s1 > n
+        if past_end and getattr(self, "clip_slices", False) and (s0 is None or s0 < n):
+            past_end = False  # a partial tile: the copy clips it (docs/dispatch.md)
+        if ext <= 0 or (s0 is not None and s0 < 0) or past_end:
             raise self.error(f"slice {s0 if s0 is not None else '…'}:"
                              f"{s1 if s1 is not None else '…'} is out of bounds for dimension "
                              f"{d} of {buf.name!r} (size {_dim_text(n)})",
-                             f"keep slices of dimension {d} within 0..{_dim_text(n)}")
+                             f"keep slices of dimension {d} within 0..{_dim_text(n)}"
+                             + ("" if getattr(self, "clip_slices", False) else
+                                " (a Tx.copy may take a partial tile: the part past the end "
+                                "is not read or written)"))
         return Range(const(start), ext)
 
     def e_Call(self, node: ast.Call):
-        from .builtins import call
+        from .builtins import MetaVar, call
 
         fn = self.expr(node.func)
-        args = self.elements(node.args)
+        clip = isinstance(fn, TilePrimitiveRef) and fn.prim.name in CLIPPING
+        saved, self.clip_slices = getattr(self, "clip_slices", False), clip
+        try:
+            args = self.elements(node.args)
+        finally:
+            self.clip_slices = saved
         kwargs = {}
         for kw in node.keywords:
             if kw.arg is None:
@@ -355,10 +367,18 @@ class Expressions:
                 kwargs.update(v)
             else:
                 kwargs[kw.arg] = self.expr(kw.value)
-        return call(self, fn, args, kwargs, node)
+        v = call(self, fn, args, kwargs, node)
+        if isinstance(v, MetaVar) and node is not self.meta_target:
+            return v.value  # T.meta_var(x) anywhere but `name = T.meta_var(x)` is x
+        return v
 
     def e_Starred(self, node):
         raise self.error("* is only allowed inside a call's arguments or a list")
+
+
+#: Tile primitives whose memory operands may extend past the end of their buffer (a partial
+#: tile): the copy reads and writes only the elements inside (docs/dispatch.md).
+CLIPPING = ("copy", "copy_async")
 
 
 def _index_names(n: int) -> str:

@@ -9,6 +9,7 @@ from ..ir.launch import WARP
 from .memory import (LOCAL, SHARED, SPACE_SHIFT, UNWRITTEN, VISIBLE, byte_span, offset_of,
                      space_of)
 from .races import check_shared_write
+from .registry import mechanism
 from .values import fit, np_dtype
 
 
@@ -73,9 +74,9 @@ def make_load(plan, buf, span, operand: bool = False, init_check: bool = True):
             tids, view, idx = index(ctx, idx)
             if regs or init:
                 offs = place.base + idx * d.itemsize
-                w = ctx.asyncs.wgmma if plan.wgmma else None
-                if regs and w is not None:
-                    w.register_access(tids, offs, d.itemsize, span, False)
+                if regs:
+                    for w in ctx.asyncs.reg_watchers:  # async work owning registers (wgmma)
+                        w.register_access(tids, offs, d.itemsize, span, False)
                 if init and not _all_written(ctx.mem, place):
                     check_local_read(ctx, offs, d.itemsize, tids, span, buf.name)
             return view[tids, idx]
@@ -120,9 +121,9 @@ def make_store(plan, buf, span, operand: bool = False):
             view[tids, idx] = vals
             if chk.regs:
                 offs = place.base + idx * d.itemsize
-                w = ctx.asyncs.wgmma if plan.wgmma else None
-                if regs and w is not None:
-                    w.register_access(tids, offs, d.itemsize, span, True)
+                if regs:
+                    for w in ctx.asyncs.reg_watchers:
+                        w.register_access(tids, offs, d.itemsize, span, True)
                 if key not in ctx.mem.local_ready:  # else every byte is written already
                     mark_local_write(ctx, offs, d.itemsize, tids)
         return store_local
@@ -351,9 +352,30 @@ def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None) -> None:
     mem.owner[span_b] = who
     if owner is not None:
         mem.warp_owned = True
-    if mem.gen_writer is not None:  # a generic-proxy write (see async_bulk's proxies)
+    if mem.gen_writer is not None:  # a generic-proxy write (see the bulk family's proxies)
         mem.gen_writer[span_b] = np.broadcast_to(tids[:, None], span_b.shape)
         mem.gen_dirty = True
+
+
+@mechanism("async_proxy")
+def check_proxy_fence(ctx, offs, tid: int, what: str, span, reader: str) -> None:
+    """The async proxy (a ``what`` issued by ``tid``: a store by the copy engine, a wgmma /
+    tcgen05.mma / tcgen05.cp operand fetch; ``reader`` in the hint) reads shared bytes
+    ``offs``: every generic-proxy write to them must have been fenced by its writer
+    (``fence.proxy.async``; the shadow is ``mem.gen_writer``)."""
+    mem = ctx.mem
+    if not mem.gen_dirty:
+        return
+    w = mem.gen_writer[offs]
+    bad = w >= 0
+    if bad.any():
+        k = int(np.argmax(bad))
+        ctx.hazard(f"{what} reads shared memory that thread {int(w[k])} wrote with ordinary "
+                   f"stores and no fence.proxy.async since: the async proxy (which {what} "
+                   "reads through) may not see those writes", span,
+                   "call T.ptx.fence.proxy_async() in every thread that wrote the tile, then "
+                   f"T.cuda.cta_sync(), before {reader}", tid=tid,
+                   addr=(SHARED << SPACE_SHIFT) + int(offs[k]))
 
 
 def mbarrier_addrs(ctx, mbar, span, what, read: bool = True):

@@ -21,26 +21,28 @@ from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
 from ..ir.launch import CTA_KINDS, cta_value, thread_value
 from ..ir.visitor import jumps_out
-from ..ptx.operands import regs_read, regs_written
 from ..ptx.table import PTX_OPS
 from . import values as V
 from .access import RegBlock, make_address, make_load, make_store
 from .checks import Checks
 from .memory import StoragePlan
 from .registry import Site, load_all
-from .fibers import blocks
+from .scheduler import blocks
 from .state import masked
 
 
 class Program:
     """A compiled kernel: ``body(ctx)`` runs one CTA; ``bind_launch(ctx, cta)`` sets the
-    launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots; ``checks`` the
-    check level its loads and stores were compiled for (:mod:`.checks`)."""
+    launch variables; ``plan`` places its buffers (shared ones where ``shared``, the
+    pipeline's SharedPlan, says); ``n_slots`` scalar slots. ``perf``: a
+    :class:`~.perf.PerfObserver` that sees every shared / global access (None: none);
+    ``checks`` the check level its loads and stores were compiled for (:mod:`.checks`)."""
 
-    def __init__(self, func, checks: str = "full"):
+    def __init__(self, func, shared=None, perf=None, checks: str = "full"):
         self.func = func
+        self.perf = perf
         self.checks = Checks.of(checks)
-        self.plan = StoragePlan(func, self.checks)
+        self.plan = StoragePlan(func, shared, self.checks)
         self.slots: dict[int, int] = {}
         self.semantics = load_all()
         self._launch = [(self.slot(b.var), b) for b in func.launch]
@@ -136,6 +138,8 @@ class Program:
 
     def s_BufferStore(self, s):
         store, idx = make_store(self.plan, s.buffer, self.span), self.expr(s.indices[0])
+        if self.perf is not None:
+            store = self.perf.wrap_access(store, self.plan, s.buffer, self.span, "st")
         val, d = self.expr(s.value), V.np_dtype(s.buffer.dtype)
         return lambda ctx: store(ctx, idx(ctx), V.as_type(val(ctx), d))
 
@@ -161,7 +165,7 @@ class Program:
             else:
                 act = ctx.active()
                 if fork:  # each side may wait for the other: run them as fibers
-                    ctx.fibers.fork([(act[c], then), (act[~c], other)])
+                    ctx.sched.fork(ctx, [(act[c], then), (act[~c], other)])
                     return
                 masked(ctx, act[c], then)
                 masked(ctx, act[~c], other)
@@ -246,6 +250,8 @@ class Program:
 
     def e_BufferLoad(self, e):
         load, idx = make_load(self.plan, e.buffer, e.span or self.span), self.expr(e.indices[0])
+        if self.perf is not None:
+            load = self.perf.wrap_access(load, self.plan, e.buffer, e.span or self.span, "ld")
         return lambda ctx: load(ctx, idx(ctx))
 
     def e_AddressOf(self, e):
@@ -260,6 +266,8 @@ class Program:
             raise SimulationError(f"{e.op!r} has no simulator semantics", e.span)
         site = Site(e, e.span, op)
         operands, regs_in = self._operands(op, e, site)
+        if self.perf is not None:
+            fn = self.perf.wrap_call(fn, site)
         report_key = e.op
 
         def call(ctx):
@@ -279,13 +287,13 @@ class Program:
             out.append(_const_fn(_immediate(a)) if p.static or a is None else self.expr(a))
         regs = e.args[fixed:]
         site.block = RegBlock.build(self.plan, regs, [r.span or self.span for r in regs])
-        if regs_written(op.regs):
+        if op.writes_regs:
             site.regs = tuple(self._lvalue(r) for r in regs)
             site.reg_addrs = tuple(self._reg_address(r) for r in regs)
-        if not regs_read(op.regs):
+        if not op.reads_regs:
             return out, None
         # read-write registers (accumulators): the instruction checks what it reads
-        checked = not regs_written(op.regs)
+        checked = not op.writes_regs
         if site.block is not None:
             block = site.block
             return out, lambda ctx: block.read(ctx, checked)

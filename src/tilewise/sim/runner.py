@@ -9,18 +9,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import LaunchError, SimulationError, SimulationWarning
+from ..errors import LaunchError, SimulationError, SimulationWarning, api_boundary
 from ..ir import signature as sig
 from ..ir.launch import LaunchConfig, cluster_rank
 from ..ir.stmt import PrimFunc
 from .cluster import Cluster
 from .compiler import Program
 from .memory import CtaMemory
+from .perf import PerfObserver
 from .races import GlobalRaces
 from .registry import EXIT_CHECKS
+from .scheduler import Scheduler
 from . import values as V
 from .state import Ctx, SimReport
-from .tensormap import bind_tensor_maps
+from .ops.bulk.tensormap import bind_tensor_maps
 
 
 def lower_for_sim(func, target):
@@ -28,6 +30,9 @@ def lower_for_sim(func, target):
     ``func`` lowered for ``target`` (sm_90a when None)."""
     from ..pipeline import Lowered, lower
 
+    from ..pipeline import as_prim_func
+
+    func = as_prim_func(func)  # a tilewise.autotune kernel: its heuristic configuration
     if isinstance(func, Lowered):
         if target is not None and str(target) != func.target.name:
             raise SimulationError(f"simulate() got a program lowered for {func.target} and "
@@ -182,6 +187,8 @@ class _Run:
     def ctx(self, cta, mem) -> Ctx:
         ctx = Ctx(self.block, self.prog.n_slots, cta, mem, self.report, self.strict, self.names)
         ctx.checks = self.prog.checks
+        if self.prog.plan.wgmma:  # register writes before the first wgmma op count too
+            ctx.asyncs.part("wgmma")
         self.prog.bind_launch(ctx, cta, self.values)
         return ctx
 
@@ -197,17 +204,19 @@ class _Run:
         return [(x, y, z) for z in range(g[2]) for y in range(g[1]) for x in range(g[0])]
 
     def alone(self) -> None:
-        """Every CTA after another, one memory reused."""
+        """Every CTA after another, one memory reused; each is a scheduler of its own (its
+        forked thread sets take turns)."""
         mem = self.memory()
         for cta in self.ctas():
             mem.reset()
             self.races.begin_cta(cta)
             ctx = self.ctx(cta, mem)
-            self.execute(ctx)
+            Scheduler().run([(ctx, self.execute)])
             self.report.ctas.append(ctx.stats)
 
     def clustered(self) -> None:
-        """Cluster after cluster; the CTAs of one run together (:mod:`.cluster`)."""
+        """Cluster after cluster; the CTAs of one run together, as the root tasks of one
+        scheduler (:mod:`.cluster`, :mod:`.scheduler`)."""
         size = self.cluster[0] * self.cluster[1] * self.cluster[2]
         groups: dict = {}
         for cta in self.ctas():
@@ -221,8 +230,15 @@ class _Run:
                 ctx = self.ctx(cta, self.memory(rank))
                 ctx.cluster, ctx.rank = cl, rank
                 cl.ctxs[ctx.rank] = ctx
-            cl.run(lambda r, cl=cl: self.execute(cl.ctxs[r]))
+            Scheduler().run([(ctx, lambda c, cl=cl: self._cluster_cta(cl, c))
+                             for ctx in cl.ctxs])
             self.report.ctas.extend(c.stats for c in cl.ctxs)
+
+    def _cluster_cta(self, cl: Cluster, ctx) -> None:
+        try:
+            self.execute(ctx)
+        finally:  # an exited CTA counts as arrived at the cluster barrier
+            cl.exited(ctx.rank)
 
 
 def run_program(prog: Program, globals_, grid, opts: SimOptions,
@@ -244,9 +260,10 @@ def run_program(prog: Program, globals_, grid, opts: SimOptions,
     return run.report
 
 
+@api_boundary
 def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
              keep_tmem: bool = False, outputs=(), checks: str | None = None,
-             strict_races: bool | None = None) -> SimReport:
+             strict_races: bool | None = None, perf: bool = False) -> SimReport:
     """Run a kernel on the CPU, writing results into the argument arrays in place.
 
     ``func``: a ``@T.prim_func`` (lowered here for ``target``, default sm_90a) or a
@@ -263,7 +280,9 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     ``"full"`` (default, or ``knobs.sim_checks``), ``"races"`` (data races and memory
     ordering only) or ``"none"`` (results only: bounds and deadlocks are still reported);
     ``strict_races``: two CTAs writing identical bytes to one place is a hazard rather than
-    a warning in ``report.warnings`` (default ``knobs.sim_strict_races``). Returns a
+    a warning in ``report.warnings`` (default ``knobs.sim_strict_races``); ``perf``: count
+    shared-memory bank conflicts and global sectors per access site, and collect the
+    dispatch's warnings, in ``report.perf`` (:mod:`tilewise.sim.perf`). Returns a
     :class:`SimReport`.
     """
     from ..knobs import knobs
@@ -278,8 +297,12 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     values.update(_at(flat, bind_tensor_maps, flat, binding))
     for k in opts.outputs:
         globals_[k].fill(0xFF)
-    prog = program_for(flat, opts.checks)
+    observer = PerfObserver() if perf else None
+    prog = (Program(flat, lowered.shared, observer, opts.checks) if observer is not None
+            else program_for(flat, lowered.shared, opts.checks))
     report = run_program(prog, globals_, _grid(flat, grid, binding), opts, values)
+    if observer is not None:
+        report.perf_report = observer.report(lowered.dispatch_log)
     if report.warnings:
         first = report.warnings[0]
         warnings.warn(f"{flat.name}: {len(report.warnings)} benign race(s) (report.warnings), "
@@ -291,14 +314,16 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
 _PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def program_for(flat, checks: str) -> Program:
-    """The closure tree of a flat kernel for a check level, compiled once per kernel and
-    level (a Program keeps no launch state: every launch gets fresh memories)."""
+def program_for(flat, shared, checks: str) -> Program:
+    """The closure tree of a flat kernel for a check level, compiled once per kernel, shared
+    layout and level (a Program keeps no launch state: every launch gets fresh memories;
+    one with a perf observer is never kept)."""
     per = _PROGRAMS.setdefault(flat, {})
-    prog = per.get(checks)
-    if prog is None:
-        prog = per[checks] = Program(flat, checks)
-    return prog
+    key = (id(shared), checks)
+    hit = per.get(key)
+    if hit is None or hit[0] is not shared:
+        hit = per[key] = (shared, Program(flat, shared, None, checks))
+    return hit[1]
 
 
 def _checks(checks, func) -> str:

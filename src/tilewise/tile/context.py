@@ -108,8 +108,10 @@ class DispatchContext:
     tid: Expr | None = None  # the linear thread id (threadIdx.x) as an expression
     in_loop: bool = False  # the call sits in a device loop (shared scratch is reused)
     notes: list[str] = field(default_factory=list)  # warnings recorded in the log
+    slow: list[str] = field(default_factory=list)  # slow paths: TilewisePerformanceWarning
     info: list[str] = field(default_factory=list)  # the chosen plan, for the log
     tensor_maps: dict | None = None  # the kernel's TMA tensor maps, shared by its calls
+    ranges: dict | None = None  # id(Var) -> inclusive bounds (launch ids, constant loops)
 
     def tensor_map(self, buffer, spec) -> Var:
         """The hidden kernel parameter carrying tensor map ``spec`` of global ``buffer``: one
@@ -151,6 +153,20 @@ class DispatchContext:
 
     def warn(self, text: str) -> None:
         self.notes.append(text)
+
+    def slow_path(self, text: str) -> None:
+        """A note that the chosen variant is a slow path (a scalar loop on one thread):
+        logged, and raised as a :class:`~tilewise.errors.TilewisePerformanceWarning` at the
+        call's line by ``tw.compile`` and ``tw.simulate``."""
+        self.notes.append(text)
+        self.slow.append(text)
+
+    def bound(self, e: Expr) -> tuple[int, int] | None:
+        """Inclusive bounds of an integer expression over every thread, CTA and iteration
+        of the enclosing constant-bound loops (None when unknown)."""
+        from ..passes.simplify import bound
+
+        return bound(e, self.ranges or {})
 
 
 def _key_text(e) -> str:

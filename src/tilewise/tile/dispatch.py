@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DispatchError, TilewiseError, did_you_mean
-from ..ir.expr import BinOp, Call, IntImm, UnaryOp, Var
+from ..ir.expr import BinOp, Call, IntImm, UnaryOp, Var, as_int
 from ..ir.printer import SCOPE_PREFIX
 from ..ir.stmt import Assign, IfThenElse, LetStmt, PrimFunc, ThreadBinding, TileCall
 from ..ir.visitor import Mutator, walk
+from ..passes.simplify import launch_ranges
 from .context import (ActiveThreads, DispatchContext, Unknown, eval_threads, launch_env,
                       scope_threads)
 from .registry import DispatchFail, candidates
@@ -41,6 +42,7 @@ class Decision:
     chosen: str | None = None
     notes: list[str] = field(default_factory=list)
     info: list[str] = field(default_factory=list)
+    slow: list[str] = field(default_factory=list)  # performance warnings (ctx.slow_path)
 
     def render(self) -> str:
         where = f"{self.span.file}:{self.span.line}" if self.span else "?"
@@ -92,6 +94,7 @@ class _Dispatch(Mutator):
         self.lets: dict[int, object] = {}
         self.tensor_maps: dict = {}  # key -> TensorMapParam, filled by the tma variant
         self.loops = 0  # device loops around the current statement
+        self.ranges = launch_ranges(func)  # id(Var) -> inclusive bounds, for ctx.bound
 
     def is_uniform(self, e) -> bool:
         """True when ``e`` has one value for the whole CTA (CTA ids, constant-bound loop
@@ -108,6 +111,9 @@ class _Dispatch(Mutator):
 
     def visit_For(self, s):
         self.immutable.add(id(s.var))
+        lo, n = as_int(s.start), as_int(s.extent)
+        if lo is not None and n is not None and n > 0:
+            self.ranges[id(s.var)] = (lo, lo + n - 1)
         return self._loop(s, "loop")
 
     def visit_While(self, s):
@@ -209,7 +215,7 @@ class _Dispatch(Mutator):
         _whole_groups_exist(s, group, self.launch.block, active)
         ctx = DispatchContext(self.target, s.scope, group, active, self.launch, s, s.span,
                               tid=self.tid, tensor_maps=self.tensor_maps,
-                              in_loop=self.loops > 0)
+                              in_loop=self.loops > 0, ranges=self.ranges)
         d = Decision(_call_text(s), s.span)
         self.log.append(d)
         try:
@@ -218,6 +224,7 @@ class _Dispatch(Mutator):
             raise e.with_span(s.span) from None
         d.notes.extend(ctx.notes)
         d.info.extend(ctx.info)
+        d.slow.extend(ctx.slow)
         return body
 
 
@@ -264,6 +271,7 @@ def _choose(ctx: DispatchContext, d: Decision):
     for v in _forced(ctx, candidates(ctx.call.op)):
         ctx.notes.clear()
         ctx.info.clear()
+        ctx.slow.clear()
         body, reason = _try(v, ctx)
         d.tried.append((v.name, v.priority, reason))
         if body is not None:

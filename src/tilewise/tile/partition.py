@@ -9,10 +9,13 @@ steps of ``T`` vectors of ``vec`` elements: element at position
   outermost = largest; if that order does not walk memory monotonically, the region's
   own row-major order is used.
 * **Vector width.** The widest candidate (in bytes, from the variant) such that
-  ``N % (T * vec) == 0`` and, on *both* sides, every vector is contiguous in memory and
-  its first byte is aligned to the vector size. Alignment is that of the byte offset from
-  the buffer base, and base buffers are **16-byte aligned by contract** (the runtime checks
-  data pointers; shared allocations are aligned by the code generator). A symbolic region
+  ``N % vec == 0`` and, on *both* sides, every vector is contiguous in memory and its
+  first byte is aligned to the vector size (``outer = ceil(N / (T * vec))``, the last step
+  guarded when partial; a partial tile's vectors must not straddle its bounds, and
+  symbolic strides become run-time conditions: :mod:`.clip`). Alignment is that of the
+  byte offset from the buffer base, and base buffers are **16-byte aligned by contract**
+  (the runtime checks data pointers; shared allocations are aligned by the code
+  generator). A symbolic region
   start contributes the largest number known to divide its element offset
   (``known_multiple``: sums, products, shifts, ``//`` and ``%`` by constants). Swizzled
   shared layouts are evaluated exactly (a swizzle keeps aligned 16-byte chunks whole).
@@ -26,11 +29,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.expr import BufferRegion, Expr, FloatImm, IntImm, Var, as_int, binop, cmp
+from ..ir.expr import BufferRegion, Expr, IntImm, Var, as_int, binop, cmp
 from ..ir.stmt import For, IfThenElse, Stmt
+from ..layout.axes import rowmajor
 from ..passes.indexing import memory_offset
 from ..passes.simplify import simplify_expr
-from ..script.analysis import affine, known_multiple
+from ..ir.analysis import affine, known_multiple
+from . import clip
+from .clip import STAND_IN, stand_in_strides
 from .registry import DispatchFail
 
 BASE_ALIGN = 16  # bytes; see the module docstring
@@ -48,6 +54,7 @@ class Side:
 
     role: str  # "dst" | "src"
     region: BufferRegion
+    stand_in: bool = False  # symbolic strides planned as clip.STAND_IN (checked at run time)
 
     @property
     def buffer(self):
@@ -83,24 +90,15 @@ class Side:
         out = []
         for d, (st, r) in enumerate(zip(self.buffer.elem_strides(), self.region.region)):
             if not isinstance(st, int) and as_int(st) is None:
+                if self.stand_in:
+                    out.append(STAND_IN)
+                    continue
                 if r.extent > 1:
                     raise DispatchFail(f"{self.text}: dimension {d} of {self.buffer.name!r} "
                                        f"has the symbolic stride {_text(st)}, and this variant "
                                        "needs the strides of the tile at compile time")
                 st = 0
             out.append(as_int(st))
-        return out
-
-    def symbolic_dims(self) -> list[int]:
-        """The region's dimensions whose buffer extent is a symbolic size."""
-        return [d for d, n in enumerate(self.buffer.shape) if as_int(n) is None]
-
-    def in_bounds(self, coords) -> Expr | None:
-        """``coords < extent`` on every symbolic dimension (None when all are static)."""
-        out = None
-        for d in self.symbolic_dims():
-            c = cmp("<", coords[d], self.buffer.shape[d])
-            out = c if out is None else binop("and", out, c)
         return out
 
     def alignment(self, starts: np.ndarray) -> int:
@@ -113,8 +111,11 @@ class Side:
         starts = [r.start for r in self.region.region]
         if all(as_int(s) is not None for s in starts):
             return BASE_ALIGN
+        strides = self.buffer.strides
+        if self.stand_in and self.buffer.layout is None:
+            strides = [IntImm(s) for s in stand_in_strides(self.buffer)]
         off = simplify_expr(memory_offset(self.buffer.layout, self.buffer.shape, starts,
-                                          strides=self.buffer.strides))
+                                          strides=strides))
         k = known_multiple(off)
         return BASE_ALIGN if k == 0 else math.gcd(k * self.elem_bytes, BASE_ALIGN)
 
@@ -123,14 +124,6 @@ def _text(e) -> str:
     from ..ir.printer import script
 
     return script(e)
-
-
-def _row_major(shape: Sequence[int]) -> list[int]:
-    out, acc = [], 1
-    for e in reversed(shape):
-        out.append(acc)
-        acc *= e
-    return out[::-1]
 
 
 def unravel(p: np.ndarray, extents: Sequence[int]) -> np.ndarray:
@@ -157,7 +150,10 @@ def drive_order(side: Side) -> tuple[int, ...]:
 
 @dataclass
 class Plan:
-    """The chosen partition: position ``f*threads*vec + t*vec`` of ``order``."""
+    """The chosen partition: position ``f*threads*vec + t*vec`` of ``order``. ``n`` elements
+    in all: when ``threads * vec`` does not divide it, the last step is guarded
+    (``p < n``). ``runtime``: conditions (symbolic strides and extents multiples of
+    ``vec``) under which this plan is valid, ``fallback`` the plan without them."""
 
     vec: int
     threads: int
@@ -165,14 +161,25 @@ class Plan:
     order: tuple[int, ...]
     shape: tuple[int, ...]
     elem_bytes: int
+    n: int = 0
+    runtime: tuple = ()
+    fallback: Plan | None = None
 
     @property
     def vec_bytes(self) -> int:
         return self.vec * self.elem_bytes
 
+    @property
+    def tail(self) -> bool:
+        return self.n % (self.threads * self.vec) != 0
+
     def describe(self) -> str:
-        return (f"vec {self.vec} ({self.vec_bytes * 8} bits), {self.threads} threads, "
-                f"outer {self.outer}")
+        text = (f"vec {self.vec} ({self.vec_bytes * 8} bits), {self.threads} threads, "
+                f"outer {self.outer}" + (", last step guarded" if self.tail else ""))
+        if self.fallback is not None:
+            text += (f"; when the run-time strides are not multiples of {self.vec}: vec "
+                     f"{self.fallback.vec}")
+        return text
 
     def rel_coords(self, p: Expr) -> list[Expr]:
         """Region-relative coordinate expressions of position ``p``."""
@@ -186,7 +193,8 @@ class Plan:
         return out
 
     def positions(self) -> np.ndarray:
-        """(outer, threads) positions of every vector start, for analysis."""
+        """(outer, threads) positions of every vector start, for analysis (positions at or
+        past ``n`` are guarded off)."""
         f = np.arange(self.outer)[:, None] * (self.threads * self.vec)
         return f + np.arange(self.threads)[None, :] * self.vec
 
@@ -206,57 +214,66 @@ def _side_reason(side: Side, offs: np.ndarray, vec: int) -> str | None:
 
 
 def plan_partition(dst: Side, src: Side, drive: Side, threads: int,
-                   vec_bytes: Sequence[int]) -> Plan:
-    """The widest legal partition, or DispatchFail naming the rule that failed."""
+                   vec_bytes: Sequence[int], guards: dict | None = None,
+                   fallback_bytes: Sequence[int] = ()) -> Plan:
+    """The widest legal partition, or DispatchFail naming the rule that failed.
+
+    ``guards``: the guarded dimensions of each side (``{"dst": dims, "src": dims}``,
+    :func:`tilewise.tile.clip.guarded_dims`); a vector never straddles their bounds. With a
+    symbolic stride (sides with ``stand_in``) the widest plan may hold only at run time;
+    the plan then carries its conditions and the widest plan that needs none, among
+    ``vec_bytes`` and then ``fallback_bytes`` (sizes the variant can only copy another way:
+    ldgsts's element copies)."""
     shape = dst.region.shape
     n = dst.region.size
     if src.region.size != n:
         raise DispatchFail(f"{dst.text} has {n} elements but {src.text} has "
                            f"{src.region.size}")
-    if n % threads:
-        raise DispatchFail(f"the tile has {n} elements, not a multiple of the {threads} "
-                           "threads of the scope")
+    guards = guards or {}
     order = drive_order(drive) if shape == src.region.shape else tuple(range(len(shape)))
     rel = unravel(np.arange(n), [shape[d] for d in order])[:, np.argsort(order)]
-    offs = {"dst": dst.offsets(rel), "src": src.offsets(_src_rel(src, rel, shape))}
+    srel = _src_rel(src, rel, shape)
+    offs = {"dst": dst.offsets(rel), "src": src.offsets(srel)}
     eb = dst.elem_bytes
-    reason = None
+    reason, best = None, None
     for nbytes in sorted(vec_bytes, reverse=True):
         vec = nbytes // eb
         if vec < 1 or nbytes % eb:
             reason = reason or f"a {nbytes}-byte vector is not a whole number of elements"
             continue
-        if n % (threads * vec):
-            reason = (f"the tile has {n} elements, not a multiple of {threads} threads x "
-                      f"{vec} elements ({nbytes} bytes)")
+        if n % vec:
+            reason = f"the tile has {n} elements, not a multiple of {vec} ({nbytes} bytes)"
             continue
-        reason = (_symbolic_reason(dst, order, shape, vec) or
-                  _symbolic_reason(src, order, shape, vec) or
-                  _side_reason(dst, offs["dst"], vec) or _side_reason(src, offs["src"], vec))
-        if reason is None:
-            return Plan(vec, threads, n // (threads * vec), order, shape, eb)
+        coords = {"dst": rel.reshape(-1, vec, rel.shape[-1]),
+                  "src": srel.reshape(-1, vec, srel.shape[-1])}
+        reason = (_side_reason(dst, offs["dst"], vec) or _side_reason(src, offs["src"], vec)
+                  or clip.vector_reason(dst.region, guards.get("dst", ()), coords["dst"], vec)
+                  or clip.vector_reason(src.region, guards.get("src", ()), coords["src"], vec))
+        if reason is not None:
+            continue
+        runtime = tuple(clip.runtime_conditions(s.region, guards.get(k, ()), coords[k], vec)
+                        for k, s in (("dst", dst), ("src", src)) if s.stand_in)
+        runtime = tuple(c for cs in runtime for c in cs)
+        plan = Plan(vec, threads, -(-n // (threads * vec)), order, shape, eb, n, runtime)
+        if not runtime:
+            if best is None:
+                return plan
+            best.fallback = plan
+            return best
+        best = best or plan
+    if best is not None and fallback_bytes:
+        try:
+            best.fallback = plan_partition(dst, src, drive, threads, fallback_bytes, guards)
+        except DispatchFail:
+            pass
+        if best.fallback is not None and not best.fallback.runtime:
+            return best
+    if best is not None:
+        raise DispatchFail(f"vectors of {best.vec_bytes} bytes fit only when the run-time "
+                           f"sizes (strides, extents) are multiples of {best.vec} elements, "
+                           "and no narrower vector this variant has fits otherwise"
+                           + (f" ({reason})" if reason else ""))
     raise DispatchFail(reason or "no vector width fits")
-
-
-def _symbolic_reason(side: Side, order, shape, vec: int) -> str | None:
-    """Vectors are guarded per vector: one must not straddle the end of a symbolic
-    dimension (so it stays within the innermost dimension of the copy order, and is one
-    element when that dimension itself is symbolic)."""
-    dims = side.symbolic_dims()
-    if not dims or vec == 1:
-        return None
-    if side.region.shape != tuple(shape):
-        return (f"{side.text} has symbolic sizes and a shape other than the other operand's; "
-                "only element-wise copies are guarded then")
-    inner = order[-1]
-    if inner in dims:
-        return (f"{side.text}: dimension {inner} has the symbolic extent "
-                f"{_text(side.buffer.shape[inner])}; a vector of {vec} elements could straddle "
-                "its end")
-    if shape[inner] % vec:
-        return (f"{side.text}: a vector of {vec} elements would span rows of the symbolic "
-                f"dimension(s) {dims}")
-    return None
 
 
 def _src_rel(src: Side, rel: np.ndarray, dst_shape) -> np.ndarray:
@@ -271,42 +288,63 @@ def _src_rel(src: Side, rel: np.ndarray, dst_shape) -> np.ndarray:
 def abs_coords(side: Side, plan: Plan, p: Expr) -> tuple[Expr, ...]:
     rel = plan.rel_coords(p)
     if side.region.shape != plan.shape:
-        lin = sum((c * s for c, s in zip(rel, _row_major(plan.shape))), IntImm(0))
+        lin = sum((c * s for c, s in zip(rel, rowmajor(plan.shape))), IntImm(0))
         rel = Plan(1, 1, 1, tuple(range(len(side.region.shape))), side.region.shape,
                    1).rel_coords(lin)
     return tuple(r.start + c for r, c in zip(side.region.region, rel))
 
 
-def emit(plan: Plan, scope_tid: Expr, dst: Side, src: Side,
-         make: Callable[..., Stmt], source_guard_operand: bool = False) -> Stmt:
-    """``make(dst_coords, src_coords)`` for this thread's vector of every outer step,
-    inside ``for f in range(outer)`` when ``outer > 1``.
+def emit(plan: Plan, ctx, dst: Side, src: Side, make: Callable[..., Stmt],
+         source_guard_operand: bool = False, tid: Expr | None = None) -> Stmt:
+    """``make(plan, dst_coords, src_coords)`` for this thread's vector of every outer step,
+    inside ``for f in range(outer)`` when ``outer > 1``; with run-time conditions
+    (``plan.runtime``) ``if conditions: <this> else: <the same with plan.fallback>``.
 
-    Buffers with symbolic sizes are guarded per vector: a vector past the end of the
-    destination is not written; one past the end of the source writes zeros instead, as
-    a TMA load fills out-of-bounds elements (element stores of 0; or, with
-    ``source_guard_operand``, ``make(dc, sc, src_ok)`` builds an instruction that
-    zero-fills by itself where ``src_ok`` is false, such as cp.async without source
-    bytes)."""
+    Guards per vector (:mod:`tilewise.tile.clip`): past the tile's end (``p < n``) and past
+    the end of the destination's buffer nothing is written; past the source's, ``fill=``
+    (default 0) is stored instead, as a TMA load fills out-of-bounds elements (element
+    stores; or, with ``source_guard_operand``, ``make(plan, dc, sc, src_ok)`` builds an
+    instruction that zero-fills by itself where ``src_ok`` is false, such as cp.async
+    without source bytes)."""
+    guards = {"dst": clip.guarded_dims(dst.region, ctx), "src": clip.guarded_dims(src.region, ctx)}
+    tid = ctx.scope_tid if tid is None else tid
+    body = _emit_plan(plan, ctx, tid, dst, src, make, source_guard_operand, guards)
+    if plan.runtime:
+        other = _emit_plan(plan.fallback, ctx, tid, dst, src, make, source_guard_operand,
+                           guards)
+        body = IfThenElse(clip.conjunction(plan.runtime), body, other)
+    return body
+
+
+def _emit_plan(plan: Plan, ctx, tid, dst: Side, src: Side, make, source_guard_operand: bool,
+               guards: dict) -> Stmt:
     f = Var("f")
     step = f if plan.outer > 1 else IntImm(0)
-    p = step * (plan.threads * plan.vec) + scope_tid * plan.vec
+    p = step * (plan.threads * plan.vec) + tid * plan.vec
     dc, sc = abs_coords(dst, plan, p), abs_coords(src, plan, p)
+    src_ok = clip.in_range(src.region, guards["src"], sc, ctx)
     if source_guard_operand:
-        body = guarded(dst, None, dc, sc, make(dc, sc, src.in_bounds(sc)), None)
+        body = make(plan, dc, sc, src_ok)
     else:
-        body = guarded(dst, src, dc, sc, make(dc, sc), lambda: _zeros(dst, plan, p))
+        body = make(plan, dc, sc)
+        if src_ok is not None:
+            body = IfThenElse(src_ok, body, _fills(ctx, dst, plan, p))
+    tail = cmp("<", p, plan.n) if plan.tail else None
+    cond = clip.conjunction([tail, clip.in_range(dst.region, guards["dst"], dc, ctx)])
+    if cond is not None:
+        body = IfThenElse(cond, body)
     if plan.outer == 1:
         return body
     return For(f, IntImm(0), IntImm(plan.outer), "serial", body)
 
 
-def guarded(dst: Side, src: Side | None, dc, sc, body: Stmt, zero) -> Stmt:
-    """``body`` under the bounds of buffers with symbolic sizes: skipped where the
-    destination is out of bounds, ``zero()`` where only the source is (no source check
+def guarded(ctx, dst: Side, src: Side | None, dc, sc, body: Stmt, zero) -> Stmt:
+    """``body`` under the bounds of partial tiles (:mod:`tilewise.tile.clip`): skipped where
+    the destination is out of bounds, ``zero()`` where only the source is (no source check
     when ``src`` is None)."""
-    src_ok = src.in_bounds(sc) if src is not None else None
-    dst_ok = dst.in_bounds(dc)
+    src_ok = (clip.in_range(src.region, clip.guarded_dims(src.region, ctx), sc, ctx)
+              if src is not None else None)
+    dst_ok = clip.in_range(dst.region, clip.guarded_dims(dst.region, ctx), dc, ctx)
     if src_ok is not None:
         body = IfThenElse(src_ok, body, zero())
     if dst_ok is not None:
@@ -314,11 +352,10 @@ def guarded(dst: Side, src: Side | None, dc, sc, body: Stmt, zero) -> Stmt:
     return body
 
 
-def _zeros(dst: Side, plan: Plan, p: Expr) -> Stmt:
-    """Element stores of zero over the destination vector at position ``p``."""
+def _fills(ctx, dst: Side, plan: Plan, p: Expr) -> Stmt:
+    """Element stores of ``fill=`` (default 0) over the destination vector at ``p``."""
     from ..ir.stmt import BufferStore, seq
 
-    t = dst.buffer.dtype
-    zero = FloatImm(0.0, t) if t.is_float else IntImm(0, t)
-    return seq(*(BufferStore(dst.buffer, abs_coords(dst, plan, p + i), zero)
+    v = clip.fill_value(ctx, dst.buffer.dtype)
+    return seq(*(BufferStore(dst.buffer, abs_coords(dst, plan, p + i), v)
                  for i in range(plan.vec)))

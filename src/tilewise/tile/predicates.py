@@ -64,12 +64,6 @@ def same_size(ctx):
                    f"{ctx.src.size} ({ctx.src.shape})")
 
 
-def no_option(ctx, option: str, why: str):
-    if ctx.option(option) is None:
-        return True
-    return False, why
-
-
 def whole_bytes(ctx):
     if ctx.dst.buffer.dtype.bits % 8 == 0:
         return True
@@ -109,21 +103,6 @@ def option_needs_feature(ctx, option: str, feature: str, what: str):
     return False, f"{what} needs {FEATURES[feature].needs}; target is {ctx.target}"
 
 
-#: Options only the TMA tensor copy (``tma``) and the cluster copy (``dsmem``) take.
-TMA_OPTIONS = ("cta_mask", "oob", "l2_promotion", "prefetch_tensormap", "use_tma_reduce")
-DSMEM_OPTIONS = ("remote_cta_id",)
-
-
-def no_foreign_options(ctx, options: tuple[str, ...], owner: str):
-    """None of ``options`` is given: they belong to variant ``owner`` (never silently
-    ignored by another variant)."""
-    given = [o for o in options if ctx.option(o) is not None]
-    if not given:
-        return True
-    return False, (f"{given[0]}= is an option of the {owner} variant; this variant does not "
-                   f"implement it (pass dispatch=\"{owner}\")")
-
-
 def register_tiles(ctx, roles: tuple[str, ...] = ("dst", "src")):
     """The named operands are register tiles (local views whose layouts have thread
     axes)."""
@@ -149,3 +128,18 @@ def one_issuer(ctx, what: str):
     return False, (f"{how} and each would issue its own {what} (single-thread semantics); "
                    "guard it so that one thread issues it, e.g. `if T.ptx.elect_sync():` "
                    "inside one warp")
+
+
+def whole_tiles(ctx):
+    """No operand region reaches past the end of its buffer at a compile-time position (a
+    partial tile, which only the variants that clip accept: docs/dispatch.md)."""
+    from ..ir.expr import as_int
+
+    for role, r in (("dst", ctx.dst), ("src", ctx.src)):
+        for d, (rg, n) in enumerate(zip(r.region, r.buffer.shape)):
+            s, n = as_int(rg.start), as_int(n)
+            if s is not None and n is not None and s + rg.extent > n:
+                return False, (f"{role} {r.buffer.name!r} is a partial tile (dimension {d}: "
+                               f"{s}:{s + rg.extent} of {n}); this variant copies whole tiles "
+                               "only")
+    return True

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from tilewise.ir.expr import BufferLoad, FloatImm, IntImm, Var, cast, cmp
 from tilewise.ir.stmt import BufferStore, For, IfThenElse
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.partition import Plan, Side, abs_coords, guarded
 from tilewise.tile.registry import predicate, register_dispatch
@@ -37,7 +38,7 @@ def _loop(ctx):
     value = cast(dst.buffer.dtype, BufferLoad(src.buffer, sc))
     t = dst.buffer.dtype
     zero = FloatImm(0.0, t) if t.is_float else IntImm(0, t)
-    body = guarded(dst, src, dc, sc, BufferStore(dst.buffer, dc, value, span=ctx.span),
+    body = guarded(ctx, dst, src, dc, sc, BufferStore(dst.buffer, dc, value, span=ctx.span),
                    lambda: BufferStore(dst.buffer, dc, zero, span=ctx.span))
     loop = For(i, IntImm(0), IntImm(n), "serial", body, span=ctx.span)
     if ctx.scope_kind == "thread":
@@ -45,7 +46,7 @@ def _loop(ctx):
     return IfThenElse(cmp("==", ctx.scope_tid, 0), loop, span=ctx.span)
 
 
-@register_dispatch("copy", "cuda", variant="fallback", priority=0, when=[
+@register_dispatch("copy", "cuda", variant="fallback", options=(O.FILL,), priority=0, when=[
     predicate("operands are regions", P.operands_are_regions),
     predicate("global/shared", P.direction, pairs=PAIRS),
     predicate("scope", P.scope_in, scopes=SCOPES),
@@ -53,6 +54,9 @@ def _loop(ctx):
     predicate("same size", P.same_size),
 ])
 def fallback(ctx):
-    ctx.warn(f"{ctx.call.op} falls back to a scalar loop on one thread of the "
-             f"{ctx.scope_kind} ({ctx.dst.size} elements); it is correct but slow")
+    why = ("it converts dtypes: Tx.cast does that on every thread" if
+           ctx.dst.buffer.dtype != ctx.src.buffer.dtype else
+           "see `tilewise explain` for why the other variants declined")
+    ctx.slow_path(f"{ctx.call.op} falls back to a scalar loop on one thread of the "
+                  f"{ctx.scope_kind} ({ctx.dst.size} elements); it is correct but slow ({why})")
     return _loop(ctx)

@@ -16,11 +16,16 @@ Algorithm (``ld``/``st``, PTX ISA §9.7.9.8 / §9.7.9.10):
    of registers ``r0 .. r0 + v - 1`` (``r0`` a multiple of ``v``) holds elements that are
    consecutive in memory, the first aligned to the vector size (its byte offset from the
    16-byte aligned buffer base, with the largest known divisor of a symbolic start, as the
-   copy partition computes it). Compile-time sizes only.
+   copy partition computes it), and no run straddles the end of a guarded dimension of a
+   partial tile (:mod:`tilewise.tile.clip`). Symbolic strides are planned as multiples of
+   every vector and checked at run time.
 3. Emit per vector one ``T.ptx.ld_st`` between the register array (a flat view, constant
    index) and the memory element at the run's coordinates (the layout's digits of ``r0``
    and of the thread's axis values) -- ``ld.global.v4.b32`` into registers for 16 bytes;
-   a one-element run is a plain load and store.
+   a one-element run is a plain load and store. On a partial tile each vector is guarded:
+   a load outside the buffer writes ``fill=`` (default 0) into its registers, a store
+   outside is skipped. With run-time stride conditions the whole is
+   ``if conditions: <vectors> else: <elements>``.
 """
 
 from __future__ import annotations
@@ -31,8 +36,10 @@ import numpy as np
 
 from tilewise.ir.expr import AddressOf, BufferLoad, IntImm
 from tilewise.ir.launch import WARP, WARPGROUP
-from tilewise.ir.stmt import BufferStore, DeclBuffer, Evaluate, SeqStmt
+from tilewise.ir.stmt import BufferStore, DeclBuffer, Evaluate, IfThenElse, SeqStmt
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import clip
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.partition import Side
 from tilewise.tile.regtile import RegTile
@@ -83,13 +90,41 @@ def _nonzero(e) -> bool:
     return as_int(e) != 0
 
 
-def _vector(tile: RegTile, mem: Side, ctx) -> int:
-    """Elements per vector: the widest run every thread's registers keep contiguous and
-    aligned in memory."""
-    eb = mem.elem_bytes
+def _matching_dims(mem_shape, tile_shape):
+    """The memory region's dimension for each of the register view's, when the two shapes
+    are equal but for extent-1 dimensions (``R[cw, :, :]`` against a (64, N) tile); None
+    when they differ otherwise."""
+    md = [d for d, e in enumerate(mem_shape) if e != 1]
+    td = [d for d, e in enumerate(tile_shape) if e != 1]
+    if [mem_shape[d] for d in md] != [tile_shape[d] for d in td]:
+        return None
+    out = [None] * len(tile_shape)
+    for m, t in zip(md, td):
+        out[t] = m
+    return out
+
+
+def _expand(coords, axes, rank):
+    """Register-view coordinates as coordinates of the memory region (0 where it has an
+    extent-1 dimension the view lacks)."""
+    out = [0] * rank
+    for c, d in zip(coords, axes):
+        if d is not None:
+            out[d] = c
+    return out
+
+
+def _elements(tile: RegTile, axes, rank: int) -> np.ndarray:
+    """(threads, regs, ndim): the region-relative coordinates each register holds."""
     t = np.arange(tile.threads)
-    rel = np.stack([np.broadcast_to(np.asarray(c, np.int64), (tile.threads, tile.regs))
-                    for c in _all_coords(tile, t)], axis=-1)
+    return np.stack([np.broadcast_to(np.asarray(c, np.int64), (tile.threads, tile.regs))
+                     for c in _expand(_all_coords(tile, t), axes, rank)], axis=-1)
+
+
+def _vector(tile: RegTile, mem: Side, dims, rel: np.ndarray) -> int:
+    """Elements per vector: the widest run every thread's registers keep contiguous and
+    aligned in memory, never straddling the end of a guarded dimension."""
+    eb = mem.elem_bytes
     offs = mem.offsets(rel.reshape(-1, rel.shape[-1])).reshape(tile.threads, tile.regs)
     for nbytes in VEC_BYTES:
         v = nbytes // eb
@@ -98,7 +133,10 @@ def _vector(tile: RegTile, mem: Side, ctx) -> int:
         runs = offs.reshape(tile.threads, -1, v)
         if v > 1 and (runs - runs[:, :, :1] != np.arange(v)).any():
             continue
-        if mem.alignment(runs[:, :, 0].reshape(-1)) % nbytes == 0:
+        if mem.alignment(runs[:, :, 0].reshape(-1)) % nbytes:
+            continue
+        coords = rel.reshape(-1, v, rel.shape[-1])
+        if clip.vector_reason(mem.region, dims, coords, v) is None:
             return v
     return 1
 
@@ -112,9 +150,8 @@ def _all_coords(tile: RegTile, t):
 VEC_BYTES = (16, 8, 4, 2)
 
 
-@register_dispatch("copy", "cuda", variant="reg", priority=30, when=[
+@register_dispatch("copy", "cuda", variant="reg", priority=30, options=(O.FILL,), when=[
     predicate("operands are regions", P.operands_are_regions),
-    predicate("compile-time sizes", P.static_sizes),
     predicate("registers <-> memory", P.direction, pairs=PAIRS),
     predicate("scope", P.scope_in, scopes=SCOPES),
     predicate("all threads active", P.all_active),
@@ -127,23 +164,49 @@ def reg(ctx):
     into_regs = regside is ctx.dst
     memr = ctx.src if into_regs else ctx.dst
     tile = RegTile.of(regside, ctx.thread_count, "register buffer")
-    if memr.shape != tile.shape:
+    axes = _matching_dims(memr.shape, tile.shape)
+    if axes is None:
         raise DispatchFail(f"the memory side has shape {memr.shape} but the register view "
                            f"{tile.shape}; copy regions of the register view's shape")
-    mem = Side("src" if into_regs else "dst", memr)
-    v = _vector(tile, mem, ctx)
+    mem = Side("src" if into_regs else "dst", memr, stand_in=True)
+    dims = clip.guarded_dims(memr, ctx)
+    rel = _elements(tile, axes, len(memr.shape))
+    v = _vector(tile, mem, dims, rel)
+    runtime = clip.runtime_conditions(memr, dims, rel.reshape(-1, v, rel.shape[-1]), v)
     flat = tile.flat()
-    body = [DeclBuffer(flat)]
+    body = _moves(ctx, tile, flat, memr, dims, v, into_regs, axes)
+    if runtime:
+        body = IfThenElse(clip.conjunction(runtime), body,
+                          _moves(ctx, tile, flat, memr, dims, 1, into_regs, axes),
+                          span=ctx.span)
+    ctx.info.append(f"{tile.regs} registers per thread, {math.prod(regside.shape)} elements, "
+                    f"vectors of {v * mem.elem_bytes} bytes"
+                    + (f", guarded dimension(s) {list(dims)}" if dims else "")
+                    + (" when the run-time strides allow (else elements)" if runtime else ""))
+    return SeqStmt((DeclBuffer(flat), body), span=ctx.span)
+
+
+def _moves(ctx, tile: RegTile, flat, memr, dims, v: int, into_regs: bool, axes):
+    """One ``ld_st`` (or element move) per run of ``v`` registers, each under its guard: a
+    load outside the buffer fills its registers with ``fill=``, a store there is skipped."""
     op = PTX_OPS["ptx.ld_st"]
+    nbytes = v * max(memr.buffer.dtype.bits // 8, 1)
+    fill = clip.fill_value(ctx, memr.buffer.dtype)
+    body = []
     for r0 in range(0, tile.regs, v):
-        idx = tuple(rg.start + c for rg, c in zip(memr.region, tile.coords(r0, ctx.scope_tid)))
+        rel = _expand(tile.coords(r0, ctx.scope_tid), axes, len(memr.shape))
+        idx = tuple(rg.start + c for rg, c in zip(memr.region, rel))
         regs, memx = (flat, (IntImm(r0),)), (memr.buffer, idx)
         d, sx = (regs, memx) if into_regs else (memx, regs)
         if v == 1:
-            body.append(BufferStore(d[0], d[1], BufferLoad(*sx), span=ctx.span))
+            move = BufferStore(d[0], d[1], BufferLoad(*sx), span=ctx.span)
         else:
-            body.append(Evaluate(op.call([AddressOf(*d), AddressOf(*sx), v * mem.elem_bytes],
-                                         {}, span=ctx.span), span=ctx.span))
-    ctx.info.append(f"{tile.regs} registers per thread, {math.prod(regside.shape)} elements, "
-                    f"vectors of {v * mem.elem_bytes} bytes")
+            move = Evaluate(op.call([AddressOf(*d), AddressOf(*sx), nbytes], {}, span=ctx.span),
+                            span=ctx.span)
+        ok = clip.in_range(memr, dims, idx, ctx)
+        if ok is not None:
+            other = (SeqStmt(tuple(BufferStore(flat, (IntImm(r0 + k),), fill, span=ctx.span)
+                                   for k in range(v))) if into_regs else None)
+            move = IfThenElse(ok, move, other, span=ctx.span)
+        body.append(move)
     return SeqStmt(tuple(body), span=ctx.span)

@@ -36,6 +36,8 @@ import numpy as np
 from tilewise.ir.expr import AddressOf, IntImm, cmp
 from tilewise.ir.stmt import Evaluate, IfThenElse
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
+from tilewise.tile import clip
 from tilewise.tile import predicates as P
 from tilewise.tile.partition import Plan, Side, emit, unravel
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
@@ -71,8 +73,11 @@ def _plain_shared(ctx):
     return True
 
 
-def plan_runs(dst: Side, src: Side) -> Plan:
-    """One run per ``Plan`` step: ``vec`` = run length in elements, ``outer`` = runs."""
+def plan_runs(dst: Side, src: Side, ctx) -> Plan:
+    """One run per ``Plan`` step: ``vec`` = run length in elements, ``outer`` = runs. A
+    partial tile is copied run by run, each run wholly inside its buffers or skipped (a
+    load's destination then keeps its bytes: the caller's mbarrier counts only the runs
+    issued, so a partial load is declined)."""
     shape = dst.region.shape
     n = dst.region.size
     od, os_ = (side.offsets(unravel(np.arange(n), side.region.shape)) for side in (dst, src))
@@ -91,34 +96,47 @@ def plan_runs(dst: Side, src: Side) -> Plan:
         if align % ALIGN:
             raise DispatchFail(f"{side.text}: runs start only {align}-byte aligned; a bulk "
                                "copy needs 16")
-    return Plan(run, 1, len(starts), tuple(range(len(shape))), shape, eb)
+    for side in (dst, src):
+        dims = clip.guarded_dims(side.region, ctx)
+        if not dims:
+            continue
+        if side is src and src.buffer.scope == "global":
+            raise DispatchFail(f"{side.text} may extend past the end of its buffer (a partial "
+                               "tile): a bulk load would not fill the rest, and the mbarrier's "
+                               "byte count would not match; use dispatch=\"tma\" (it fills) or "
+                               "Tx.copy")
+        rel = unravel(np.arange(n), side.region.shape).reshape(len(starts), run, -1)
+        why = clip.vector_reason(side.region, dims, rel, run)
+        if why is not None:
+            raise DispatchFail(f"a partial tile: {why}")
+    return Plan(run, 1, len(starts), tuple(range(len(shape))), shape, eb, n)
 
 
 def _emit(ctx):
     dst, src = Side("dst", ctx.dst), Side("src", ctx.src)
-    plan = plan_runs(dst, src)
+    plan = plan_runs(dst, src, ctx)
     load = src.buffer.scope == "global"
     op = PTX_OPS["ptx.cp_async.bulk.g2s" if load else "ptx.cp_async.bulk.s2g"]
     nbytes = plan.vec * plan.elem_bytes
     ctx.info.append(f"{plan.outer} bulk {'load' if load else 'store'}(s) of {nbytes} bytes")
 
-    def make(dc, sc):
+    def make(plan, dc, sc):
         args = [AddressOf(dst.buffer, dc), AddressOf(src.buffer, sc), IntImm(nbytes)]
         if load:
             args.append(ctx.option("mbar"))
         return Evaluate(op.call(args, {}, span=ctx.span), span=ctx.span)
 
-    body = emit(plan, IntImm(0), dst, src, make)
+    body = emit(plan, ctx, dst, src, make, tid=IntImm(0))
     if ctx.scope_kind == "thread":
         return body
     return IfThenElse(cmp("==", ctx.scope_tid, 0), body, span=ctx.span)
 
 
 #: The rules every copy-engine variant shares (bulk, tma, dsmem): one thread of the scope
-#: issues the whole copy, of one dtype and one size, and it is not predicated per element.
+#: issues the whole copy, of one dtype and one size (and none honours predicate=: the
+#: copy engine cannot predicate per element, NO_PREDICATE).
+NO_PREDICATE = {"predicate": "a copy by the copy engine cannot be predicated per element"}
 ISSUED_BY_ONE_THREAD = (
-    predicate("no predicate", P.no_option, option="predicate",
-              why="a copy by the copy engine cannot be predicated per element"),
     predicate("scope", P.scope_in, scopes=SCOPES),
     predicate("first thread active", P.first_thread_active),
     predicate("same dtype", P.same_dtype),
@@ -126,20 +144,17 @@ ISSUED_BY_ONE_THREAD = (
 )
 
 
-@register_dispatch("copy_async", "cuda", variant="bulk", priority=25, when=[
+@register_dispatch("copy_async", "cuda", variant="bulk", priority=25, options=(O.MBAR,),
+                   declines={
+    **NO_PREDICATE,
+    "cache_hint": "bulk does not implement cache_hint= (.L2::cache_hint) yet",
+    "prefetch_size": "prefetch_size= is a cp.async hint; bulk copies have none"}, when=[
     predicate("target has TMA", P.has_feature, feature="tma",
               what="cp.async.bulk"),
     predicate("operands are regions", P.operands_are_regions),
-    predicate("no TMA options", P.no_foreign_options, options=P.TMA_OPTIONS, owner="tma"),
-    predicate("no dsmem options", P.no_foreign_options, options=P.DSMEM_OPTIONS,
-              owner="dsmem"),
     predicate("compile-time sizes", P.static_sizes),
     predicate("global <-> shared", P.direction, pairs=PAIRS),
     predicate("completion", _direction),
-    predicate("no cache policy", P.no_option, option="cache_hint",
-              why="bulk does not implement cache_hint= (.L2::cache_hint) yet"),
-    predicate("no prefetch size", P.no_option, option="prefetch_size",
-              why="prefetch_size= is a cp.async hint; bulk copies have none"),
     *ISSUED_BY_ONE_THREAD,
     predicate("plain shared layout", _plain_shared),
 ])

@@ -30,11 +30,12 @@ from __future__ import annotations
 from tilewise.ir.expr import AddressOf, IntImm, cmp
 from tilewise.ir.stmt import Evaluate, IfThenElse
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.partition import Side, emit
 from tilewise.tile.registry import predicate, register_dispatch
 
-from .bulk import ISSUED_BY_ONE_THREAD, plan_runs
+from .bulk import ISSUED_BY_ONE_THREAD, NO_PREDICATE, plan_runs
 
 
 def _options(ctx):
@@ -58,37 +59,36 @@ def _memory_layouts(ctx):
 
 def _emit(ctx):
     dst, src = Side("dst", ctx.dst), Side("src", ctx.src)
-    plan = plan_runs(dst, src)
+    plan = plan_runs(dst, src, ctx)
     nbytes = plan.vec * plan.elem_bytes
     ctx.info.append(f"{plan.outer} copies of {nbytes} bytes into CTA rank "
                     f"{ctx.option('remote_cta_id')!s}")
     op = PTX_OPS["ptx.cp_async.bulk.s2c"]
     rank, mbar = ctx.option("remote_cta_id"), ctx.option("mbar")
 
-    def make(dc, sc):
+    def make(plan, dc, sc):
         args = [AddressOf(dst.buffer, dc), AddressOf(src.buffer, sc), IntImm(nbytes), mbar,
                 rank]
         return Evaluate(op.call(args, {}, span=ctx.span), span=ctx.span)
 
-    body = emit(plan, IntImm(0), dst, src, make)
+    body = emit(plan, ctx, dst, src, make, tid=IntImm(0))
     if ctx.scope_kind == "thread":
         return body
     return IfThenElse(cmp("==", ctx.scope_tid, 0), body, span=ctx.span)
 
 
-@register_dispatch("copy_async", "cuda", variant="dsmem", priority=11, when=[
+@register_dispatch("copy_async", "cuda", variant="dsmem", priority=11,
+                   options=(O.REMOTE_CTA_ID, O.MBAR), declines={
+    **NO_PREDICATE,
+    "cache_hint": "dsmem does not implement cache_hint=",
+    "prefetch_size": "prefetch_size= is a cp.async hint",
+    "cta_group": "cta_group= is for TMA and tcgen05 copies"}, when=[
     predicate("target has clusters", P.has_feature, feature="cluster",
               what="distributed shared memory (clusters)"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("shared -> shared", P.direction, pairs=(("shared*", "shared*"),)),
-    predicate("no TMA options", P.no_foreign_options, options=P.TMA_OPTIONS, owner="tma"),
+    predicate("whole tiles", P.whole_tiles),
     predicate("options", _options),
-    predicate("no cache policy", P.no_option, option="cache_hint",
-              why="dsmem does not implement cache_hint="),
-    predicate("no prefetch size", P.no_option, option="prefetch_size",
-              why="prefetch_size= is a cp.async hint"),
-    predicate("no cta_group", P.no_option, option="cta_group",
-              why="cta_group= is for TMA and tcgen05 copies"),
     *ISSUED_BY_ONE_THREAD,
     predicate("memory layouts", _memory_layouts),
 ])

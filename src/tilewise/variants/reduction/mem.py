@@ -14,6 +14,9 @@ scope, of a per-thread local array).
 
 This is the general variant, not the fast one: a reduction of a large shared tile is
 faster loaded into registers and reduced there (the ``thread``/``warp``/``smem`` variants).
+When one thread folds 64 or more elements while others idle (or every thread repeats the
+same fold into a register destination) the call is a slow path: a
+``TilewisePerformanceWarning`` at the user's line.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import math
 
 from tilewise.ir.expr import BufferLoad, IntImm, Var, binop
 from tilewise.ir.stmt import Assign, BufferStore, DeclBuffer, For, LetStmt, SeqStmt
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.compute import REDUCTIONS, reduced_shapes
 from tilewise.tile.regtile import RegTile, is_reg_tile
@@ -90,8 +94,24 @@ class _Fold:
         return stmts, acc
 
 
+SERIAL_LIMIT = 64  # source elements one thread may fold before it is a slow path
+
+
+def _warn_serial(ctx, f: _Fold, workers: int) -> None:
+    """A fold of many elements by one thread (each of a few threads, or every thread the
+    same fold) is a scalar loop: a performance warning at the user's line."""
+    if f.n < SERIAL_LIMIT or (workers >= ctx.thread_count and not is_reg_tile(ctx.dst)):
+        return
+    who = (f"every thread folds the {f.n} elements of its destination element" if
+           is_reg_tile(ctx.dst) else f"{workers} of the {ctx.thread_count} threads fold "
+           f"{f.n} elements each")
+    ctx.slow_path(f"{ctx.call.op} over memory: {who}, one after another; load the tile into "
+                  "a register tile (Tx.copy) and reduce there (shuffles, one barrier)")
+
+
 def mem(ctx):
     f = _Fold(ctx)
+    _warn_serial(ctx, f, min(ctx.dst.size, ctx.thread_count))
     accum = bool(ctx.option("accum"))
     if is_reg_tile(ctx.dst):
         tile = RegTile.of(ctx.dst, ctx.thread_count, "dst")
@@ -120,7 +140,7 @@ def mem(ctx):
 
 
 def _register(name: str) -> None:
-    register_dispatch(name, "cuda", variant="mem", priority=10, when=[
+    register_dispatch(name, "cuda", variant="mem", priority=10, options=(O.AXES, O.FOLD), when=[
         predicate("scope", P.scope_in, scopes=SCOPES),
         predicate("all threads active", P.all_active),
         predicate("compile-time sizes", P.static_sizes),

@@ -13,7 +13,7 @@ results agree with it to within float32 rounding of each K-step (tests state 2e-
 per step). tf32 inputs keep their 10 high mantissa bits (the low 13 are ignored, not
 rounded); fp8 inputs are exact in float64.
 
-Asynchrony (:mod:`tilewise.sim.async_wgmma`): the accumulators are written at issue, but
+Asynchrony (:mod:`.state`): the accumulators are written at issue, but
 stay in flight, and the operands being read, until a ``wait_group`` retires the group.
 """
 
@@ -21,31 +21,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.dtype import DTYPES
-from ...ir.launch import WARPGROUP
-from ...ptx import wgmma
-from ..access import check_accumulators, check_shared_read, register_offsets
-from ..collective import whole_groups
-from ..memory import SHARED
-from ..registry import semantics, write_regs
+from ....ir.dtype import DTYPES
+from ....ir.launch import WARPGROUP
+from ....ptx import wgmma
+from ...access import (check_accumulators, check_proxy_fence, check_shared_read,
+                        register_offsets)
+from ...collective import whole_groups
+from ...memory import SHARED
+from ...registry import semantics, write_regs
+from .state import wgmma_of
 
 
 @semantics("ptx.wgmma.fence")
 def fence(ctx, site, args):
     whole_groups(ctx, site.span, "wgmma.fence", WARPGROUP, "warpgroup")
-    ctx.asyncs.wgmma.fence(ctx.active())
+    wgmma_of(ctx).fence(ctx.active())
 
 
 @semantics("ptx.wgmma.commit_group")
 def commit_group(ctx, site, args):
-    ctx.asyncs.wgmma.commit(whole_groups(ctx, site.span, "wgmma.commit_group", WARPGROUP,
+    wgmma_of(ctx).commit(whole_groups(ctx, site.span, "wgmma.commit_group", WARPGROUP,
                                          "warpgroup"))
 
 
 @semantics("ptx.wgmma.wait_group")
 def wait_group(ctx, site, args):
     wgs = whole_groups(ctx, site.span, "wgmma.wait_group", WARPGROUP, "warpgroup")
-    ctx.asyncs.wgmma.wait(wgs, int(args[0]), site.span)
+    wgmma_of(ctx).wait(wgs, int(args[0]), site.span)
 
 
 def _uniform(ctx, site, values, act, wg, what) -> int | None:
@@ -80,8 +82,8 @@ def _operand(ctx, site, desc: int, k_major: bool, mn: int, k: int, dtype: str, w
             site.cache[key] = hit
     nbytes, uniq, npt = hit
     check_shared_read(ctx, uniq, 1, np.full(uniq.size, wg * WARPGROUP), site.span)
-    ctx.asyncs.check_async_read(uniq, wg * WARPGROUP, "wgmma.mma_async", site.span,
-                                "the wgmma.mma_async that reads it")
+    check_proxy_fence(ctx, uniq, wg * WARPGROUP, "wgmma.mma_async", site.span,
+                      "the wgmma.mma_async that reads it")
     vals = ctx.mem.shared[nbytes].view(npt).reshape(mn, k)
     if dtype == "float32":  # tf32: the 13 low mantissa bits are ignored
         vals = (vals.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
@@ -128,7 +130,7 @@ def mma_async(ctx, site, args):
                                "product overwrite it (accum=False)")
         prod = A @ B.T  # (64, n), exact products summed in float64
         _accumulate(out, sel, act[sel] % WARPGROUP, prod, sd, acc_t, n)
-        ctx.asyncs.wgmma.issue(wg, act[sel], _reg_bytes(site, regs_addr, sel),
+        wgmma_of(ctx).issue(wg, act[sel], _reg_bytes(site, regs_addr, sel),
                                (a_bytes, b_bytes), site.span)
     write_regs(ctx, site, out)
 
@@ -186,7 +188,7 @@ def _reg_bytes(site, regs_addr, sel) -> np.ndarray:
 
 @semantics("ptx.smem_addr")
 def smem_addr(ctx, site, args):
-    from ..access import check_pointer
+    from ...access import check_pointer
 
     r = check_pointer(ctx, args[0], 1, site.span, "T.ptx.smem_addr", spaces=(SHARED,))
     return None if r is None else r[1].astype(np.uint32)

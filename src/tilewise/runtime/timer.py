@@ -1,0 +1,75 @@
+"""Timing one launch of a kernel on the GPU, as ``tilewise.autotune`` does it.
+
+:class:`CudaTimer`: ``warmup`` launches, then ``reps`` times: write a buffer larger than any
+L2 (256 MB, ``cuMemsetD8Async``) so every run starts with a cold L2, record an event, launch,
+record an event; the result is the median of the event intervals (``cuEventElapsedTime``).
+Everything runs on the stream the launch would use (torch's current stream for torch
+tensors, else the legacy default stream), so nothing else interleaves. CUDA driver calls
+through ``cuda.bindings``, imported when first timed.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from . import device
+from .launch import stream_handle
+
+FLUSH_BYTES = 256 << 20  # larger than the L2 of every GPU so far (H200: 60 MB)
+
+
+class CudaTimer:
+    """``timer(kernel, args) -> seconds``: the median of ``reps`` cold-L2 launches."""
+
+    def __init__(self, warmup: int = 3, reps: int = 10, flush_bytes: int = FLUSH_BYTES):
+        self.warmup, self.reps, self.flush_bytes = warmup, reps, flush_bytes
+        self._flush = None
+        self._events = None
+
+    def _setup(self):
+        driver = device._driver()
+        device.make_current(0)
+        if self._flush is None:
+            self._flush = device.check(driver.cuMemAlloc(self.flush_bytes), "cuMemAlloc")
+            self._events = [device.check(driver.cuEventCreate(0), "cuEventCreate")
+                            for _ in range(2)]  # 0: CU_EVENT_DEFAULT (timing enabled)
+        return driver
+
+    def __call__(self, kernel, args, stream=None) -> float:
+        driver = self._setup()
+        raw = stream_handle(stream, args)
+        s = driver.CUstream(raw)
+        for _ in range(self.warmup):
+            kernel(*args, stream=raw)
+        start, end = self._events
+        times = []
+        for _ in range(self.reps):
+            device.check(driver.cuMemsetD8Async(self._flush, 0, self.flush_bytes, s),
+                         "cuMemsetD8Async")
+            device.check(driver.cuEventRecord(start, s), "cuEventRecord")
+            kernel(*args, stream=raw)
+            device.check(driver.cuEventRecord(end, s), "cuEventRecord")
+            device.check(driver.cuEventSynchronize(end), "cuEventSynchronize")
+            times.append(device.check(driver.cuEventElapsedTime(start, end),
+                                      "cuEventElapsedTime") / 1e3)
+        return statistics.median(times)
+
+    def __del__(self):
+        try:
+            if self._flush is not None:
+                driver = device._driver()
+                driver.cuMemFree(self._flush)
+                for e in self._events:
+                    driver.cuEventDestroy(e)
+        except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone
+            pass
+
+
+def device_name(ordinal: int = 0) -> str:
+    """``"<name> sm_XY"`` of device ``ordinal`` (what a tuning result is valid for)."""
+    driver = device._driver()
+    dev = device.check(driver.cuDeviceGet(ordinal), "cuDeviceGet")
+    raw = device.check(driver.cuDeviceGetName(256, dev), "cuDeviceGetName")
+    name = raw.split(b"\0", 1)[0].decode(errors="replace")
+    major, minor = device.compute_capability(ordinal)
+    return f"{name} sm_{major}{minor}"

@@ -1,0 +1,158 @@
+"""The row kernels on the H200 (marked ``gpu``): softmax and RMSNorm for every kind of
+width the sweeps time (powers of two, odd widths, vocabularies, rows too long for the
+registers), 1 to 65536 rows, float16 / bfloat16 (and float32 at a few), each candidate
+configuration the tuner may pick, and the tuned kernel itself; against torch on random
+data, outputs poisoned with NaN. Then tilewise.autotune's GPU timing path."""
+
+import functools
+import importlib
+
+import pytest
+
+import tilewise
+import tilewise as tw
+from exload import load_example
+from tilewise.knobs import override
+from tilewise.runtime import device_target
+
+pytestmark = pytest.mark.gpu
+
+WIDTHS = [64, 1000, 1024, 3000, 5120, 8192, 14336, 32000, 50257, 65536, 128256, 262144]
+DTYPES = ["float16", "bfloat16"]
+PLAN_ROWS = 4096  # the configurations are those of 4096 rows; the kernels take any count
+
+
+def _rows(cols):
+    return [r for r in (1, 7, 4096) if r * cols <= 1 << 28]
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    """Every (op, width, dtype, config) compiled at once in the compile workers (the rows
+    are a symbolic size: one kernel serves every row count)."""
+    from tilewise.compile_pool import compile_many
+
+    target = str(device_target())
+    keys, jobs = [], []
+    for op in ("softmax", "rmsnorm"):
+        ex = load_example(op)
+        make = getattr(ex, f"{op}_kernel")
+        for cols in WIDTHS:
+            for dtype in DTYPES:
+                for cfg in ex.configs(PLAN_ROWS, cols, dtype):
+                    keys.append((op, cols, dtype, cfg))
+                    jobs.append((functools.partial(make, PLAN_ROWS, cols, dtype), cfg))
+    out = {}
+    for (op, cols, dtype, cfg), b in zip(keys, compile_many(jobs, target)):
+        out.setdefault((op, cols, dtype), []).append((cfg, b))
+    return out
+
+
+def _each(kernels, key):
+    import pickle
+
+    for cfg, b in kernels[key]:
+        assert b.blob is not None, (cfg, b.reason)
+        yield cfg, pickle.loads(b.blob)
+
+
+@pytest.mark.parametrize("cols", WIDTHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_softmax_config_matches_torch(torch, kernels, cols, dtype):
+    for rows in _rows(cols):
+        x, _, _ = _inputs(torch, rows, cols, dtype)
+        for cfg, k in _each(kernels, ("softmax", cols, dtype)):
+            y = torch.full_like(x, float("nan"))
+            k(x, y)
+            assert _softmax_ok(torch, x, y), (rows, cfg)
+
+
+@pytest.mark.parametrize("cols", WIDTHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_rmsnorm_config_matches_torch(torch, kernels, cols, dtype):
+    for rows in _rows(cols):
+        x, w, _ = _inputs(torch, rows, cols, dtype)
+        for cfg, k in _each(kernels, ("rmsnorm", cols, dtype)):
+            y = torch.full_like(x, float("nan"))
+            k(x, w, y)
+            assert _rmsnorm_ok(torch, x, w, y), (rows, cfg)
+
+
+def _softmax_ok(torch, x, y) -> bool:
+    """Two units in the last place at 1 (the result is rounded once to the type)."""
+    ref = torch.softmax(x.float(), dim=-1)
+    return float((y.float() - ref).abs().max()) <= 2 * torch.finfo(x.dtype).eps
+
+
+def _rmsnorm_ok(torch, x, w, y) -> bool:
+    """Within two units in the last place of each result (float32 inside, one rounding)."""
+    xf = x.float()
+    ref = xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + 1e-6) * w.float()
+    tol = 2 * torch.finfo(x.dtype).eps * ref.abs() + torch.finfo(x.dtype).tiny
+    return bool(((y.float() - ref).abs() <= tol).all())
+
+
+def _inputs(torch, rows, cols, dtype):
+    td = getattr(torch, dtype)
+    x = (torch.randn(rows, cols, device="cuda") * 3).to(td)
+    w = (1 + 0.5 * torch.randn(cols, device="cuda")).to(td)
+    return x, w, torch.full_like(x, float("nan"))
+
+
+@pytest.mark.parametrize("rows,cols", [(4096, 3000), (65536, 64), (3, 50257), (2, 262144)])
+def test_float32_rows(torch, rows, cols):
+    x, w, y = _inputs(torch, rows, cols, "float32")
+    load_example("softmax").make_softmax(rows, cols, "float32")(x, y)
+    assert float((y - torch.softmax(x.double(), -1)).abs().max()) <= 2e-6
+    y.fill_(float("nan"))
+    load_example("rmsnorm").make_rmsnorm(rows, cols, "float32")(x, w, y)
+    assert _rmsnorm_ok(torch, x, w, y)
+
+
+@pytest.mark.parametrize("rows,cols", [(4096, 3000), (64, 128256), (65536, 64)])
+def test_the_tuned_factories_launch_as_kernels(torch, tmp_path, rows, cols):
+    with override(cache_dir=str(tmp_path)):
+        x, w, y = _inputs(torch, rows, cols, "bfloat16")
+        k = load_example("softmax").make_softmax(rows, cols, "bfloat16")
+        k(x, y)
+        assert _softmax_ok(torch, x, y)
+        assert "tuned in" in k.report() and "*" in k.report()
+        y.fill_(float("nan"))
+        load_example("rmsnorm").make_rmsnorm(rows, cols, "bfloat16")(x, w, y)
+        assert _rmsnorm_ok(torch, x, w, y)
+
+
+def test_autotune_times_candidates_on_the_gpu_and_caches_the_winner(torch, tmp_path):
+    """Real CUDA-event timing: every candidate gets a positive time, the fastest wins, a
+    second object (as a second process would) reads the winner from disk without timing."""
+    at = importlib.import_module("tilewise.autotune")
+    ex = load_example("softmax")
+    rows, cols = 8192, 8192
+    x, _, y = _inputs(torch, rows, cols, "float16")
+    with override(cache_dir=str(tmp_path)):
+        k = tilewise.autotune(functools.partial(ex.softmax_kernel, rows, cols, "float16"),
+                              configs=ex.configs(rows, cols, "float16"))
+        k(x, y)
+        (r,) = k.results.values()
+        assert all(t is not None and 1e-7 < t < 1e-1 for t in r.times), k.report()
+        assert r.winner == min(range(len(r.times)), key=lambda i: r.times[i])
+        assert _softmax_ok(torch, x, y)
+
+        def refuse(kernel, args):
+            raise AssertionError("timed again")
+
+        k2 = at.Autotuned(k.factory, k.configs, timer=refuse)
+        k2(x, y)
+        assert next(iter(k2.results.values())).cached
+
+
+def test_the_timer_flushes_l2_between_runs(torch):
+    """A softmax over 8 MB timed with L2 flushed is slower than with L2 warm."""
+    from tilewise.runtime.timer import CudaTimer
+
+    ex = load_example("softmax")
+    x, _, y = _inputs(torch, 2048, 2048, "float16")  # 16 MB in and out: L2-resident warm
+    k = tw.compile(ex.softmax_kernel(2048, 2048, "float16"), str(device_target()))
+    cold = CudaTimer(warmup=2, reps=20)(k, (x, y))
+    warm = CudaTimer(warmup=2, reps=20, flush_bytes=1)(k, (x, y))
+    assert cold > warm * 1.02, (cold, warm)
