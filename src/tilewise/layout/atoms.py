@@ -409,6 +409,51 @@ def wgmma_accumulator(n: int) -> TileLayout:
     return layout
 
 
+def wgmma_accumulator_rows() -> TileLayout:
+    """A per-row vector beside a wgmma accumulator: a (64, 1) register tile in which each
+    thread holds the rows it holds of :func:`wgmma_accumulator` (``16w + l // 4`` in
+    register 0, ``+ 8`` in register 1), replicated over the four lanes that share a row.
+    Broadcast over the columns it scales or shifts the accumulator row by row
+    (``Tx.wg.mul(acc, acc, rows)``) with no data moving between threads."""
+    spec = ((4, 1, "wid_in_wg"), (2, 1, "m"), (8, 4, "laneid"))
+    layout = TileLayout._build([Iter(e, s, Axis.get(a)) for e, s, a in spec],
+                               [Iter(4, 1, Axis.get("laneid"))]).group((64, 1))
+    _check_vector(layout, 64, lambda v: (v % 4) // 2, lambda r, c: r, "rows")
+    return layout
+
+
+def wgmma_accumulator_cols(n: int) -> TileLayout:
+    """A per-column vector beside an ``m64nN`` wgmma accumulator: a (1, n) register tile in
+    which each thread holds the columns it holds of :func:`wgmma_accumulator` (``8j + 2
+    (l % 4) + h`` in register ``2j + h``), replicated over the 32 threads that share them
+    (``l // 4`` and the warp)."""
+    wgmma_accumulator(n)  # the same checks of n
+    spec = ((n // 8, 2, "m"), (4, 1, "laneid"), (2, 1, "m"))
+    layout = TileLayout._build([Iter(e, s, Axis.get(a)) for e, s, a in spec],
+                               [Iter(8, 4, Axis.get("laneid")),
+                                Iter(4, 1, Axis.get("wid_in_wg"))]).group((1, n))
+    _check_vector(layout, n, lambda v: 2 * (v // 4) + v % 2, lambda r, c: c, "cols")
+    return layout
+
+
+def _check_vector(layout: TileLayout, n: int, reg: Callable, index: Callable, what: str):
+    """Every accumulator value ``v`` of thread ``t`` finds its row's (column's) vector
+    element in thread ``t``, register ``reg(v)``: checked from the wgmma formula."""
+    from tilewise.ptx import wgmma
+
+    acc_n = n if what == "cols" else 8
+    held = {}
+    for e in range(n):
+        for place in layout.apply_all(e):
+            held[(place["wid_in_wg"] * 32 + place["laneid"], place["m"])] = e
+    for t in range(128):
+        for v in range(acc_n // 2):
+            r, c = wgmma.acc_coords(t, v)
+            if held.get((t, reg(v))) != index(r, c):
+                raise RuntimeError(f"wgmma {what} vector layout disagrees with the formula "
+                                   f"at thread {t}, value {v}")
+
+
 # ---- shared operand tiles ----------------------------------------------------------------
 def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128,
                   stages: int | None = None) -> TileLayout:

@@ -119,6 +119,9 @@ PRIMITIVES: dict[str, Primitive] = {
             Option("accum", "expr", "add into C (True, or a run-time bool) instead of "
                    "overwriting it (False, the default)"),
             Option("cta_group", "int", "tcgen05 CTA group", (1, 2)),
+            Option("transA", "bool", "A is given as its transpose, a (K, M) region"),
+            Option("transB", "bool", "B is given as its transpose, a (N, K) region: "
+                   "C (+)= A @ B.T (a K-major B, as fp8 wgmma needs)"),
         ), "asynchronous C (+)= A @ B on the tensor cores (wgmma, tcgen05.mma); the fences, "
            "commits and waits are the caller's"),
         Primitive("gemm", ("C", "A", "B"), _COMMON + (
