@@ -45,7 +45,6 @@ Grouped GEMMs for MoE (contiguous and masked layouts, fp8 and bf16) are in
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 from tilewise import T, Tx
