@@ -9,7 +9,8 @@ modes of ``torch._scaled_mm``). Shapes: DeepSeek-V3's (N, K) x M in {64, 128, 40
 Every kernel is first checked against a float64 product of the dequantised inputs (relative
 Frobenius error; the errors are printed beside each other), then timed with CUDA events
 (median of samples of back-to-back launches; benchmarks/timing.py). TFLOP/s count 2·M·N·K.
-At M = 4096 the block-scaled kernel also runs with the other wide tiles (``--sweep``).
+At M = 4096 the block-scaled kernel also runs with the other wide tiles, alone and as CTA
+pairs multicasting B (``--no-sweep`` skips them).
 
     PYTHONPATH=src python benchmarks/bench_gemm_fp8.py [--ms 64,128,4096]
         [--modes block,row,tensor] [--no-grouped] [--no-sweep] [--json OUT.json]
@@ -32,7 +33,7 @@ GROUPED = [  # (layout, groups, rows a group (expected), N, K, fp8)
     ("contiguous", 4, 8192, 4096, 7168, True), ("contiguous", 4, 8192, 7168, 2048, True),
     ("masked", 8, 256, 4096, 7168, True), ("masked", 8, 256, 7168, 2048, True),
     ("contiguous", 4, 8192, 4096, 7168, False)]
-SWEEP = [(128, 128), (256, 128), (128, 256)]
+SWEEP = [(bm, bn, mc) for bm, bn in ((128, 128), (256, 128), (128, 256)) for mc in (1, 2)]
 
 
 def _example(name):
@@ -202,10 +203,10 @@ def dense(torch, F, ms, modes, sweep, sms, log):
 
 
 def _ours(F, kernels, mode, tile, sms):
-    key = (mode, tile.bm, tile.bn, tile.stages)
+    key = (mode, tile.bm, tile.bn, tile.stages, tile.cluster)
     if key not in kernels:  # symbolic in M, N, K: one kernel serves every shape
         kernels[key] = F.make_gemm_fp8(scaling=mode, bm=tile.bm, bn=tile.bn,
-                                       stages=tile.stages, num_sms=sms)
+                                       stages=tile.stages, num_sms=sms, cluster=tile.cluster)
     return kernels[key]
 
 
@@ -216,11 +217,11 @@ def _dense_case(torch, F, trit, kernels, mode, M, N, K, sweep, sms, log):
     row = dict(mode=mode, M=M, N=N, K=K)
     tiles = [F.choose_tile(M, N, sms)]
     if sweep and M >= 4096 and mode == "block":
-        tiles += [F.choose_tile(M, N, sms, bm=bm, bn=bn) for bm, bn in SWEEP
-                  if (bm, bn) != (tiles[0].bm, tiles[0].bn)]
+        tiles += [F.choose_tile(M, N, sms, bm=bm, bn=bn, cluster=mc) for bm, bn, mc in SWEEP
+                  if (bm, bn, mc) != (tiles[0].bm, tiles[0].bn, tiles[0].cluster)]
     best = None
     for tile in tiles:
-        name = f"{tile.bm}x{tile.bn}/{tile.stages}"
+        name = f"{tile.bm}x{tile.bn}/{tile.stages}" + ("/mc2" if tile.cluster == 2 else "")
         try:
             k = _ours(F, kernels, mode, tile, sms)
             c.fill_(float("nan"))

@@ -82,6 +82,7 @@ class Tile(NamedTuple):
     bn: int
     stages: int
     sms: int
+    cluster: int = 1  # 2: CTA pairs share each B tile, half loaded by each (TMA multicast)
 
     @property
     def wn(self) -> int:
@@ -126,46 +127,59 @@ TILES = ((64, 32), (64, 64), (64, 128), (128, 32), (128, 64), (128, 128), (128, 
          (256, 64), (256, 128))
 
 
-def tile_cost(bm: int, bn: int, wn: int) -> float:
+def tile_cost(bm: int, bn: int, wn: int, cluster: int = 1) -> float:
     """Cycles of one 128-deep K block of a bm x bn tile on one SM (a model of the H100):
     the most of tensor-core work (4096 fp8 FMA a cycle), shared-memory bytes (the TMA
-    writes plus each wave's wgmma reads, 128 B a cycle) and L2 bytes (~64 B a cycle)."""
+    writes plus each wave's wgmma reads, 128 B a cycle) and L2 bytes (~64 B a cycle; a
+    cluster of 2 reads half of B each)."""
     waves = bm * bn // (64 * wn)
     smem = (waves * (64 + wn) + bm + bn) * BK
-    return max(bm * bn * BK / 4096, smem / 128, (bm + bn) * BK / 64)
+    return max(bm * bn * BK / 4096, smem / 128, (bm + bn / cluster) * BK / 64)
+
+
+def _tiles(M_: int, N_: int, t: Tile) -> int:
+    """CTA tiles of the problem (a cluster of 2 takes m-tiles in pairs)."""
+    m = -(-M_ // t.bm)
+    return -(-m // t.cluster) * t.cluster * -(-N_ // t.bn)
 
 
 def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | None = None,
                 bn: int | None = None, stages: int | None = None, elem_bytes: int = 1,
-                bk: int = BK, bms: tuple = (64, 128, 256), clamp: bool = True) -> Tile:
+                bk: int = BK, bms: tuple = (64, 128, 256), clamp: bool = True,
+                cluster: int | None = None, clusters: tuple = (1, 2)) -> Tile:
     """The tile for an M x N problem: the candidate with the least modelled time, waves of
     CTAs x :func:`tile_cost` (the model holds for bf16 with ``bk`` 64 too: half the rate,
-    twice the bytes), among those with at least 3 stages. Without sizes: 128 x 128.
-    ``bm``, ``bn``, ``stages`` pin a choice; ``bms`` the rows allowed; ``clamp``: no more
-    CTAs than tiles."""
-    def make(c, st=stages):
-        t = Tile(c[0], c[1], 1, sms)
+    twice the bytes), among those with at least 3 stages; a cluster of 2 (TMA multicast of
+    B) only with two waves or more, as DeepGEMM does. Without sizes: 128 x 128, no cluster.
+    ``bm``, ``bn``, ``stages``, ``cluster`` pin a choice; ``bms`` / ``clusters`` the rows
+    and cluster sizes allowed; ``clamp``: no more CTAs than tiles."""
+    def make(c, mc, st=stages):
+        t = Tile(c[0], c[1], 1, sms, mc)
         room = SMEM - 2 * len(t.waves) * 64 * t.wn * 2 - 1024  # epilogue tiles, barriers
-        return Tile(c[0], c[1], st or min(8, room // ((c[0] + c[1]) * bk * elem_bytes)), sms)
+        return t._replace(stages=st or min(8, room // ((c[0] + c[1]) * bk * elem_bytes)))
 
-    cands = [make(c) for c in TILES if c[0] in bms and bm in (None, c[0]) and bn in (None, c[1])]
+    cands = [make(c, mc) for c in TILES for mc in clusters
+             if c[0] in bms and bm in (None, c[0]) and bn in (None, c[1])
+             and cluster in (None, mc) and (mc == 1 or sms % 2 == 0)]
     if not cands:
-        raise ValueError(f"bm={bm}, bn={bn} is not a tile: one of "
-                         f"{[c for c in TILES if c[0] in bms]}")
+        raise ValueError(f"bm={bm}, bn={bn}, cluster={cluster} is not a tile: one of "
+                         f"{[c for c in TILES if c[0] in bms]}, cluster in {clusters}")
     ok = [t for t in cands if t.stages >= 3] or cands
 
     def cost(t):
         if M_ is None or N_ is None:
-            return (0 if (t.bm, t.bn) == (128, 128) else 1, 0)
-        tiles = -(-M_ // t.bm) * -(-N_ // t.bn)
-        return (-(-tiles // sms) * tile_cost(t.bm, t.bn, t.wn), -t.bm * t.bn)
+            return (0 if (t.bm, t.bn, t.cluster) == (128, 128, 1) or len(cands) == 1 else 1, 0)
+        waves = -(-_tiles(M_, N_, t) // sms)
+        if t.cluster > 1 and waves < 2 and cluster is None:
+            return (float("inf"), 0)
+        return (waves * tile_cost(t.bm, t.bn, t.wn, t.cluster), -t.bm * t.bn, t.cluster)
 
     best = min(ok, key=cost)
     if best.stages < 2:
         raise ValueError(f"stages={best.stages}: the ring needs at least 2 buffers")
     if clamp and M_ is not None and N_ is not None:  # no idle CTAs
-        best = Tile(best.bm, best.bn, best.stages,
-                    max(1, min(sms, -(-M_ // best.bm) * -(-N_ // best.bn))))
+        n = max(1, min(sms, _tiles(M_, N_, best)))
+        best = best._replace(sms=n + n % best.cluster)
     return best
 
 
@@ -180,18 +194,19 @@ def check_sizes(N_: int | None, K_: int | None, elem_bytes: int = 1) -> None:
 def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None = None,
                   scaling: str = "block", fast_accum: bool = False, bm: int | None = None,
                   bn: int | None = None, stages: int | None = None,
-                  num_sms: int | None = None):
+                  num_sms: int | None = None, cluster: int | None = None):
     """The kernel ``k(A, B, SA, SB, C)``: C = (A · SA)(B · SB)ᵀ in bfloat16 (module
     docstring). ``scaling``: "block" (DeepGEMM), "row" or "tensor" (``torch._scaled_mm``);
     ``fast_accum`` (row / tensor only): one accumulator over the whole K. ``bm``, ``bn``,
-    ``stages`` override :func:`choose_tile`; ``num_sms`` the persistent CTA count."""
+    ``stages``, ``cluster`` (1, or 2: CTA pairs multicast B) override :func:`choose_tile`;
+    ``num_sms`` the persistent CTA count."""
     if scaling not in SCALINGS:
         raise ValueError(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
     if fast_accum and scaling == "block":
         raise ValueError("fast_accum=True is for 'row' and 'tensor' scaling: block scales "
                          "change every 128 of K, so the partials must be promoted")
     check_sizes(N_, K_)
-    tile = choose_tile(M_, N_, num_sms or _sm_count(), bm, bn, stages)
+    tile = choose_tile(M_, N_, num_sms or _sm_count(), bm, bn, stages, cluster=cluster)
     return _dense(tile, scaling, fast_accum)
 
 
@@ -202,6 +217,9 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
     rstep, cstep = tile.origin(1)  # warpgroup cw starts at (cw * rstep, cw * cstep)
     a_layout, b_layout, c_layout = tile.layouts(BK, 8)
     stage_bytes = (bm + bn) * BK
+    mc = tile.cluster  # CTAs sharing a B tile
+    hb = bn // mc  # the rows of B each of them loads
+    pairs = sms // mc
 
     @T.prim_func
     def gemm_fp8(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle,
@@ -221,6 +239,10 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
         C = T.match_buffer(C_ptr, (M, N), "bfloat16")
         T.device_entry()
         bx = T.cta_id([sms])
+        if mc == 2:
+            rank = T.cta_id_in_cluster([2])  # the pair's two CTAs: m-tiles 2 p and 2 p + 1
+        else:
+            rank = 0
         tid = T.thread_id([384])
         wg = tid // 128  # 0, 1: the consumers; 2: the producer
         As = T.alloc_buffer((stages, bm, BK), FP8, scope="shared.dyn", layout=a_layout,
@@ -234,22 +256,28 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
         if tid == 0:
             for s in range(stages):
                 T.ptx.mbarrier.init(T.address_of(full[s]), 1)
-                T.ptx.mbarrier.init(T.address_of(empty[s]), 2)
-        T.cuda.cta_sync()
-        m_tiles = (M + bm - 1) // bm
+                T.ptx.mbarrier.init(T.address_of(empty[s]), 2 * mc)  # every consumer of
+            T.ptx.fence.mbarrier_init()                              # the cluster frees it
+        if mc == 2:
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
+        # tiles in units of the cluster: mc m-tiles (one a CTA) x one n-tile
+        m_tiles = (M + bm * mc - 1) // (bm * mc)
         n_tiles = (N + bn - 1) // bn
         k_tiles = (K + BK - 1) // BK
         in_group = GROUP_M * n_tiles
-        my_tiles = (m_tiles * n_tiles - bx + sms - 1) // sms
+        pair = bx // mc
+        my_tiles = (m_tiles * n_tiles - pair + pairs - 1) // pairs
         if wg == 2:  # ---------------------------------------------------------- producer
             T.ptx.setmaxnreg(False, 40)
             if tid == 256:
                 for j in range(my_tiles):
                     # ---- tile scheduler (the consumers' copy below is the same) --------
-                    t = bx + j * sms
+                    t = pair + j * pairs
                     first = t // in_group * GROUP_M
                     group_rows = T.min(m_tiles - first, GROUP_M)
-                    m0 = (first + t % in_group % group_rows) * bm
+                    m0 = ((first + t % in_group % group_rows) * mc + rank) * bm
                     n0 = t % in_group // group_rows * bn
                     # ---- end of the scheduler -------------------------------------------
                     for kt in range(k_tiles):
@@ -259,8 +287,16 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
                         Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, kt * BK:kt * BK + BK],
                                              dispatch="tma", mbar=T.address_of(full[s]))
-                        Tx.thread.copy_async(Bs[s, :, :], B[n0:n0 + bn, kt * BK:kt * BK + BK],
-                                             dispatch="tma", mbar=T.address_of(full[s]))
+                        if mc == 2:  # this CTA's half of B, into both CTAs of the pair
+                            Tx.thread.copy_async(Bs[s, rank * hb:rank * hb + hb, :],
+                                                 B[n0 + rank * hb:n0 + rank * hb + hb,
+                                                   kt * BK:kt * BK + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]),
+                                                 cta_mask=3)
+                        else:
+                            Tx.thread.copy_async(Bs[s, :, :],
+                                                 B[n0:n0 + bn, kt * BK:kt * BK + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
         else:  # -------------------------------------------------------------- consumers
             T.ptx.setmaxnreg(True, 232)
             acc0 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
@@ -282,10 +318,10 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
             leader = tid % 128 == 0
             for j in range(my_tiles):
                 # ---- tile scheduler (the producer's copy above is the same) -------------
-                t = bx + j * sms
+                t = pair + j * pairs
                 first = t // in_group * GROUP_M
                 group_rows = T.min(m_tiles - first, GROUP_M)
-                m0 = (first + t % in_group % group_rows) * bm
+                m0 = ((first + t % in_group % group_rows) * mc + rank) * bm
                 n0 = t % in_group // group_rows * bn
                 # ---- end of the scheduler -----------------------------------------------
                 for w in T.static_range(nw):
@@ -304,23 +340,28 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
                     if fast_accum:  # one fragment per wave over the whole K
                         T.ptx.wgmma.fence()
                         for w in T.static_range(nw):
-                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's A rows, B rows
+                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's rows of A, B
                             Tx.wg.gemm_async(accs[w], As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
                                              accum=True, transB=True)
                         T.ptx.wgmma.commit_group()
                         T.ptx.wgmma.wait_group(1)  # the previous block's wgmma are done
-                        if kt > 0 and leader:
-                            T.ptx.mbarrier.arrive(T.address_of(empty[(it + stages - 1) % stages]))
+                        if kt > 0 and leader:  # free the previous stage in each CTA
+                            for r in T.static_range(mc):
+                                T.ptx.mbarrier.arrive.expect_tx(
+                                    T.address_of(empty[(it + stages - 1) % stages]), 0,
+                                    remote=r if mc == 2 else None)
                     else:
                         for w in T.static_range(nw):
                             T.ptx.wgmma.fence()
-                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's A rows, B rows
+                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's rows of A, B
                             Tx.wg.gemm_async(part, As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
                                              transB=True)
                             T.ptx.wgmma.commit_group()
                             T.ptx.wgmma.wait_group(0)
-                            if w == nw - 1 and leader:
-                                T.ptx.mbarrier.arrive(T.address_of(empty[s]))
+                            if w == nw - 1 and leader:  # free the stage in each CTA
+                                for r in T.static_range(mc):
+                                    T.ptx.mbarrier.arrive.expect_tx(
+                                        T.address_of(empty[s]), 0, remote=r if mc == 2 else None)
                             if scaling == "block":  # promotion: acc += part * SA[row] * SB
                                 sr[0] = sa[2 * slots[w][0]] * sb[slots[w][1]]
                                 sr[1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
@@ -330,8 +371,10 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
                 if fast_accum:
                     T.ptx.wgmma.wait_group(0)
                     if leader:
-                        T.ptx.mbarrier.arrive(T.address_of(
-                            empty[(j * k_tiles + k_tiles - 1) % stages]))
+                        for r in T.static_range(mc):
+                            T.ptx.mbarrier.arrive.expect_tx(
+                                T.address_of(empty[(j * k_tiles + k_tiles - 1) % stages]), 0,
+                                remote=r if mc == 2 else None)
                 # epilogue per wave: the output scales, registers -> shared -> TMA store
                 if leader:
                     T.ptx.cp_async.bulk.wait_group_read(0)  # the last stores left Cs
@@ -361,6 +404,8 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
                     T.ptx.cp_async.bulk.commit_group()
             if leader:
                 T.ptx.cp_async.bulk.wait_group(0)
+        if mc == 2:  # no CTA leaves while its pair may still write to its shared memory
+            T.cuda.cluster_sync()
 
     return gemm_fp8
 

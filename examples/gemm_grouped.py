@@ -73,7 +73,7 @@ def _tile(layout: str, num_groups: int, M_, N_, expected_m, elem_bytes: int, bk:
     if bm not in (None, 64, 128):
         raise ValueError(f"bm={bm}: grouped tiles are 64 or 128 rows (inside a segment)")
     return F.choose_tile(rows, N_, num_sms or F._sm_count(), bm, bn, stages, elem_bytes, bk,
-                         bms=(64, 128), clamp=layout == "contiguous")
+                         bms=(64, 128), clamp=layout == "contiguous", clusters=(1,))
 
 
 def _check(layout: str, N_, K_, elem_bytes: int) -> None:

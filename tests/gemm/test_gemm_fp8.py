@@ -38,6 +38,7 @@ CASES = [  # (id, scaling, (M, N, K), make_gemm_fp8 options)
     ("block-128x128-tails", "block", (200, 136, 272), {}),
     ("block-64x32-K-tail", "block", (100, 80, 400), dict(bm=64, bn=32)),
     ("block-256x64-two-row-waves", "block", (130, 72, 144), dict(bm=256, bn=64)),
+    ("block-cta-pairs-multicast-B", "block", (150, 72, 144), dict(bm=64, bn=64, cluster=2)),
     ("row", "row", (200, 136, 272), {}),
     ("tensor-fast-accum", "tensor", (200, 136, 272), dict(fast_accum=True)),
 ]
