@@ -203,10 +203,11 @@ def dense(torch, F, ms, modes, sweep, sms, log):
 
 
 def _ours(F, kernels, mode, tile, sms):
-    key = (mode, tile.bm, tile.bn, tile.stages, tile.cluster)
+    key = (mode, tile.bm, tile.bn, tile.stages, tile.cluster, tile.share)
     if key not in kernels:  # symbolic in M, N, K: one kernel serves every shape
         kernels[key] = F.make_gemm_fp8(scaling=mode, bm=tile.bm, bn=tile.bn,
-                                       stages=tile.stages, num_sms=sms, cluster=tile.cluster)
+                                       stages=tile.stages, num_sms=sms, cluster=tile.cluster,
+                                       share=tile.share)
     return kernels[key]
 
 
@@ -217,11 +218,14 @@ def _dense_case(torch, F, trit, kernels, mode, M, N, K, sweep, sms, log):
     row = dict(mode=mode, M=M, N=N, K=K)
     tiles = [F.choose_tile(M, N, sms)]
     if sweep and M >= 4096 and mode == "block":
-        tiles += [F.choose_tile(M, N, sms, bm=bm, bn=bn, cluster=mc) for bm, bn, mc in SWEEP
-                  if (bm, bn, mc) != (tiles[0].bm, tiles[0].bn, tiles[0].cluster)]
+        tiles += [F.choose_tile(M, N, sms, bm=bm, bn=bn, cluster=mc, share="b")
+                  for bm, bn, mc in SWEEP
+                  if (bm, bn, mc, "b") != (tiles[0].bm, tiles[0].bn, tiles[0].cluster,
+                                           tiles[0].share)]
     best = None
     for tile in tiles:
-        name = f"{tile.bm}x{tile.bn}/{tile.stages}" + ("/mc2" if tile.cluster == 2 else "")
+        name = f"{tile.bm}x{tile.bn}/{tile.stages}" + (
+            f"/pairs-{tile.share.upper()}" if tile.cluster == 2 else "")
         try:
             k = _ours(F, kernels, mode, tile, sms)
             c.fill_(float("nan"))

@@ -82,7 +82,8 @@ class Tile(NamedTuple):
     bn: int
     stages: int
     sms: int
-    cluster: int = 1  # 2: CTA pairs share each B tile, half loaded by each (TMA multicast)
+    cluster: int = 1  # 2: CTA pairs share a tile of one operand, half loaded by each
+    share: str = "b"  # which operand a pair shares: "b" (m-tiles in pairs), "a" (n-tiles)
 
     @property
     def wn(self) -> int:
@@ -127,40 +128,46 @@ TILES = ((64, 32), (64, 64), (64, 128), (128, 32), (128, 64), (128, 128), (128, 
          (256, 64), (256, 128))
 
 
-def tile_cost(bm: int, bn: int, wn: int, cluster: int = 1) -> float:
-    """Cycles of one 128-deep K block of a bm x bn tile on one SM (a model of the H100):
-    the most of tensor-core work (4096 fp8 FMA a cycle), shared-memory bytes (the TMA
-    writes plus each wave's wgmma reads, 128 B a cycle) and L2 bytes (~64 B a cycle; a
-    cluster of 2 reads half of B each)."""
-    waves = bm * bn // (64 * wn)
-    smem = (waves * (64 + wn) + bm + bn) * BK
-    return max(bm * bn * BK / 4096, smem / 128, (bm + bn / cluster) * BK / 64)
+def tile_cost(t: Tile) -> float:
+    """Cycles of one 128-deep K block of tile ``t`` on one SM, a model of the H100 after
+    DeepGEMM's: the most of tensor-core work (4096 fp8 FMA a cycle), shared-memory bytes
+    (the TMA writes, the wgmma reads of A and B, 128 B a cycle) and L2 bytes (~46 B a
+    cycle and SM: 6 KB a cycle in all; a pair sharing an operand reads half of it each)."""
+    smem = (t.bm + t.bn + max(64, t.bm) + t.bn) * BK
+    half_a = 2 if t.cluster == 2 and t.share == "a" else 1
+    half_b = 2 if t.cluster == 2 and t.share == "b" else 1
+    l2 = (t.bm / half_a + t.bn / half_b) * BK
+    return max(t.bm * t.bn * BK / 4096, smem / 128, l2 / 46.5)
 
 
 def _tiles(M_: int, N_: int, t: Tile) -> int:
     """CTA tiles of the problem (a cluster of 2 takes m-tiles in pairs)."""
-    m = -(-M_ // t.bm)
-    return -(-m // t.cluster) * t.cluster * -(-N_ // t.bn)
+    m, n = -(-M_ // t.bm), -(-N_ // t.bn)
+    if t.cluster == 2:
+        m, n = (m + m % 2, n) if t.share == "b" else (m, n + n % 2)
+    return m * n
 
 
 def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | None = None,
                 bn: int | None = None, stages: int | None = None, elem_bytes: int = 1,
                 bk: int = BK, bms: tuple = (64, 128, 256), clamp: bool = True,
-                cluster: int | None = None, clusters: tuple = (1, 2)) -> Tile:
+                cluster: int | None = None, clusters: tuple = (1, 2),
+                share: str | None = None) -> Tile:
     """The tile for an M x N problem: the candidate with the least modelled time, waves of
     CTAs x :func:`tile_cost` (the model holds for bf16 with ``bk`` 64 too: half the rate,
     twice the bytes), among those with at least 3 stages; a cluster of 2 (TMA multicast of
     B) only with two waves or more, as DeepGEMM does. Without sizes: 128 x 128, no cluster.
-    ``bm``, ``bn``, ``stages``, ``cluster`` pin a choice; ``bms`` / ``clusters`` the rows
-    and cluster sizes allowed; ``clamp``: no more CTAs than tiles."""
-    def make(c, mc, st=stages):
-        t = Tile(c[0], c[1], 1, sms, mc)
+    ``bm``, ``bn``, ``stages``, ``cluster``, ``share`` pin a choice; ``bms`` / ``clusters``
+    the rows and cluster sizes allowed; ``clamp``: no more CTAs than tiles."""
+    def make(c, mc, share, st=stages):
+        t = Tile(c[0], c[1], 1, sms, mc, share)
         room = SMEM - 2 * len(t.waves) * 64 * t.wn * 2 - 1024  # epilogue tiles, barriers
         return t._replace(stages=st or min(8, room // ((c[0] + c[1]) * bk * elem_bytes)))
 
-    cands = [make(c, mc) for c in TILES for mc in clusters
+    shares = [(1, "b")] + [(mc, sh) for mc in clusters if mc == 2 for sh in ("b", "a")]
+    cands = [make(c, mc, sh) for c in TILES for mc, sh in shares
              if c[0] in bms and bm in (None, c[0]) and bn in (None, c[1])
-             and cluster in (None, mc) and (mc == 1 or sms % 2 == 0)]
+             and cluster in (None, mc) and share in (None, sh) and (mc == 1 or sms % 2 == 0)]
     if not cands:
         raise ValueError(f"bm={bm}, bn={bn}, cluster={cluster} is not a tile: one of "
                          f"{[c for c in TILES if c[0] in bms]}, cluster in {clusters}")
@@ -172,7 +179,7 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
         waves = -(-_tiles(M_, N_, t) // sms)
         if t.cluster > 1 and waves < 2 and cluster is None:
             return (float("inf"), 0)
-        return (waves * tile_cost(t.bm, t.bn, t.wn, t.cluster), -t.bm * t.bn, t.cluster)
+        return (waves * tile_cost(t), -t.bm * t.bn, t.cluster)
 
     best = min(ok, key=cost)
     if best.stages < 2:
@@ -194,11 +201,13 @@ def check_sizes(N_: int | None, K_: int | None, elem_bytes: int = 1) -> None:
 def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None = None,
                   scaling: str = "block", fast_accum: bool = False, bm: int | None = None,
                   bn: int | None = None, stages: int | None = None,
-                  num_sms: int | None = None, cluster: int | None = None):
+                  num_sms: int | None = None, cluster: int | None = None,
+                  share: str | None = None):
     """The kernel ``k(A, B, SA, SB, C)``: C = (A · SA)(B · SB)ᵀ in bfloat16 (module
     docstring). ``scaling``: "block" (DeepGEMM), "row" or "tensor" (``torch._scaled_mm``);
     ``fast_accum`` (row / tensor only): one accumulator over the whole K. ``bm``, ``bn``,
-    ``stages``, ``cluster`` (1, or 2: CTA pairs multicast B) override :func:`choose_tile`;
+    ``stages``, ``cluster`` (1, or 2: CTA pairs multicast a tile), ``share`` ("b": pairs
+    of m-tiles share B; "a": pairs of n-tiles share A) override :func:`choose_tile`;
     ``num_sms`` the persistent CTA count."""
     if scaling not in SCALINGS:
         raise ValueError(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
@@ -206,7 +215,8 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
         raise ValueError("fast_accum=True is for 'row' and 'tensor' scaling: block scales "
                          "change every 128 of K, so the partials must be promoted")
     check_sizes(N_, K_)
-    tile = choose_tile(M_, N_, num_sms or _sm_count(), bm, bn, stages, cluster=cluster)
+    tile = choose_tile(M_, N_, num_sms or _sm_count(), bm, bn, stages, cluster=cluster,
+                       share=share)
     return _dense(tile, scaling, fast_accum)
 
 
@@ -217,8 +227,10 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
     rstep, cstep = tile.origin(1)  # warpgroup cw starts at (cw * rstep, cw * cstep)
     a_layout, b_layout, c_layout = tile.layouts(BK, 8)
     stage_bytes = (bm + bn) * BK
-    mc = tile.cluster  # CTAs sharing a B tile
-    hb = bn // mc  # the rows of B each of them loads
+    mc = tile.cluster
+    nb_ = mc if tile.share == "b" else 1  # CTAs sharing a B tile (m-tiles in pairs)
+    na_ = mc if tile.share == "a" else 1  # CTAs sharing an A tile (n-tiles in pairs)
+    hb, ha = bn // nb_, bm // na_  # the rows of B / A each of them loads
     pairs = sms // mc
 
     @T.prim_func
@@ -262,9 +274,9 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
             T.cuda.cluster_sync()
         else:
             T.cuda.cta_sync()
-        # tiles in units of the cluster: mc m-tiles (one a CTA) x one n-tile
-        m_tiles = (M + bm * mc - 1) // (bm * mc)
-        n_tiles = (N + bn - 1) // bn
+        # tiles in units of the cluster: nb_ m-tiles x na_ n-tiles (one a CTA)
+        m_tiles = (M + bm * nb_ - 1) // (bm * nb_)
+        n_tiles = (N + bn * na_ - 1) // (bn * na_)
         k_tiles = (K + BK - 1) // BK
         in_group = GROUP_M * n_tiles
         pair = bx // mc
@@ -277,17 +289,25 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
                     t = pair + j * pairs
                     first = t // in_group * GROUP_M
                     group_rows = T.min(m_tiles - first, GROUP_M)
-                    m0 = ((first + t % in_group % group_rows) * mc + rank) * bm
-                    n0 = t % in_group // group_rows * bn
+                    m0 = ((first + t % in_group % group_rows) * nb_ + rank * (nb_ - 1)) * bm
+                    n0 = (t % in_group // group_rows * na_ + rank * (na_ - 1)) * bn
                     # ---- end of the scheduler -------------------------------------------
                     for kt in range(k_tiles):
                         it = j * k_tiles + kt  # ring position
                         s = it % stages
                         T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
-                        Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, kt * BK:kt * BK + BK],
-                                             dispatch="tma", mbar=T.address_of(full[s]))
-                        if mc == 2:  # this CTA's half of B, into both CTAs of the pair
+                        if na_ == 2:  # this CTA's half of A, into both CTAs of the pair
+                            Tx.thread.copy_async(As[s, rank * ha:rank * ha + ha, :],
+                                                 A[m0 + rank * ha:m0 + rank * ha + ha,
+                                                   kt * BK:kt * BK + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]),
+                                                 cta_mask=3)
+                        else:
+                            Tx.thread.copy_async(As[s, :, :],
+                                                 A[m0:m0 + bm, kt * BK:kt * BK + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        if nb_ == 2:  # this CTA's half of B, into both CTAs of the pair
                             Tx.thread.copy_async(Bs[s, rank * hb:rank * hb + hb, :],
                                                  B[n0 + rank * hb:n0 + rank * hb + hb,
                                                    kt * BK:kt * BK + BK],
@@ -321,8 +341,8 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
                 t = pair + j * pairs
                 first = t // in_group * GROUP_M
                 group_rows = T.min(m_tiles - first, GROUP_M)
-                m0 = ((first + t % in_group % group_rows) * mc + rank) * bm
-                n0 = t % in_group // group_rows * bn
+                m0 = ((first + t % in_group % group_rows) * nb_ + rank * (nb_ - 1)) * bm
+                n0 = (t % in_group // group_rows * na_ + rank * (na_ - 1)) * bn
                 # ---- end of the scheduler -----------------------------------------------
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
