@@ -31,13 +31,14 @@ the epilogue (``fast_accum=True``: one fragment, wgmma accumulates the whole K, 
 order), 384 threads: warpgroups 0 and 1 consume, warpgroup 2 produces (``setmaxnreg``),
 a ring of ``stages`` shared buffers (A (bm, 128) and B (bn, 128), 128-byte swizzled, filled
 by TMA, out-of-bounds rows and columns as zeros) guarded by ``full`` / ``empty``
-mbarriers, and the epilogue through a swizzled shared tile and a TMA store. A tile is
-``bm x bn``: ``bm = 128`` gives each consumer 64 rows and all ``bn`` columns; ``bm = 64``
-gives both consumers the same 64 rows and ``bn / 2`` columns each, so a small M still
-makes two warpgroups and enough tiles. ``bn`` divides 128, so one SB block covers a tile.
-Sizes given to the factory choose the tile (:func:`choose_tile`: the fewest waves of the
-cheapest tile, ``max(compute, operand loads)`` per 128-deep block); the kernel itself is
-symbolic in M, N and K (N a multiple of 8, K of 16: TMA's 16-byte rows).
+mbarriers, and the epilogue through swizzled shared tiles and TMA stores. A tile is
+``bm x bn`` (:class:`Tile`): the consumers split it into waves of 64 x ``wn`` sharing one
+partial fragment (bm 64: both on the 64 rows, half the columns each, so a small M still
+has two warpgroups and enough tiles; bm 128: 64 rows each; bm 256 or bn 256: two waves
+each). ``cluster=2`` makes CTA pairs that share a tile of B (or of A), each loading half of
+it into both CTAs by TMA multicast. Sizes given to the factory choose the tile
+(:func:`choose_tile`, a cost model after DeepGEMM's); the kernel itself is symbolic in M, N
+and K (N a multiple of 8, K of 16: TMA's 16-byte rows). docs/gemm_fp8.md has the details.
 
 Grouped GEMMs for MoE (contiguous and masked layouts, fp8 and bf16) are in
 ``gemm_grouped.py`` (``make_grouped_gemm_fp8`` is re-exported here).
