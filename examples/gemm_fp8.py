@@ -253,7 +253,7 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
         T.device_entry()
         bx = T.cta_id([sms])
         if mc == 2:
-            rank = T.cta_id_in_cluster([2])  # the pair's two CTAs: m-tiles 2 p and 2 p + 1
+            rank = T.cta_id_in_cluster([2])  # which of the pair (its m- or n-tile of two)
         else:
             rank = 0
         tid = T.thread_id([384])
