@@ -395,11 +395,11 @@ _OPS = [
           doc="copy nbytes (naturally aligned) as one vector load and one vector store"),
     # ---- barriers, warp primitives, registers
     PtxOp("cuda.cta_sync", (), "bar.sync 0", None, doc="__syncthreads()"),
-    PtxOp("ptx.bar.sync", (_p("id"), _p("count")), "bar.sync id, count", None,
+    PtxOp("ptx.bar.sync", (_p("id"), _p("count", step=32)), "bar.sync id, count", None,
           llvm="llvm.nvvm.barrier.cta.sync.aligned.count", traits=blocking(),
           doc="named barrier `id` (1..15; 0 is __syncthreads's): wait until `count` threads "
               "(a multiple of 32, whole warps) have arrived, this one included"),
-    PtxOp("ptx.bar.arrive", (_p("id"), _p("count")), "bar.arrive id, count", None,
+    PtxOp("ptx.bar.arrive", (_p("id"), _p("count", step=32)), "bar.arrive id, count", None,
           llvm="llvm.nvvm.barrier.cta.arrive.aligned.count",
           doc="arrive on named barrier `id` without waiting (a producer signalling the "
               "`count` - k threads that bar.sync on it)"),
