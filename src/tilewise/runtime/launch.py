@@ -34,6 +34,7 @@ from .tensormap import check_tensor_maps, launch_slots
 
 _DEFAULT_SMEM_LIMIT = 48 * 1024
 _MAX_SIGNATURES = 256  # prepared signatures kept per kernel (then the cache starts over)
+_SCALARS = (int, float, bool)  # Python scalars: keyed by type and value
 _RETRY_CONTEXT = (201, 400)  # CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE
 
 
@@ -136,17 +137,18 @@ class Launcher:
         key, pointers = [], []
         for a in arrays:
             if isinstance(a, tensor):
-                key.append((a.dtype, a.shape, a.stride(), a.device))
+                key += (a.dtype, a.shape, a.stride(), a.device)
                 pointers.append(a.data_ptr())
-            elif type(a) in (int, float, bool):
-                key.append((type(a), a))
+            elif type(a) in _SCALARS:
+                key += (type(a), a)
             else:
                 return self._general(arrays, stream)
         if self._by_pointer:
-            key.append(tuple(pointers))
-        prep = self._signatures.get(tuple(key), False)
+            key += pointers
+        key = tuple(key)
+        prep = self._signatures.get(key, False)
         if prep is False:
-            prep = self._prepare_signature(tuple(key), arrays)
+            prep = self._prepare_signature(key, arrays)
         if prep is None or prep.thread != threading.get_ident():
             return self._general(arrays, stream)
         values = prep.values
