@@ -171,6 +171,13 @@ class Kernel:
             self._cubin = data
         return self._cubin
 
+    def save(self, path) -> None:
+        """Write the cubin and the launch signature to ``path``: ``tw.load(path)`` gives a
+        launchable kernel without LLVM (:mod:`tilewise.runtime.saved`)."""
+        from .runtime.saved import save
+
+        save(self, path)
+
     def __call__(self, *arrays, stream=None):
         """Launch on the GPU with torch / CuPy / ``__cuda_array_interface__`` / DLPack arrays,
         checked against the kernel's buffers first (:class:`LaunchError`)."""
