@@ -43,14 +43,50 @@ def _source_fingerprint() -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def toolchain_fingerprint() -> str:
+    """Changes whenever the installed LLVM (llvmlite) or nvJitLink changes: the sizes and
+    mtimes of llvmlite's version file and shared library and of the nvJitLink library,
+    found without importing either (so that a kernel whose PTX and cubin are cached
+    reaches its launch without loading LLVM or nvJitLink)."""
+    import importlib.util
+
+    files = []
+    spec = importlib.util.find_spec("llvmlite")
+    if spec is not None and spec.origin:
+        root = os.path.dirname(spec.origin)
+        files.append(os.path.join(root, "_version.py"))
+        files += _libraries(os.path.join(root, "binding"), "llvmlite")
+    nvidia = importlib.util.find_spec("nvidia")
+    for base in (nvidia.submodule_search_locations if nvidia else ()) or ():
+        for sub in sorted(os.listdir(base)):
+            files += _libraries(os.path.join(base, sub, "lib"), "nvJitLink")
+    h = hashlib.sha256()
+    for path in files:
+        try:
+            st = os.stat(path)
+            h.update(f"{path}:{st.st_size}:{st.st_mtime_ns};".encode())
+        except OSError:
+            h.update(f"{path}:missing;".encode())
+    return h.hexdigest()
+
+
+def _libraries(folder: str, stem: str) -> list[str]:
+    try:
+        return [os.path.join(folder, n) for n in sorted(os.listdir(folder))
+                if stem in n and (".so" in n or n.endswith((".dll", ".dylib")))]
+    except OSError:
+        return []
+
+
 def cache_key(kernel_ir: str, target, options: dict) -> str:
     """The PTX cache key: printed kernel IR, target, options, tilewise version and sources,
-    llvmlite/LLVM version. (The cubin key adds the nvJitLink version.)"""
+    the installed LLVM and nvJitLink (:func:`toolchain_fingerprint`). The cubin key is this
+    key's digest with ``cubin``."""
     from ._version import __version__
-    from .codegen.machine import llvm_version
 
     parts = [kernel_ir, str(target), repr(sorted(options.items())), __version__,
-             _source_fingerprint(), llvm_version()]
+             _source_fingerprint(), toolchain_fingerprint()]
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
 
 
@@ -161,11 +197,11 @@ class Kernel:
         """The cubin for the kernel's target, assembled by nvJitLink (cached)."""
         if self._cubin is None:
             from .codegen import cache
-            from .codegen.cubin import link_cubin, nvjitlink_version
-
-            key = hashlib.sha256((self.key + nvjitlink_version()).encode()).hexdigest()
+            key = hashlib.sha256((self.key + "cubin").encode()).hexdigest()
             data = cache.load(key, "cubin")
             if data is None:
+                from .codegen.cubin import link_cubin
+
                 data = link_cubin(self.ptx, self.target.llvm_cpu, self.name)
                 cache.store(key, "cubin", data)
             self._cubin = data
