@@ -130,6 +130,23 @@ class Kernel:
         return [by_param.get(id(p)) for p in self.func.params]
 
     @property
+    def asserts(self) -> list[tuple[str, str]]:
+        """``("file:line", message)`` of each T.device_assert in the kernel."""
+        from .ir.visitor import Visitor
+
+        found = []
+
+        class _Asserts(Visitor):
+            def visit_Call(self, node):
+                if node.op == "device_assert":
+                    where = f"{node.span.file}:{node.span.line}" if node.span else "?"
+                    found.append((where, node.args[1].value if node.args[1] is not None else ""))
+                self.generic_visit(node)
+
+        _Asserts().visit(self.lowered.func.body)
+        return found
+
+    @property
     def name(self) -> str:
         """The kernel's PTX entry name (sanitised)."""
         return self._metadata()["name"]

@@ -106,6 +106,7 @@ class Launcher:
             device.check(driver.cuFuncSetAttribute(
                 self.function, fattr.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                 "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
+        device.note_asserts(k.name, k.asserts)
         self._launch = driver.cuLaunchKernel
         self._block = k.launch_config.block
         self._smem = k.dynamic_smem

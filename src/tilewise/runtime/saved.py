@@ -104,7 +104,8 @@ def describe(kernel) -> dict:
             "grid": [_expr_to_json(g, sizes) for g in lc.grid], "block": lc.block,
             "cluster": list(lc.cluster), "params": params,
             "sizes": [{"name": v.name, "dtype": v.dtype.name} for v in size_vars],
-            "tensor_maps": maps, "cubin_sha256": hashlib.sha256(cubin).hexdigest()}
+            "tensor_maps": maps, "asserts": [list(a) for a in kernel.asserts],
+            "cubin_sha256": hashlib.sha256(cubin).hexdigest()}
 
 
 def to_bytes(kernel) -> bytes:
@@ -221,6 +222,7 @@ class LoadedKernel:
         if "cluster_dim" in self.options:
             self.options["cluster_dim"] = tuple(self.options["cluster_dim"])
         self.name, self.dynamic_smem = header["entry"], header["dynamic_smem"]
+        self.asserts = [tuple(a) for a in header.get("asserts", ())]
         self._launcher = None
 
     @property
