@@ -198,6 +198,27 @@ def test_a_cached_kernel_reaches_its_launch_without_llvm_or_nvjitlink(tmp_path):
                         "cuda.bindings.nvjitlink"}, again
 
 
+def test_the_launch_cache_skips_lowering_until_the_lowered_program_is_asked_for(tmp_path):
+    """A kernel built before comes from the launch cache: no pipeline, no variants; its
+    lowered program, PTX and dispatch log are still there on demand."""
+    code = ("import sys, runpy, tilewise as tw; ex = runpy.run_path('examples/vector_add.py'); "
+            "k = tw.compile(ex['vector_add'], 'sm_90a', maxnreg=64); c = k.cubin; "
+            "print(k.name, k.launch_config.block, 'tilewise.pipeline' in sys.modules, "
+            "len(c), k.options.get('maxnreg'))\n"
+            "print('vector_add' in k.source('lowered'), len(k.dispatch_log), "
+            "k.ptx.count('.maxnreg 64'), 'tilewise.pipeline' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"), TILEWISE_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, cwd=ROOT) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    first, again = (r.stdout.split("\n") for r in runs)
+    assert first[0].split()[:3] == ["vector_add", "256", "True"]
+    assert again[0].split()[:3] == ["vector_add", "256", "False"]  # no lowering to launch
+    assert first[0].split()[3:] == again[0].split()[3:]  # the same cubin and options
+    assert again[1] == "True 0 1 True"  # lowered on demand, the PTX rebuilt as before
+
+
 def test_cubin_from_the_cache_knows_its_entry_name(_private_cache):
     """A kernel whose cubin comes from the cache (PTX never built in this process) still
     knows the entry name the launcher asks the driver for."""

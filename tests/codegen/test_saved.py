@@ -84,7 +84,7 @@ def test_a_tma_gemm_keeps_its_tensor_maps_and_shared_memory(tmp_path):
     k.save(tmp_path / "gemm.twk")
     loaded = tw.load(tmp_path / "gemm.twk")
     assert loaded.dynamic_smem == k.dynamic_smem > 48 * 1024
-    assert len(loaded.lowered.func.attr("tensor_maps")) == 3
+    assert len(loaded.launch_signature.func.attr("tensor_maps")) == 3
     _same_launch(k, loaded, [Dev(1 << 20, (256, 128), "<f2"), Dev(1 << 21, (128, 64), "<f2"),
                              Dev(1 << 22, (256, 64), "<f2")])
 

@@ -80,7 +80,7 @@ class Launcher:
         self._streams: dict = {}  # raw stream handle -> CUstream
         self._raw_stream = None  # torch's current-stream query, once torch is seen
         self._tensor = None  # torch.Tensor, once torch is seen
-        self._by_pointer = bool(kernel.lowered.func.attr("tensor_maps", ()))
+        self._by_pointer = bool(kernel.launch_signature.func.attr("tensor_maps", ()))
         self._last = None  # the general path's last (key, prepared)
 
     # -- loading ---------------------------------------------------------------------
@@ -299,7 +299,7 @@ def prepare(kernel, arrays, ordinal=None):
     """Everything a launch checks before touching the driver: the arguments (and the sizes
     they bind) and the grid they make. Returns ``(Call, grid)``."""
     call = check_arguments(kernel.func, arrays, ordinal)
-    grid = call.binding.grid(kernel.lowered.func)
+    grid = call.binding.grid(kernel.launch_signature.func)
     _check_cluster(kernel, grid)
     check_tensor_maps(kernel, call)
     return call, grid

@@ -8,7 +8,7 @@ non-portable clusters), the grid / block / cluster (sizes as expressions of the 
 sizes), every parameter in order (arrays: buffer name, dtype, shape and strides as size
 expressions; scalars: name and dtype), the symbolic sizes, the TMA tensor maps (which
 buffer, box, swizzle, fill, L2 promotion, extents and strides as size expressions) and
-the cubin's SHA-256.
+the cubin's SHA-256. The options are all of the compile's (checked) options.
 
 :func:`load` rebuilds the kernel's *signature* as IR nodes (a ``PrimFunc`` whose body is
 empty, with its buffers, size variables and tensor maps) so that the launcher's argument
@@ -73,7 +73,7 @@ def describe(kernel) -> dict:
     from .._version import __version__
     from ..ir import signature as sig
 
-    func, flat = kernel.func, kernel.lowered.func
+    func, flat = kernel.func, kernel.launch_signature.func
     size_vars = list(func.attr("size_vars", ()))  # the order the launcher passes them
     sizes = {id(v): i for i, v in enumerate(size_vars)}
     by_param = {id(p): b for p, b in func.buffer_map}
@@ -95,8 +95,7 @@ def describe(kernel) -> dict:
              "swizzle": m.spec.swizzle, "oob": m.spec.oob,
              "l2_promotion": m.spec.l2_promotion} for m in flat.attr("tensor_maps", ())]
     lc = flat.launch_config
-    options = {k: kernel.options[k] for k in ("cluster_dim", "nonportable_cluster")
-               if k in kernel.options}
+    options = {k: list(v) if isinstance(v, tuple) else v for k, v in kernel.options.items()}
     cubin = kernel.cubin
     return {"format": FORMAT, "tilewise": __version__, "kernel": func.name,
             "target": str(kernel.target), "entry": kernel.name,
@@ -109,8 +108,15 @@ def describe(kernel) -> dict:
 
 
 def to_bytes(kernel) -> bytes:
-    header = json.dumps(describe(kernel), sort_keys=True).encode()
-    return MAGIC + struct.pack("<I", len(header)) + header + kernel.cubin
+    """The saved form of a compiled kernel (a launch-cache hit's own header as it was)."""
+    saved = getattr(kernel, "_saved", None)
+    header = saved[0] if saved is not None else describe(kernel)
+    return _pack(header, kernel.cubin)
+
+
+def _pack(header: dict, cubin: bytes) -> bytes:
+    text = json.dumps(header, sort_keys=True).encode()
+    return MAGIC + struct.pack("<I", len(text)) + text + cubin
 
 
 def save(kernel, path) -> None:
@@ -127,6 +133,11 @@ def read(path) -> tuple[dict, bytes]:
             blob = f.read()
     except OSError as e:
         raise LaunchError(f"cannot read the saved kernel {path}: {e.strerror or e}") from None
+    return from_bytes(blob, path)
+
+
+def from_bytes(blob: bytes, path="the saved kernel") -> tuple[dict, bytes]:
+    """The header and the cubin of a saved kernel's bytes, checked."""
     if not blob.startswith(MAGIC) or len(blob) < len(MAGIC) + 4:
         raise LaunchError(f"{path} is not a saved tilewise kernel",
                           hint="save one with k.save(path) or `tilewise compile FILE:FUNC "
@@ -197,11 +208,23 @@ def signature_func(header: dict):
                     tuple(buffer_map), launch, SeqStmt(()), attrs)
 
 
-class _Signature:
-    """What the launcher reads of ``kernel.lowered``."""
+def options_of(header: dict) -> dict:
+    """The compile options a saved header records (lists back to tuples)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in header["options"].items()}
+
+
+class Signature:
+    """What the launcher reads of a lowered program (``kernel.launch_signature``): ``func``
+    (parameters, sizes, grid, tensor maps) and ``target``."""
 
     def __init__(self, func, target):
         self.func, self.target = func, target
+
+    @classmethod
+    def of(cls, header: dict, target=None) -> Signature:
+        from ..target import Target
+
+        return cls(signature_func(header), target or Target(header["target"]))
 
 
 class LoadedKernel:
@@ -216,11 +239,9 @@ class LoadedKernel:
 
         self.header, self.cubin, self.path = header, cubin, path
         self.target = Target(header["target"])
-        self.func = signature_func(header)
-        self.lowered = _Signature(self.func, self.target)
-        self.options = dict(header["options"])
-        if "cluster_dim" in self.options:
-            self.options["cluster_dim"] = tuple(self.options["cluster_dim"])
+        self.launch_signature = Signature.of(header, self.target)
+        self.func = self.launch_signature.func
+        self.options = options_of(header)
         self.name, self.dynamic_smem = header["entry"], header["dynamic_smem"]
         self.asserts = [tuple(a) for a in header.get("asserts", ())]
         self._launcher = None
@@ -239,8 +260,7 @@ class LoadedKernel:
     def save(self, path) -> None:
         from ..codegen.cache import atomic_write
 
-        header = json.dumps(self.header, sort_keys=True).encode()
-        atomic_write(str(path), MAGIC + struct.pack("<I", len(header)) + header + self.cubin)
+        atomic_write(str(path), _pack(self.header, self.cubin))
 
     def source(self, stage: str = "ptx"):
         raise LaunchError(f"a loaded kernel carries its cubin only, not its {stage}",

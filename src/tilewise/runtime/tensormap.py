@@ -93,7 +93,7 @@ def encode(spec: tma.TensorMapSpec, address: int, dims: list[int], strides: list
 
 def _geometries(kernel, call):
     """``(map, address, extents, byte strides)`` of every tensor map of a launch, checked."""
-    maps = kernel.lowered.func.attr("tensor_maps", ())
+    maps = kernel.launch_signature.func.attr("tensor_maps", ())
     params = sig.declared_params(kernel.func)
     for m in maps:
         info = call.values[next(i for i, p in enumerate(params) if p is m.buffer.data)]

@@ -12,7 +12,7 @@ GPU. The program is lowered once per kernel and target.
 from __future__ import annotations
 
 from ..errors import LaunchError
-from .op import _func_of, _result, kernel_params
+from .op import _func_of, _is_compiled, _result, kernel_params
 
 _COMPILED: dict = {}  # (id(kernel), device ordinal) -> (kernel, Launcher)
 _LOWERED: dict = {}  # (id(kernel), target) -> (kernel, Lowered)
@@ -44,7 +44,7 @@ def _launcher(k, ordinal: int):
     if entry is None:
         from ..runtime.launch import Launcher
 
-        if hasattr(k, "lowered"):
+        if _is_compiled(k):
             kernel = k
         else:
             from ..compiler import compile as tw_compile
@@ -68,7 +68,7 @@ def _lowered(spec, k):
     if getattr(k, "loaded", False):
         raise LaunchError(f"{spec.name}: a loaded kernel has no program for the simulator",
                           hint="run it on CUDA tensors, or register the @T.prim_func")
-    if hasattr(k, "lowered") and (spec.target is None or str(spec.target) == str(k.target)):
+    if _is_compiled(k) and (spec.target is None or str(spec.target) == str(k.target)):
         return k.lowered
     target = str(spec.target or "sm_90a")
     entry = _LOWERED.get((id(k), target))

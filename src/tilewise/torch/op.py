@@ -216,9 +216,21 @@ class Spec:
 
 
 def _is_kernel(obj) -> bool:
+    return isinstance(obj, _KernelTypes()) or _is_compiled(obj)
+
+
+def _is_compiled(obj) -> bool:
+    """A compiled ``tw.Kernel`` or a loaded one (``tw.load``)."""
+    from ..compiler import Kernel
+    from ..runtime.saved import LoadedKernel
+
+    return isinstance(obj, (Kernel, LoadedKernel))
+
+
+def _KernelTypes():  # noqa: N802 - a tuple of types
     from ..ir.stmt import PrimFunc
 
-    return isinstance(obj, PrimFunc) or (hasattr(obj, "func") and hasattr(obj, "lowered"))
+    return (PrimFunc,)
 
 
 def _func_of(kernel):
