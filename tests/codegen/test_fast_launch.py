@@ -9,23 +9,11 @@ import ctypes
 import pytest
 
 import tilewise as tw
-from tilewise import T
 from tilewise.errors import LaunchError
 from tilewise.runtime import device, launch
 
-n_ = T.int32()
+from .kernels import saxpy
 
-
-@T.prim_func
-def saxpy(X_ptr: T.handle, Y_ptr: T.handle, a: T.float32):
-    X = T.match_buffer(X_ptr, (n_,), "float32")
-    Y = T.match_buffer(Y_ptr, (n_,), "float32")
-    T.device_entry()
-    bx = T.cta_id([(n_ + 127) // 128])
-    tx = T.thread_id([128])
-    i = bx * 128 + tx
-    if i < n_:
-        Y[i] = Y[i] + a * X[i]
 
 
 class Dev:
@@ -136,7 +124,7 @@ def test_a_misaligned_pointer_is_refused_on_the_fast_path(rig):
 def test_mismatched_sizes_are_refused_every_time(rig):
     lau, drv, prepared, _ = rig
     for _ in range(2):
-        with pytest.raises(LaunchError, match="size n"):
+        with pytest.raises(LaunchError, match="size saxpy_n"):
             lau([FakeTensor(4096, 300), FakeTensor(8192, 200), 0.5], None)
     assert len(prepared) == 2 and not drv.launches
 

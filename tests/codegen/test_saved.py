@@ -15,27 +15,15 @@ import numpy as np
 import pytest
 
 import tilewise as tw
-from tilewise import T
 from tilewise.errors import LaunchError
 from tilewise.runtime import device, saved
 from tilewise.runtime.launch import prepare
 
+from .kernels import saxpy
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples"))
 
-n_ = T.int32()
-
-
-@T.prim_func
-def saxpy(X_ptr: T.handle, Y_ptr: T.handle, a: T.float32):
-    X = T.match_buffer(X_ptr, (n_,), "float32")
-    Y = T.match_buffer(Y_ptr, (n_,), "float32")
-    T.device_entry()
-    bx = T.cta_id([(n_ + 127) // 128])
-    tx = T.thread_id([128])
-    i = bx * 128 + tx
-    if i < n_:
-        Y[i] = Y[i] + a * X[i]
 
 
 class Dev:
@@ -73,7 +61,7 @@ def test_a_loaded_kernel_launches_as_the_compiled_one(tmp_path):
     assert loaded.cubin == k.cubin and loaded.name == k.name
     assert str(loaded.launch_config) == str(k.launch_config)
     _same_launch(k, loaded, [Dev(4096, (300,)), Dev(8192, (300,)), 0.5])
-    with pytest.raises(LaunchError, match="size n_ is 300 from X's dimension 0 but 200"):
+    with pytest.raises(LaunchError, match="size saxpy_n is 300 from X's dimension 0 but 200"):
         prepare(loaded, [Dev(4096, (300,)), Dev(8192, (200,)), 0.5])
     with pytest.raises(LaunchError, match="parameter 'a' \\(float32\\) got the bool"):
         prepare(loaded, [Dev(4096, (300,)), Dev(8192, (300,)), True])
@@ -187,7 +175,7 @@ def test_the_c_launcher_compiles_with_and_without_cuda_h(tmp_path):
                               f"{name}.c", "-o", f"{name}.o"], cwd=tmp_path,
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
-    assert "int32_t n_" in (tmp_path / "saxpy.h").read_text()
+    assert "int32_t saxpy_n" in (tmp_path / "saxpy.h").read_text()
     assert "cuTensorMapEncodeTiled(&map2" in (tmp_path / "gemm.c").read_text()
     assert make_gemm  # the example the GEMM comes from
 

@@ -382,11 +382,9 @@ _OPS = [
     # ---- barriers, warp primitives, registers
     PtxOp("cuda.cta_sync", (), "bar.sync 0", None, doc="__syncthreads()"),
     PtxOp("ptx.bar.sync", (_p("id"), _p("count")), "bar.sync id, count", None,
-          llvm="llvm.nvvm.barrier.cta.sync.aligned.count",
           doc="named barrier `id` (1..15; 0 is __syncthreads's): wait until `count` threads "
               "(a multiple of 32, whole warps) have arrived, this one included"),
     PtxOp("ptx.bar.arrive", (_p("id"), _p("count")), "bar.arrive id, count", None,
-          llvm="llvm.nvvm.barrier.cta.arrive.aligned.count",
           doc="arrive on named barrier `id` without waiting (a producer signalling the "
               "`count` - k threads that bar.sync on it)"),
     PtxOp("ptx.elect_sync", (), "elect.sync %r|%p, 0xffffffff", "elect_sync", returns=dt.bool_,
