@@ -3,6 +3,7 @@ a loaded kernel checks and binds arguments, computes its grid and its tensor map
 the compiled one; loading imports no LLVM; files of another format, damaged files and
 kernels for another GPU are refused with what to do."""
 
+import functools
 import json
 import os
 import pathlib
@@ -34,6 +35,7 @@ class Dev:
                                          "typestr": typestr, "strides": None, "version": 3}
 
 
+@functools.lru_cache(maxsize=1)
 def _gemm():
     from gemm_hopper import make_gemm
 
