@@ -20,6 +20,7 @@ simulator (:mod:`.simulate`), which writes the tensors' memory in place.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 
@@ -64,7 +65,8 @@ class Param:
         return f"{kind} {self.name}={text}"
 
 
-def kernel_params(func) -> list[tuple[str, object, object]]:
+@functools.lru_cache(maxsize=256)
+def kernel_params(func) -> tuple[tuple[str, object, object], ...]:
     """``(name, parameter, buffer or None)`` of each declared parameter of ``func``: a
     buffer parameter is named by its buffer (``X`` for ``X = T.match_buffer(X_ptr, ...)``)."""
     from ..ir import signature as sig
@@ -74,7 +76,7 @@ def kernel_params(func) -> list[tuple[str, object, object]]:
     for p in sig.declared_params(func):
         buf = by_param.get(id(p))
         out.append((buf.name if buf is not None else p.name, p, buf))
-    return out
+    return tuple(out)
 
 
 class Spec:
