@@ -372,7 +372,7 @@ def _launch_cache(func, target, options: dict):
     try:
         key = hashlib.sha256((cache_key(func.script(), str(_target_of(target)), options)
                               + "launch").encode()).hexdigest()
-    except TypeError:  # options that cannot be sorted: no launch cache, the errors come later
+    except (TypeError, TargetError):  # a bad target or options: the compile reports them
         return None, None
     blob = cache.load(key, "launch")
     if blob is None:

@@ -12,7 +12,9 @@ GPU. The program is lowered once per kernel and target.
 from __future__ import annotations
 
 from ..errors import LaunchError
-from .op import _func_of, _is_compiled, _result, kernel_params
+from .kernels import func_of as _func_of
+from .kernels import is_compiled as _is_compiled
+from .kernels import kernel_params, result
 
 _COMPILED: dict = {}  # (id(kernel), device ordinal) -> (kernel, Launcher)
 _LOWERED: dict = {}  # (id(kernel), target) -> (kernel, Lowered)
@@ -36,7 +38,7 @@ def run(spec, values):
     else:
         raise LaunchError(f"{spec.name}: tensors on {device.type} cannot run a tilewise "
                           "kernel", hint="pass CUDA tensors, or CPU tensors for the simulator")
-    return _result(spec, outs)
+    return result(spec.outputs, outs)
 
 
 def _launcher(k, ordinal: int):

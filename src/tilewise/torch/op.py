@@ -20,12 +20,14 @@ simulator (:mod:`.simulate`), which writes the tensors' memory in place.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import itertools
 
 from ..errors import LaunchError, TilewiseError
 from . import shapes
+from .kernels import func_of as _func_of
+from .kernels import is_kernel as _is_kernel
+from .kernels import kernel_params, result
 
 _TYPES = {"int": "int", "uint": "int", "float": "float", "bool": "bool"}
 _ANNOTATIONS = {int: "int", float: "float", bool: "bool", str: "str",
@@ -63,20 +65,6 @@ class Param:
         value = self.default
         text = f'"{value}"' if isinstance(value, str) else repr(value)
         return f"{kind} {self.name}={text}"
-
-
-@functools.lru_cache(maxsize=256)
-def kernel_params(func) -> tuple[tuple[str, object, object], ...]:
-    """``(name, parameter, buffer or None)`` of each declared parameter of ``func``: a
-    buffer parameter is named by its buffer (``X`` for ``X = T.match_buffer(X_ptr, ...)``)."""
-    from ..ir import signature as sig
-
-    by_param = {id(p): b for p, b in func.buffer_map}
-    out = []
-    for p in sig.declared_params(func):
-        buf = by_param.get(id(p))
-        out.append((buf.name if buf is not None else p.name, p, buf))
-    return tuple(out)
 
 
 class Spec:
@@ -217,30 +205,6 @@ class Spec:
                                   hint=f"pass a {len(buf.shape)}-D tensor")
 
 
-def _is_kernel(obj) -> bool:
-    return isinstance(obj, _KernelTypes()) or _is_compiled(obj)
-
-
-def _is_compiled(obj) -> bool:
-    """A compiled ``tw.Kernel`` or a loaded one (``tw.load``)."""
-    from ..compiler import Kernel
-    from ..runtime.saved import LoadedKernel
-
-    return isinstance(obj, (Kernel, LoadedKernel))
-
-
-def _KernelTypes():  # noqa: N802 - a tuple of types
-    from ..ir.stmt import PrimFunc
-
-    return (PrimFunc,)
-
-
-def _func_of(kernel):
-    from ..ir.stmt import PrimFunc
-
-    return kernel if isinstance(kernel, PrimFunc) else kernel.func
-
-
 def _specialize_inputs(name, specialize) -> list[Param]:
     try:
         sig = inspect.signature(specialize)
@@ -329,17 +293,9 @@ def custom_op(name: str, kernel, *, outputs=(), mutates_args=(), specialize=None
         k = spec.kernel(values)
         spec.check_inputs(_func_of(k), values)
         device = next(v.device for v in values.values() if isinstance(v, torch.Tensor))
-        return _result(spec, spec.outputs_for(_func_of(k), values, device))
+        return result(spec.outputs, spec.outputs_for(_func_of(k), values, device))
 
     op = torch.library.custom_op(name, impl, mutates_args=spec.mutates, schema=spec.schema())
     op.register_fake(fake)
     op._tilewise_spec = spec
     return op
-
-
-def _result(spec, outs: dict):
-    if not spec.outputs:
-        return None
-    if len(spec.outputs) == 1:
-        return outs[spec.outputs[0]]
-    return tuple(outs[n] for n in spec.outputs)
