@@ -139,6 +139,15 @@ class Kernel:
         return self._signature
 
     @property
+    def launch_params(self):
+        """The PrimFunc whose parameters and buffers a launch checks the arguments against:
+        the kernel's own, or the saved signature's for a launch-cache hit (whose sizes,
+        grid and tensor maps are expressions of the signature's own size variables)."""
+        if self._lowered is not None or self._saved is None:
+            return self.func
+        return self.launch_signature.func
+
+    @property
     def ptx_version(self) -> tuple[int, int]:
         return self.target.ptx_version_for(sorted(self.lowered.features))
 

@@ -188,3 +188,24 @@ def test_saved_kernels_keep_scalar_bytes(tmp_path):
     loaded = tw.load(tmp_path / "k.twk")
     call, _ = prepare(loaded, [Dev(4096, (64,)), Dev(8192, (64,)), np.float32(0.25)])
     assert call.values[2] == np.float32(0.25) and call.values[3] == 64
+
+
+def test_a_launch_cache_hit_launches_as_the_compiled_kernel(tmp_path):
+    """The second compile of a TMA GEMM comes from the launch cache (not lowered): its
+    argument checks, sizes, grid and tensor maps are the first one's."""
+    from gemm_hopper import make_gemm
+
+    from tilewise.knobs import override
+
+    func = make_gemm(dtype="float16", num_sms=132)
+    with override(cache_dir=str(tmp_path), cache_enabled=True):
+        first = tw.compile(func, target="sm_90a")
+        first.cubin  # noqa: B018 - stores the launch entry
+        again = tw.compile(func, target="sm_90a")
+        assert again._lowered is None and again.cubin == first.cubin
+        arrays = [Dev(1 << 20, (200, 72), "<f2"), Dev(1 << 21, (72, 136), "<f2"),
+                  Dev(1 << 22, (200, 136), "<f2")]
+        _same_launch(first, again, arrays)
+        with pytest.raises(LaunchError, match="size K is 72 from A's dimension 1 but 64"):
+            prepare(again, [arrays[0], Dev(1 << 21, (64, 136), "<f2"), arrays[2]])
+        assert again.dispatch_log and again._lowered is not None  # lowered on demand

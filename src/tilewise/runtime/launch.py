@@ -217,7 +217,7 @@ class Launcher:
         a scalar parameter is given a 0-d tensor, whose value is not in the key)."""
         self._see_torch(arrays)
         prep = self._prepare(arrays)
-        params = self.kernel.func
+        params = self.kernel.launch_params
         from ..ir import signature as sig
 
         declared = sig.declared_params(params)
@@ -298,7 +298,7 @@ def _launch_key(arrays):
 def prepare(kernel, arrays, ordinal=None):
     """Everything a launch checks before touching the driver: the arguments (and the sizes
     they bind) and the grid they make. Returns ``(Call, grid)``."""
-    call = check_arguments(kernel.func, arrays, ordinal)
+    call = check_arguments(kernel.launch_params, arrays, ordinal)
     grid = call.binding.grid(kernel.launch_signature.func)
     _check_cluster(kernel, grid)
     check_tensor_maps(kernel, call)

@@ -240,7 +240,7 @@ class LoadedKernel:
         self.header, self.cubin, self.path = header, cubin, path
         self.target = Target(header["target"])
         self.launch_signature = Signature.of(header, self.target)
-        self.func = self.launch_signature.func
+        self.func = self.launch_params = self.launch_signature.func
         self.options = options_of(header)
         self.name, self.dynamic_smem = header["entry"], header["dynamic_smem"]
         self.asserts = [tuple(a) for a in header.get("asserts", ())]
