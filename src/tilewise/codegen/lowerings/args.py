@@ -46,21 +46,10 @@ def bits32(em, e) -> ir.Value:
     return em.b.bitcast(v, ty.I32) if e.dtype.is_float else v
 
 
-def _value(em, p, e):
-    """A run-time value; a constant one must be a multiple of the row's ``step`` (ptxas
-    refuses, e.g., a named barrier's thread count that is not whole warps; the simulator
-    reports the same call as a hazard at run time)."""
-    v = as_int(e)
-    if v is not None and p.step > 1 and v % p.step:
-        raise em.error(f"operand {p.name!r} is {v}: it must be a multiple of {p.step}", e,
-                       hint=f"pass a multiple of {p.step}")
-    return em.typed(e, p.dtype)
-
-
 CONVERT = {
     "reg32": lambda em, p, e: bits32(em, e),
     "ptr": _ptr,
-    "value": _value,
+    "value": lambda em, p, e: em.typed(e, p.dtype),
     "rank": lambda em, p, e: em.typed(e, dt.int32),
     "desc64": lambda em, p, e: em.typed(e, dt.uint64),
     "taddr": lambda em, p, e: tmem_ptr(em, e),
