@@ -17,7 +17,7 @@ from .script import T, Tx, from_source
 __all__ = ["T", "Tx", "from_source", "TilewiseError", "ScriptError", "LayoutError",
            "DispatchError", "CompileError", "LaunchError", "SimulationError", "HazardError",
            "SimulationWarning", "TargetError", "VerifyError", "TilewisePerformanceWarning",
-           "autotune", "Target", "compile", "simulate"]
+           "autotune", "Target", "compile", "simulate", "load"]
 
 
 def _compile_for_device(func):
@@ -42,6 +42,10 @@ def __getattr__(name):
         from .compiler import compile
 
         return compile
+    if name == "load":
+        from .runtime.saved import load
+
+        return load
     if name == "simulate":
         from .sim import simulate
 

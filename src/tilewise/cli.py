@@ -57,7 +57,13 @@ def _write(path: str, out: str | bytes) -> None:
 
 def cmd_compile(args) -> int:
     output = _output(args.output)
+    save = _output(args.save)
+    if args.emit == "c" and output is None:
+        raise TilewiseError("--emit c writes a C source and its header; name the source with "
+                            "-o", hint="e.g. -o kernel.c (kernel.h is written beside it)")
     mod, func = load(args.file)
+    if save is not None or args.emit == "c":
+        return _compile_out(args, mod, func, output, save)
     if args.emit == "ir":
         out: str | bytes = func.script()
     else:
@@ -71,6 +77,28 @@ def cmd_compile(args) -> int:
         raise TilewiseError("a cubin is binary; write it to a file with -o OUT")
     else:
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    return 0
+
+
+def _compile_out(args, mod, func, output, save) -> int:
+    """``--save`` (a saved kernel for tw.load) and ``--emit c`` (a C launcher)."""
+    from .compiler import compile as tw_compile
+    from .runtime import saved
+
+    kernel = tw_compile(func, target=_target(args, mod))
+    if save is not None:
+        _write(save, saved.to_bytes(kernel))
+    if args.emit == "c":
+        from .aot import emit_c
+
+        stem = os.path.splitext(os.path.basename(output))[0]
+        h, c = emit_c(saved.describe(kernel), kernel.cubin, stem)
+        _write(os.path.splitext(output)[0] + ".h", h)
+        _write(output, c)
+    elif output is not None:
+        out = kernel.cubin if args.emit == "cubin" else (
+            func.script() if args.emit == "ir" else kernel.source(args.emit))
+        _write(output, out)
     return 0
 
 
@@ -145,11 +173,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="what this machine offers: GPU, driver, LLVM, nvJitLink, "
                    "cache").set_defaults(fn=cmd_doctor)
     c = sub.add_parser("compile", help="compile FILE[:FUNC]; print or write a stage (--emit "
-                       "ir|lowered|llvm|ptx|cubin, -o OUT)")
+                       "ir|lowered|llvm|ptx|cubin|c, -o OUT; --save KERNEL for tw.load)")
     c.add_argument("file", metavar="FILE[:FUNC]")
     c.add_argument("--target", default=None, help=TARGET_HELP)
-    c.add_argument("--emit", choices=["ir", "lowered", "llvm", "ptx", "cubin"], default="ptx")
+    c.add_argument("--emit", choices=["ir", "lowered", "llvm", "ptx", "cubin", "c"],
+                   default="ptx")
     c.add_argument("-o", "--output", default=None)
+    c.add_argument("--save", default=None, metavar="KERNEL",
+                   help="also write the kernel for tw.load (cubin + launch signature)")
     c.set_defaults(fn=cmd_compile)
     e = sub.add_parser("explain", help="every tile-primitive call of FILE[:FUNC], every "
                        "candidate variant, chosen or why it declined")

@@ -127,6 +127,12 @@ class SimulationError(TilewiseError):
     kind = "simulation error"
 
 
+class DeviceAssertError(SimulationError):
+    """A ``T.device_assert`` failed in the simulator (at the assert's line)."""
+
+    kind = "device assertion failed"
+
+
 class HazardError(SimulationError):
     """The simulated program has a data race, a missing wait, a bad access or a deadlock."""
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .errors import DispatchError, performance_warning
-from .ir.stmt import PrimFunc
+from .ir.stmt import PrimFunc, as_prim_func
 from .ir.verify import verify
 from .passes.check_limits import check_limits
 from .passes.check_operands import check_operands
@@ -84,13 +84,6 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
     ("check-operands", lambda f, out: check_operands(f)),
     ("verify-flat", lambda f, out: verify(f, flat=True)),
 ]
-
-
-def as_prim_func(func):
-    """``func``, or the kernel an object stands for (``tilewise.autotune``'s heuristic
-    configuration: ``__tilewise_prim_func__()``)."""
-    unwrap = getattr(type(func), "__tilewise_prim_func__", None)
-    return unwrap(func) if unwrap is not None else func
 
 
 def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Lowered:

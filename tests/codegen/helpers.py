@@ -25,6 +25,8 @@ def _operand(op, p, bufs, k=0):
         return False
     if p.kind == "str":
         return p.choices[0]
+    if p.kind == "text":
+        return f"{p.name}\n"  # T.print's format without conversions, an assert's message
     if p.kind == "tensormap":
         return bufs["tmap"]
     if op.math or (p.kind == "value" and p.dtype.is_float):

@@ -33,3 +33,19 @@ def floor_math(A_ptr: T.handle, B_ptr: T.handle):
     tid = T.thread_id([128])
     x = A[tid]
     B[tid] = x // 7 + x % 7 + tid // 3 + tid % 5 + x // 8
+
+
+saxpy_n = T.int32()
+
+
+@T.prim_func
+def saxpy(X_ptr: T.handle, Y_ptr: T.handle, a: T.float32):
+    """Y += a X over a symbolic length (the launcher and saved-kernel tests)."""
+    X = T.match_buffer(X_ptr, (saxpy_n,), "float32")
+    Y = T.match_buffer(Y_ptr, (saxpy_n,), "float32")
+    T.device_entry()
+    bx = T.cta_id([(saxpy_n + 127) // 128])
+    tx = T.thread_id([128])
+    i = bx * 128 + tx
+    if i < saxpy_n:
+        Y[i] = Y[i] + a * X[i]

@@ -148,12 +148,18 @@ def test_knobs_from_env():
     assert Knobs.from_env({"HOME": "/h"}).cache_enabled
 
 
-def _loaded_after(code: str) -> set[str]:
-    """Which of the heavy modules a fresh process has loaded after running ``code``."""
+def _loaded_after(code: str, cache: str | None = None) -> set[str]:
+    """Which of the heavy modules a fresh process has loaded after running ``code`` (with an
+    empty compile cache of its own unless ``cache`` names one)."""
+    import tempfile
+
     heavy = ("numpy", "llvmlite", "llvmlite.ir", "llvmlite.binding", "cuda", "xml.sax",
-             "tilewise.sim", "tilewise.codegen.libdevice")
+             "tilewise.sim", "tilewise.codegen.libdevice", "cuda.bindings.nvjitlink")
     probe = f"{code}\nimport sys; print(','.join(m for m in {heavy!r} if m in sys.modules))"
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
+    if cache is None:
+        with tempfile.TemporaryDirectory() as fresh:
+            return _loaded_after(code, fresh)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"), TILEWISE_CACHE_DIR=cache)
     out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
                          text=True, cwd=ROOT)
     assert out.returncode == 0, out.stderr
@@ -173,6 +179,44 @@ def test_llvm_and_cuda_load_only_when_needed():
                                                          "llvmlite.binding"}
     assert "cuda" in _loaded_after(seed + "; k.cubin")
     assert "tilewise.codegen.libdevice" not in _loaded_after(seed + "; k.cubin")
+
+
+def test_a_cached_kernel_reaches_its_launch_without_llvm_or_nvjitlink(tmp_path):
+    """The second process of a kernel finds PTX and cubin in the disk cache: its cache key,
+    cubin, entry name and the launch's argument checks load neither LLVM nor nvJitLink."""
+    seed = ("import runpy, tilewise as tw; ex = runpy.run_path('examples/vector_add.py'); "
+            "k = tw.compile(ex['vector_add'], 'sm_90a'); k.cubin; k.name; k.dynamic_smem")
+    first = _loaded_after(seed, str(tmp_path))
+    assert {"llvmlite.binding", "cuda.bindings.nvjitlink"} <= first
+    check = ("\nfrom tilewise.runtime.launch import prepare\n"
+             "class D:\n"
+             "  def __init__(s, p): s.__cuda_array_interface__ = {'data': (p, False), "
+             "'shape': (65536,), 'typestr': '<f4', 'strides': None, 'version': 3}\n"
+             "prepare(k, [D(4096), D(8192), D(1 << 20)])")
+    again = _loaded_after(seed + check, str(tmp_path))
+    assert not again & {"llvmlite", "llvmlite.ir", "llvmlite.binding",
+                        "cuda.bindings.nvjitlink"}, again
+
+
+def test_the_launch_cache_skips_lowering_until_the_lowered_program_is_asked_for(tmp_path):
+    """A kernel built before comes from the launch cache: no pipeline, no variants; its
+    lowered program, PTX and dispatch log are still there on demand."""
+    code = ("import sys, runpy, tilewise as tw; ex = runpy.run_path('examples/vector_add.py'); "
+            "k = tw.compile(ex['vector_add'], 'sm_90a', maxnreg=64); c = k.cubin; "
+            "print(k.name, k.launch_config.block, 'tilewise.pipeline' in sys.modules, "
+            "len(c), k.options.get('maxnreg'))\n"
+            "print('vector_add' in k.source('lowered'), len(k.dispatch_log), "
+            "k.ptx.count('.maxnreg 64'), 'tilewise.pipeline' in sys.modules)")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"), TILEWISE_CACHE_DIR=str(tmp_path))
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, cwd=ROOT) for _ in range(2)]
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+    first, again = (r.stdout.split("\n") for r in runs)
+    assert first[0].split()[:3] == ["vector_add", "256", "True"]
+    assert again[0].split()[:3] == ["vector_add", "256", "False"]  # no lowering to launch
+    assert first[0].split()[3:] == again[0].split()[3:]  # the same cubin and options
+    assert again[1] == "True 0 1 True"  # lowered on demand, the PTX rebuilt as before
 
 
 def test_cubin_from_the_cache_knows_its_entry_name(_private_cache):

@@ -107,3 +107,18 @@ def test_setmaxnreg_needs_an_arch_specific_target(target):
     with pytest.raises(tw.CompileError, match=f"T.ptx.setmaxnreg .* needs sm_90a, sm_100a, "
                                               f".*; target is {target}"):
         ptx_of("T.ptx.setmaxnreg(False, 56)", target=target)
+
+
+def test_a_named_barrier_count_that_is_not_whole_warps_is_a_compile_error():
+    """ptxas refuses it; tilewise says so at the call's line first (the simulator reports
+    it as a hazard when it runs)."""
+    from errcheck import check_error
+
+    src = ("\n@T.prim_func\ndef k(A_ptr: T.handle):\n"
+           "    A = T.match_buffer(A_ptr, (64,), \"float32\")\n    T.device_entry()\n"
+           "    tid = T.thread_id([64])\n    T.ptx.bar.sync(1, 48)  # <-\n    A[tid] = 1.0\n")
+    func = tw.from_source(src, filename="user_bar.py")
+    with pytest.raises(tw.CompileError) as info:
+        tw.compile(func, "sm_90a").source("ptx")
+    check_error(info.value, "bar.sync 1, 48: the thread count of a named barrier must be a "
+                "positive multiple of 32 (whole warps)", "count whole warps", src, "user_bar.py")

@@ -32,10 +32,12 @@ ADDR = "T.address_of(bar[0])"
 COMPILE = [
     ("bar-id", "bar.sync: barrier id 16 is not one of 0..15", "ids 1..15",
      body("T.ptx.bar.sync(16, 128)  # <-")),
-    ("bar-count-not-warps", "bar.sync: thread count 48 is not a positive multiple of 32",
-     "count the threads", body("T.ptx.bar.sync(1, 48)  # <-")),
-    ("bar-count-over-cta", "bar.arrive: thread count 256 is not a positive multiple of 32 up "
-     "to the CTA's 128 threads", None, body("T.ptx.bar.arrive(2, 256)  # <-")),
+    ("bar-count-not-warps", "bar.sync 1, 48: the thread count of a named barrier must be a "
+     "positive multiple of 32 (whole warps)", "count whole warps",
+     body("T.ptx.bar.sync(1, 48)  # <-")),
+    ("bar-count-over-cta", "bar.arrive 2, 256: the thread count of a named barrier must be a "
+     "positive multiple of 32 (whole warps), up to the CTA's 128 threads", None,
+     body("T.ptx.bar.arrive(2, 256)  # <-")),
     ("mbarrier-count", "mbarrier.init: count 0 is outside [1, 1048575]", "arrivals",
      body(f"T.ptx.mbarrier.init({ADDR}, 0)  # <-")),
     ("expect-tx-20-bits", "mbarrier.expect_tx: 2097152 transaction bytes are more than a "

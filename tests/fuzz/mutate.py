@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEED_GLOBS = ("examples/*.py", "tests/*/kernels*.py", "tests/sanitizer/planted.py",
               "tests/gpu/semantics_kernels.py", "tests/sim/test_*.py", "tests/dispatch/test_*.py",
               "tests/codegen/test_*.py", "tests/core/test_core_*.py")
-_KEEP_IMPORTS = ("tilewise", "numpy", "math", "dataclasses", "__future__")
+_KEEP_IMPORTS = ("tilewise", "numpy", "math", "dataclasses", "typing", "__future__")
 
 DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32",
           "uint32", "int64", "uint64", "bool", "float8_e4m3fn", "float8_e5m2", "float12",
@@ -94,6 +94,8 @@ def load_seeds(root: pathlib.Path = ROOT) -> list[Seed]:
     for pattern in SEED_GLOBS:
         for path in sorted(root.glob(pattern)):
             tree = ast.parse(path.read_text())
+            if _opted_out(tree):
+                continue
             body = [n for n in tree.body if _keep(n)]
             kept = ast.Module(body=body, type_ignores=[])
             if not any(_is_kernel(n) for n in ast.walk(kept)):
@@ -109,6 +111,15 @@ def load_seeds(root: pathlib.Path = ROOT) -> list[Seed]:
             if kernels:  # kernels made only by factories the tests call are out of reach
                 seeds.append(Seed(name, kept, target, kernels))
     return seeds
+
+
+def _opted_out(tree: ast.Module) -> bool:
+    """``FUZZ_SEED = False`` at a module's top level: it cannot be reduced to a seed (it
+    loads a sibling example by path, which the reduced module has no file for)."""
+    return any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "FUZZ_SEED"
+                                                 for t in n.targets)
+               and isinstance(n.value, ast.Constant) and n.value.value is False
+               for n in tree.body)
 
 
 def _reachable(tree: ast.Module, name: str) -> tuple:

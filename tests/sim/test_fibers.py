@@ -186,8 +186,9 @@ def test_a_named_barrier_count_that_is_not_whole_warps_is_reported():
 @pytest.mark.parametrize("run", ["compile", "simulate"])
 def test_a_constant_named_barrier_count_is_refused_when_compiling(run):
     # it reached ptxas and was reported as a code generator defect
-    with pytest.raises(tw.CompileError, match="bar.sync: thread count 48 is not a positive "
-                       "multiple of 32 up to the CTA's 64 threads") as e:
+    with pytest.raises(tw.CompileError, match=r"bar.sync 1, 48: the thread count of a named "
+                       r"barrier must be a positive multiple of 32 \(whole warps\), up to the "
+                       r"CTA's 64 threads") as e:
         if run == "compile":
             tw.compile(odd_count_constant, "sm_90a")
         else:

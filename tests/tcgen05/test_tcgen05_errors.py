@@ -48,7 +48,7 @@ CASES = [
     ("every-thread-issues", "if warp_id == 1:\n        Tx.gemm_async(tm[:, 0:64], As[:, :], "
      "Bs[:, :])  # <-", "32 threads reach this call and each would issue its own tcgen05.mma",
      "sm_100a"),
-    ("issuers-unknown", "if X[0] > 0:\n        Tx.gemm_async(tm[:, 0:64], As[:, :], Bs[:, :])"
+    ("issuers-unknown", "if X[tid // 128] > 0:\n        Tx.gemm_async(tm[:, 0:64], As[:, :], Bs[:, :])"
      "  # <-", "up to 128 threads may reach this call (condition", "sm_100a"),
     ("n-not-multiple-of-8", "if tid == 0:\n        Tx.gemm_async(tm[:, 0:12], As[:, :], "
      "B12[:, :])  # <-", "N = 12 is not a multiple of 8 in 8..256", "sm_100a"),

@@ -265,3 +265,10 @@ def seq(*stmts: Stmt | None) -> Stmt:
     if len(out) == 1:
         return out[0]
     return SeqStmt(tuple(out))
+
+
+def as_prim_func(func):
+    """``func``, or the kernel an object stands for (``tilewise.autotune``'s heuristic
+    configuration: ``__tilewise_prim_func__()``)."""
+    unwrap = getattr(type(func), "__tilewise_prim_func__", None)
+    return unwrap(func) if unwrap is not None else func

@@ -257,7 +257,8 @@ def _distinct(cols: list[np.ndarray], n: int) -> bool:
     for c in cols:
         c = c - c.min()
         key = key * (int(c.max()) + 1) + c
-    return len(np.unique(key)) == n
+    key.sort()  # not np.unique, which imports numpy.ma (30 ms of a cold start)
+    return bool((key[1:] != key[:-1]).all())
 
 
 def is_injective(layout: LayoutOps) -> bool:

@@ -47,7 +47,10 @@ def check_operands(func: PrimFunc) -> PrimFunc:
             problem = _RULES[n.op](n, cfg)
             if problem is not None:
                 message, hint = problem
-                raise CompileError(f"{n.op.removeprefix('ptx.')}: {message}", n.span, hint)
+                name = n.op.removeprefix("ptx.")
+                if not message.startswith(name + " "):
+                    message = f"{name}: {message}"
+                raise CompileError(message, n.span, hint)
     walk(func.body, look)
     return func
 
@@ -74,10 +77,12 @@ def _named_barrier(call, cfg):
         return (f"barrier id {bid} is not one of 0..15",
                 "use ids 1..15 for named barriers (0 is the one T.cuda.cta_sync uses)")
     if count is not None and (count <= 0 or count % WARP or count > cfg.block):
-        return (f"thread count {count} is not a positive multiple of {WARP} up to the CTA's "
-                f"{cfg.block} threads (a named barrier counts whole warps)",
-                "count the threads of the warps that execute the barrier, e.g. 128 for a "
-                "warpgroup")
+        name = call.op.removeprefix("ptx.")
+        return (f"{name} {bid if bid is not None else '<id>'}, {count}: the thread count of "
+                f"a named barrier must be a positive multiple of {WARP} (whole warps), up to "
+                f"the CTA's {cfg.block} threads",
+                "count whole warps: the threads of the warps that execute the barrier, e.g. "
+                "128 for a warpgroup")
     return None
 
 

@@ -30,6 +30,8 @@ kind           operand
 ``tensormap``  a TMA tensor map: the hidden ``byval`` kernel parameter the ``tma`` variant
                creates (``ptx/tma.py``); kernels cannot name one
 ``coords``     trailing int32 tensor coordinates, innermost first (TMA copies)
+``text``       a compile-time string, any text (``T.print``'s format, an assert's message)
+``args``       trailing run-time scalars of any dtype (the values ``T.print`` prints)
 =============  ===========================================================================
 """
 
@@ -254,6 +256,28 @@ def _coordinate(op, p, v, span, k):
     return e
 
 
+@kind("text", static=True)
+def _text(op, p, v, span):
+    s = v.value if isinstance(v, StringImm) else v
+    if not isinstance(s, str):
+        raise _error(op, p, f"must be a string literal, got {type(s).__name__}", span)
+    if "\0" in s:
+        raise _error(op, p, "must not contain a NUL character", span)
+    return StringImm(s)
+
+
+@kind("args")
+def _argument(op, p, v, span, k):
+    e = _as_expr(op, p, v, span)
+    if e.dtype.kind not in ("int", "uint", "float", "bool") or e.dtype.bits == 8 and \
+            e.dtype.kind == "float":
+        raise ScriptError(f"value {k} of T.{op.name} is a {e.dtype}; it prints integers, bools "
+                          "and 16-, 32- or 64-bit floats", span,
+                          "pass a number (load the element, e.g. A[i]); print an 8-bit float "
+                          "by its bits (a uint8 view)")
+    return e
+
+
 def regs_written(p: Param | None) -> bool:
     """Whether a register operand's registers receive values (out, inout)."""
     return p is not None and p.kind in ("regs_out", "regs_inout")
@@ -261,4 +285,4 @@ def regs_written(p: Param | None) -> bool:
 
 def regs_read(p: Param | None) -> bool:
     """Whether a trailing operand's values are read (register values, coordinates)."""
-    return p is not None and p.kind in ("regs_in", "regs_inout", "coords")
+    return p is not None and p.kind in ("regs_in", "regs_inout", "coords", "args")

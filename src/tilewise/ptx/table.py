@@ -33,7 +33,7 @@ from ..errors import ScriptError, did_you_mean
 from ..ir import dtype as dt
 from ..ir.dtype import DataType
 from ..ir.expr import Call
-from . import mma, packed, tcgen05, tma, wgmma
+from . import mma, packed, printf, tcgen05, tma, wgmma
 from .operands import KINDS, REQUIRED, Param, regs_read, regs_written
 from .traits import SYNC, Traits, async_op, blocking, completing
 
@@ -80,6 +80,9 @@ class PtxOp:
     def writes_regs(self) -> bool:
         """Whether its trailing register operands are written (``regs_out``/``regs_inout``)."""
         return regs_written(self.regs)
+    # (static operand values, bound trailing operands) -> problem or None (T.print's values
+    # against its format's conversions)
+    check_regs: Callable | None = None
 
     def features_of(self, args) -> tuple[str, ...]:
         """The target features a bound call needs (the row's, and its operand's)."""
@@ -144,6 +147,11 @@ class PtxOp:
         if self.regs is None:
             return []
         want = self.regs.count(values)
+        if len(regs) != want and self.regs.kind == "args":
+            raise ScriptError(f"T.{self.name}'s format prints {want} value(s); the call "
+                              f"passes {len(regs)}", span,
+                              hint="give one value per conversion (%d, %f, ...); write %% for "
+                              "a percent sign")
         if len(regs) != want and self.regs.kind == "coords":
             raise ScriptError(f"T.{self.name} of a {want}-D tensor takes {want} "
                               f"coordinate(s); the call passes {len(regs)}", span,
@@ -153,7 +161,11 @@ class PtxOp:
                               f"register(s) per thread; the call passes {len(regs)}", span,
                               hint=f"pass exactly {want} register operand(s)")
         bind = KINDS[self.regs.kind].bind
-        return [bind(self, self.regs, r, span, k) for k, r in enumerate(regs)]
+        bound = [bind(self, self.regs, r, span, k) for k, r in enumerate(regs)]
+        problem = self.check_regs(values, bound) if self.check_regs else None
+        if problem:
+            raise ScriptError(f"T.{self.name}: {problem}", span)
+        return bound
 
     def signature(self) -> str:
         parts = [p.name if p.default is REQUIRED else f"{p.name}={p.default!r}"
@@ -396,11 +408,10 @@ _OPS = [
     # ---- barriers, warp primitives, registers
     PtxOp("cuda.cta_sync", (), "bar.sync 0", None, doc="__syncthreads()"),
     PtxOp("ptx.bar.sync", (_p("id"), _p("count")), "bar.sync id, count", None,
-          llvm="llvm.nvvm.barrier.cta.sync.aligned.count", traits=blocking(),
+          traits=blocking(),
           doc="named barrier `id` (1..15; 0 is __syncthreads's): wait until `count` threads "
               "(a multiple of 32, whole warps) have arrived, this one included"),
     PtxOp("ptx.bar.arrive", (_p("id"), _p("count")), "bar.arrive id, count", None,
-          llvm="llvm.nvvm.barrier.cta.arrive.aligned.count",
           doc="arrive on named barrier `id` without waiting (a producer signalling the "
               "`count` - k threads that bar.sync on it)"),
     PtxOp("ptx.elect_sync", (), "elect.sync %r|%p, 0xffffffff", "elect_sync", returns=dt.bool_,
@@ -609,6 +620,32 @@ _OPS += [PtxOp(n, (_p("x"), _p("y")), f"__nv_{n}", math=True, doc=f"libdevice {n
          for n in ("pow", "atan2", "fmod")]
 _OPS += [PtxOp("fma", (_p("a"), _p("b"), _p("c")), "__nv_fma", math=True)]
 
+
+# ---- device printf and assert (system calls; facts in ptx/printf.py)
+def _print_check(values) -> str | None:
+    try:
+        printf.conversions(values["fmt"])
+    except printf.FormatError as e:
+        return str(e)
+    return None
+
+
+_OPS += [
+    PtxOp("print", (_p("fmt", "text"),), "vprintf fmt, args (a system call)", None,
+          regs=_p("values", "args", count=lambda v: printf.count(v["fmt"])),
+          check=_print_check,
+          check_regs=lambda v, regs: printf.values_problem(v["fmt"], [r.dtype for r in regs]),
+          doc="C printf from every thread that executes it: %d %i %u %o %x %X %c for "
+              "integers and bools, %f %e %g (and capitals) for floats; the output reaches "
+              "the host's stdout at the next synchronisation, threads in no defined order "
+              "(the simulator prints in thread order)"),
+    PtxOp("device_assert", (_p("cond", "value", dtype=dt.bool_), _p("msg", "text", "")),
+          "__assertfail msg, file, line, function, 1 (a system call); trap", None,
+          doc="stop the kernel when cond is false in any thread: the device prints the "
+              "kernel's file:line and msg, the host's next CUDA call fails with "
+              "CUDA_ERROR_ASSERT, which tilewise reports naming the assert; the simulator "
+              "raises a SimulationError at the assert's line"),
+]
 
 
 def _spellings(op: PtxOp):

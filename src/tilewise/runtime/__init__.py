@@ -6,7 +6,7 @@ DLPack; each is checked against the kernel's buffer before launch (:mod:`.args`)
 """
 
 from .args import ArrayInfo, check_arguments, describe
-from .device import compute_capability, device_target, gpu_available, sm_count
+from .device import compute_capability, device_target, gpu_available, sm_count, synchronize
 
 __all__ = ["ArrayInfo", "check_arguments", "compute_capability", "describe", "device_target",
-           "gpu_available", "sm_count"]
+           "gpu_available", "sm_count", "synchronize"]

@@ -17,11 +17,36 @@ def _driver():
     return driver
 
 
+#: ``(kernel, "file:line", message)`` of every T.device_assert of the kernels loaded in this
+#: process, for the message of a CUDA_ERROR_ASSERT (the context then fails every call).
+ASSERTS: list = []
+CUDA_ERROR_ASSERT = 710
+
+
+def note_asserts(kernel: str, asserts) -> None:
+    """Remember the asserts of a kernel being loaded (see :data:`ASSERTS`)."""
+    for where, msg in asserts:
+        if (kernel, where, msg) not in ASSERTS:
+            ASSERTS.append((kernel, where, msg))
+
+
+def _assert_failed(what: str) -> LaunchError:
+    listed = "; ".join(f"{w}: {m or 'T.device_assert'} (in {k})" for k, w, m in ASSERTS)
+    return LaunchError(f"{what} failed: a T.device_assert failed on the GPU "
+                       f"(CUDA_ERROR_ASSERT); the kernels loaded in this process assert at "
+                       f"{listed or 'no known place'}",
+                       hint="the device printed the failing assert's file:line and thread "
+                       "to stdout; the CUDA context is unusable now: restart the process")
+
+
 def check(result, what: str):
-    """Unpack a ``cuda.bindings`` result tuple, raising LaunchError on an error code."""
+    """Unpack a ``cuda.bindings`` result tuple, raising LaunchError on an error code (one
+    naming the kernels' asserts for CUDA_ERROR_ASSERT)."""
     err, *rest = result if isinstance(result, tuple) else (result,)
     driver = _driver()
     if err != driver.CUresult.CUDA_SUCCESS:
+        if int(err) == CUDA_ERROR_ASSERT:
+            raise _assert_failed(what)
         _, name = driver.cuGetErrorName(err)
         name = name.decode() if isinstance(name, bytes) else str(err)
         raise LaunchError(f"{what} failed: {name}")
@@ -94,3 +119,10 @@ def primary_context(ordinal: int = 0):
 def make_current(ordinal: int = 0) -> None:
     driver = _driver()
     check(driver.cuCtxSetCurrent(primary_context(ordinal)), "cuCtxSetCurrent")
+
+
+def synchronize(ordinal: int = 0) -> None:
+    """Wait for every launch on device ``ordinal`` (``cuCtxSynchronize``): a kernel's fault
+    or failed T.device_assert is a LaunchError here (the assert's file and line named)."""
+    make_current(ordinal)
+    check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")

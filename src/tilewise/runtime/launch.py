@@ -6,11 +6,26 @@ with ``cuModuleGetFunction``, and dynamic shared memory above 48 KB enabled with
 (:mod:`.args`) and ``cuLaunchKernel`` runs with the kernel's grid and block on ``stream``
 (default: torch's current stream when torch tensors are passed, else the legacy default
 stream).
+
+**The per-signature fast path.** What the checks conclude depends on each torch tensor's
+dtype, shape, strides and device and on each scalar's type and value, not on the data
+pointer (except its 16-byte alignment). The first launch with a new *signature* (those
+attributes) runs every check and keeps a :class:`_Prepared`: the grid, one 8-byte slot per
+parameter and the array of their addresses that ``cuLaunchKernel`` takes. A later launch
+with the same signature reads each tensor's attributes once, writes its data pointers into
+the slots (checking their alignment) and launches: no Python object is built per call
+beyond the key. Kernels with TMA tensor maps encode the data pointer into the map, so for
+them the pointers belong to the signature. The current CUDA context is not set on every
+launch: a launch refused for the context (``CUDA_ERROR_INVALID_CONTEXT`` /
+``INVALID_HANDLE``: another context or none is current in this thread) makes the kernel's
+primary context current and launches again.
 """
 
 from __future__ import annotations
 
+import ctypes
 import sys
+import threading
 
 from ..errors import LaunchError
 from . import device
@@ -18,6 +33,9 @@ from .args import check_arguments
 from .tensormap import check_tensor_maps, launch_slots
 
 _DEFAULT_SMEM_LIMIT = 48 * 1024
+_MAX_SIGNATURES = 256  # prepared signatures kept per kernel (then the cache starts over)
+_SCALARS = (int, float, bool)  # Python scalars: keyed by type and value
+_RETRY_CONTEXT = (201, 400)  # CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_HANDLE
 
 
 def stream_handle(stream, arrays) -> int:
@@ -38,6 +56,19 @@ def stream_handle(stream, arrays) -> int:
                       f"{type(stream).__name__}")
 
 
+class _Prepared:
+    """One checked signature: the grid, the parameter slots and their addresses, which
+    slots take which argument's data pointer, and the thread that may reuse them (the slots
+    are written in place before each launch)."""
+
+    __slots__ = ("grid", "values", "addresses", "pointer_slots", "keep", "thread")
+
+    def __init__(self, grid, values, addresses, pointer_slots, keep):
+        self.grid, self.values, self.addresses = grid, values, addresses
+        self.pointer_slots, self.keep = pointer_slots, keep
+        self.thread = threading.get_ident()
+
+
 class Launcher:
     """The loaded form of one :class:`~tilewise.compiler.Kernel` on one device."""
 
@@ -45,11 +76,14 @@ class Launcher:
         self.kernel = kernel
         self.ordinal = ordinal
         self.function = None
-        # the last launch's arguments (see _launch_key), grid and parameter bytes: a loop
-        # launching on the same arrays skips the Python checks and the tensor-map encoding
-        self._last = None
-        self._stream = None  # (raw handle, CUstream) of the last launch
+        self._signatures: dict = {}  # signature key -> _Prepared (or None: never fast)
+        self._streams: dict = {}  # raw stream handle -> CUstream
+        self._raw_stream = None  # torch's current-stream query, once torch is seen
+        self._tensor = None  # torch.Tensor, once torch is seen
+        self._by_pointer = bool(kernel.launch_signature.func.attr("tensor_maps", ()))
+        self._last = None  # the general path's last (key, prepared)
 
+    # -- loading ---------------------------------------------------------------------
     def _load(self):
         import numpy as np
 
@@ -72,6 +106,10 @@ class Launcher:
             device.check(driver.cuFuncSetAttribute(
                 self.function, fattr.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                 "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
+        device.note_asserts(k.name, k.asserts)
+        self._launch = driver.cuLaunchKernel
+        self._block = k.launch_config.block
+        self._smem = k.dynamic_smem
 
     def _allow_dynamic_smem(self, driver, k):
         """A launch gets 48 KB of shared memory, static and dynamic together, unless the
@@ -92,31 +130,139 @@ class Launcher:
             self.function, fattr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             k.dynamic_smem), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
 
+    # -- launching -------------------------------------------------------------------
     def __call__(self, arrays, stream=None):
-        import numpy as np
+        tensor = self._tensor
+        if tensor is None:
+            return self._general(arrays, stream)
+        key, pointers = [], []
+        for a in arrays:
+            if isinstance(a, tensor):
+                key += (a.dtype, a.shape, a.stride(), a.device)
+                pointers.append(a.data_ptr())
+            elif type(a) in _SCALARS:
+                key += (type(a), a)
+            else:
+                return self._general(arrays, stream)
+        if self._by_pointer:
+            key += pointers
+        key = tuple(key)
+        prep = self._signatures.get(key, False)
+        if prep is False:
+            prep = self._prepare_signature(key, arrays)
+        if prep is None or prep.thread != threading.get_ident():
+            return self._general(arrays, stream)
+        values = prep.values
+        for slot, p in zip(prep.pointer_slots, pointers):
+            if p & 15:
+                return self._general(arrays, stream)  # reports the misaligned pointer
+            values[slot] = p
+        raw = self._raw_stream(self.ordinal) if stream is None else stream
+        if type(raw) is not int:
+            raw = stream_handle(raw, ())
+        self._go(prep, raw)
 
-        k = self.kernel
+    def _go(self, prep, raw: int):
+        handle = self._streams.get(raw)
+        if handle is None:
+            handle = self._stream_object(raw)
+        g = prep.grid
+        err = self._launch(self.function, g[0], g[1], g[2], self._block, 1, 1, self._smem,
+                           handle, prep.addresses, 0)[0]
+        if err:
+            self._failed(err, prep, handle)
+
+    def _failed(self, err, prep, handle):
+        """A refused launch: in another (or no) current context, make the kernel's primary
+        context current and launch again; any other error is a LaunchError."""
+        if int(err) in _RETRY_CONTEXT:
+            device.make_current(self.ordinal)
+            g = prep.grid
+            err = self._launch(self.function, g[0], g[1], g[2], self._block, 1, 1,
+                               self._smem, handle, prep.addresses, 0)[0]
+        device.check((err,), f"cuLaunchKernel({self.kernel.name})")
+
+    def _stream_object(self, raw: int):
+        handle = device._driver().CUstream(raw)
+        if len(self._streams) > 64:
+            self._streams.clear()
+        self._streams[raw] = handle
+        return handle
+
+    def _general(self, arrays, stream):
+        """Any arguments (CuPy, DLPack, numpy scalars, ...): checked, or reused from the
+        last launch when every argument is the same (pointers included)."""
+        self._see_torch(arrays)
         key = _launch_key(arrays)
         if key is not None and self._last is not None and self._last[0] == key:
-            _, grid, slots, pointers = self._last  # the same arrays again: checked, encoded
+            prep = self._last[1]
         else:
-            call, grid = prepare(k, arrays, self.ordinal)
-            if self.function is None:
-                self._load()
-            # kept alive until the launch returns; tensor maps are encoded after the context
-            device.make_current(self.ordinal)
-            slots = [_slot(v) for v in call.values] + launch_slots(k, call)
-            pointers = np.array([a.ctypes.data for a in slots], dtype=np.uint64)
-            self._last = None if key is None else (key, grid, slots, pointers)
-        device.make_current(self.ordinal)
-        driver = device._driver()
-        raw = stream_handle(stream, arrays)
-        if self._stream is None or self._stream[0] != raw:
-            self._stream = (raw, driver.CUstream(raw))
-        handle = self._stream[1]
-        device.check(driver.cuLaunchKernel(self.function, *grid, k.launch_config.block, 1, 1,
-                                           k.dynamic_smem, handle, pointers.ctypes.data, 0),
-                     f"cuLaunchKernel({k.name})")
+            prep = self._prepare(arrays)
+            self._last = None if key is None else (key, prep)
+        self._go(prep, stream_handle(stream, arrays))
+
+    def _see_torch(self, arrays):
+        """Arm the fast path once torch tensors are seen (torch is never imported here)."""
+        torch = sys.modules.get("torch")
+        if self._tensor is not None or torch is None:
+            return
+        if not any(isinstance(a, torch.Tensor) for a in arrays):
+            return
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._raw_stream = raw or (lambda i: torch.cuda.current_stream(i).cuda_stream)
+        self._tensor = torch.Tensor
+
+    def _prepare_signature(self, key, arrays):
+        """The first launch of a signature: every check, then the prepared launch (None when
+        a scalar parameter is given a 0-d tensor, whose value is not in the key)."""
+        self._see_torch(arrays)
+        prep = self._prepare(arrays)
+        params = self.kernel.launch_params
+        from ..ir import signature as sig
+
+        declared = sig.declared_params(params)
+        buffers = {id(p) for p, _ in params.buffer_map}
+        for p, a in zip(declared, arrays):
+            if id(p) not in buffers and isinstance(a, self._tensor):
+                prep = None
+        if len(self._signatures) >= _MAX_SIGNATURES:
+            self._signatures.clear()
+        self._signatures[key] = prep
+        return prep
+
+    def _prepare(self, arrays) -> _Prepared:
+        """Check the arguments, load the module once, build the parameter slots."""
+        from .args import ArrayInfo
+
+        k = self.kernel
+        call, grid = prepare(k, arrays, self.ordinal)
+        if self.function is None:
+            self._load()
+        device.make_current(self.ordinal)  # tensor maps are encoded in the context
+        values = (ctypes.c_uint64 * max(len(call.values), 1))()
+        pointer_slots = []
+        for i, v in enumerate(call.values):
+            if isinstance(v, ArrayInfo):
+                values[i] = v.ptr
+                pointer_slots.append(i)
+            else:
+                ctypes.memmove(ctypes.addressof(values) + 8 * i, _scalar_bytes(v), v.nbytes)
+        maps = launch_slots(k, call)
+        base = ctypes.addressof(values)
+        addrs = [base + 8 * i for i in range(len(call.values))]
+        addrs += [m.ctypes.data for m in maps]
+        addresses = (ctypes.c_void_p * max(len(addrs), 1))(*addrs)
+        return _Prepared(tuple(grid), values, ctypes.addressof(addresses),
+                         tuple(pointer_slots), (addresses, maps))
+
+
+def _scalar_bytes(value) -> bytes:
+    """A scalar parameter's bytes in its own type (a bool as one byte)."""
+    import numpy as np
+
+    if value.dtype == np.bool_:
+        return bytes([int(value)])
+    return np.asarray(value).tobytes()
 
 
 def _launch_key(arrays):
@@ -152,25 +298,11 @@ def _launch_key(arrays):
 def prepare(kernel, arrays, ordinal=None):
     """Everything a launch checks before touching the driver: the arguments (and the sizes
     they bind) and the grid they make. Returns ``(Call, grid)``."""
-    call = check_arguments(kernel.func, arrays, ordinal)
-    grid = call.binding.grid(kernel.lowered.func)
+    call = check_arguments(kernel.launch_params, arrays, ordinal)
+    grid = call.binding.grid(kernel.launch_signature.func)
     _check_cluster(kernel, grid)
     check_tensor_maps(kernel, call)
     return call, grid
-
-
-def _slot(value):
-    """The bytes of one kernel parameter: a device pointer (u64) for an array, the scalar in
-    its own type otherwise (a bool as one byte, as the kernel declares it)."""
-    import numpy as np
-
-    from .args import ArrayInfo
-
-    if isinstance(value, ArrayInfo):
-        return np.array([value.ptr], dtype=np.uint64)
-    if value.dtype == np.bool_:
-        return np.array([int(value)], dtype=np.uint8)
-    return np.array([value])
 
 
 def _check_cluster(kernel, grid) -> None:

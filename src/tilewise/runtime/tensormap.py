@@ -93,8 +93,8 @@ def encode(spec: tma.TensorMapSpec, address: int, dims: list[int], strides: list
 
 def _geometries(kernel, call):
     """``(map, address, extents, byte strides)`` of every tensor map of a launch, checked."""
-    maps = kernel.lowered.func.attr("tensor_maps", ())
-    params = sig.declared_params(kernel.func)
+    maps = kernel.launch_signature.func.attr("tensor_maps", ())
+    params = sig.declared_params(kernel.launch_params)
     for m in maps:
         info = call.values[next(i for i, p in enumerate(params) if p is m.buffer.data)]
         yield (m, info.ptr, *tma.launch_geometry(m, call.binding.value, info.ptr))

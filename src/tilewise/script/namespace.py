@@ -167,8 +167,9 @@ def _build_T(handlers: dict, prim_func) -> _Namespace:
         entries[name] = TypeCtor(t)
     entries["ptx"] = PtxPath("ptx")
     entries["cuda"] = PtxPath("cuda")
-    for name in ptx_table.MATH_OPS:
-        entries[name] = PtxPath(name)
+    for name in ptx_table.PTX_OPS:  # math, T.print, T.device_assert: rows without a dot
+        if "." not in name:
+            entries[name] = PtxPath(name)
     return _Namespace(entries)
 
 

@@ -30,7 +30,7 @@ def lower_for_sim(func, target):
     ``func`` lowered for ``target`` (sm_90a when None)."""
     from ..pipeline import Lowered, lower
 
-    from ..pipeline import as_prim_func
+    from ..ir.stmt import as_prim_func
 
     func = as_prim_func(func)  # a tilewise.autotune kernel: its heuristic configuration
     if isinstance(func, Lowered):

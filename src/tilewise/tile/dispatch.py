@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DispatchError, TilewiseError, did_you_mean
-from ..ir.expr import BinOp, Call, IntImm, UnaryOp, Var, as_int
+from ..ir.expr import BinOp, IntImm, UnaryOp, Var, as_int
 from ..ir.printer import SCOPE_PREFIX
 from ..ir.stmt import Assign, IfThenElse, LetStmt, PrimFunc, ThreadBinding, TileCall
 from ..ir.visitor import Mutator, walk
@@ -29,7 +29,7 @@ from ..passes.simplify import launch_ranges
 from .context import (ActiveThreads, DispatchContext, Unknown, eval_threads, launch_env,
                       scope_threads)
 from .registry import DispatchFail, candidates
-from .uniform import analyse
+from .uniform import analyse, is_uniform, read_only
 
 
 @dataclass
@@ -87,6 +87,7 @@ class _Dispatch(Mutator):
         self.tid, self.new_binding = _thread_var(func)
         self.log: list[Decision] = []
         self.uniform, self.divergent = analyse(func)
+        self.readonly = read_only(func)
         # Locals assigned once from immutable values are inlined into tile-call operands,
         # so that `r0 = by * 128; ... A[r0:r0 + 128]` keeps its alignment facts.
         self.immutable: set[int] = {id(b.var) for b in func.launch}
@@ -98,16 +99,9 @@ class _Dispatch(Mutator):
 
     def is_uniform(self, e) -> bool:
         """True when ``e`` has one value for the whole CTA (CTA ids, constant-bound loop
-        variables, locals computed from them): such a condition never splits the CTA."""
-        bad = []
-
-        def look(n):
-            if isinstance(n, Var) and id(n) not in self.uniform:
-                bad.append(n)
-            elif not isinstance(n, (Var, IntImm, BinOp, UnaryOp)) and n is not e:
-                bad.append(n)
-        walk(e, look)
-        return not bad and not isinstance(e, Call)
+        variables, locals computed from them, loads from read-only global buffers at such
+        indices): such a condition never splits the CTA."""
+        return is_uniform(e, self.uniform, self.readonly)
 
     def visit_For(self, s):
         self.immutable.add(id(s.var))

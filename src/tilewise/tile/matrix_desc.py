@@ -88,6 +88,29 @@ def plan_operand(region: BufferRegion, mn_dim: int, k_inst: int, allow_mn_major:
                        + "; ".join(reasons))
 
 
+@dataclass(frozen=True)
+class Orientation:
+    """Which region dimension of A and B is M / N (the other is K), from the call's
+    ``transA`` / ``transB`` options: A is (M, K) or, transposed, (K, M); B is (K, N) or,
+    transposed, (N, K)."""
+
+    a_mn: int  # 0: A is (M, K); 1: A is (K, M)
+    b_mn: int  # 1: B is (K, N); 0: B is (N, K)
+
+    @classmethod
+    def of(cls, ctx) -> Orientation:
+        return cls(1 if ctx.option("transA", False) else 0,
+                   0 if ctx.option("transB", False) else 1)
+
+    def mnk(self, a: tuple, b: tuple) -> tuple:
+        """(M, K of A, K of B, N) from the 2-D shapes of A and B."""
+        return a[self.a_mn], a[1 - self.a_mn], b[1 - self.b_mn], b[self.b_mn]
+
+    def text(self) -> str:
+        return (f"A ({'K, M' if self.a_mn else 'M, K'}) and "
+                f"B ({'K, N' if self.b_mn else 'N, K'})")
+
+
 def descriptor_expr(fields: int, buf, coords) -> Expr:
     """The 64-bit descriptor of an operand tile starting at element ``coords`` of ``buf``:
     the start address field ``(addr & 0x3FFFF) >> 4`` (the 14 bits 0-13, the same in the

@@ -85,6 +85,9 @@ REMOTE_CTA_ID = Option("remote_cta_id", "expr", "dsmem: the CTA rank in the clus
 # ---- gemm, gemm_async
 ACCUM = Option("accum", "expr", "add into C (True, or a run-time bool) instead of "
                "overwriting it (False, the default)")
+TRANS_A = Option("transA", "bool", "A is given as its transpose, a (K, M) region")
+TRANS_B = Option("transB", "bool", "B is given as its transpose, a (N, K) region: "
+                 "C (+)= A @ B.T (a K-major B, as fp8 wgmma needs)")
 
 # ---- elementwise math, reductions
 PRECISE = Option("precise", "bool", "compute through libdevice instead of the approximate "

@@ -2,7 +2,9 @@
 run with only some of their threads.
 
 A value is uniform when it is built from uniform inputs (CTA ids, scalar parameters and
-sizes, constants, uniform locals) by arithmetic; a loaded value or a thread id is not. A
+sizes, constants, uniform locals, and loads at uniform indices from a global buffer the
+kernel never writes: an expert's row count, a group index) by arithmetic; any other loaded
+value or a thread id is not. A
 local is uniform when every assignment to it stores a uniform value under uniform control
 (no enclosing ``if``/``while`` condition or loop bound that differs between threads, no
 loop left early by some threads only). Loop-carried locals make this a fixpoint: start
@@ -16,7 +18,9 @@ the threads (the dispatch pass treats their active set as unknown).
 
 from __future__ import annotations
 
-from ..ir.expr import BinOp, Call, Cast, FloatImm, IntImm, Select, UnaryOp, Var
+from ..ir.expr import (AddressOf, BinOp, BufferLoad, BufferRegion, Call, Cast, FloatImm,
+                       IntImm, Select, UnaryOp, Var)
+from ..ir.stmt import Buffer, BufferStore
 from ..ir.launch import CTA_KINDS
 from ..ir.stmt import Assign, For, IfThenElse, LetStmt, While
 from ..ir.visitor import Visitor, walk
@@ -75,53 +79,74 @@ class _LoopGuard:
         self.loop = loop
 
 
+def read_only(func) -> frozenset[int]:
+    """ids of the kernel's global buffers it never writes: never stored to, never a region
+    or an address operand of a call (a tile primitive or an instruction may write those)."""
+    touched = set()
+
+    def look(n):
+        if isinstance(n, (BufferStore, BufferRegion, AddressOf)):
+            touched.add(id(n.buffer))
+    walk(func.body, look)
+    return frozenset(id(b) for _, b in func.buffer_map
+                     if b.scope == "global" and id(b) not in touched)
+
+
 def analyse(func) -> tuple[set[int], set[int]]:
     """``(uniform local ids, divergent loop ids)`` of a kernel (launch CTA ids, scalar
     parameters and symbolic sizes are uniform inputs)."""
     sites = _Sites()
     sites.visit(func.body)
+    readonly = read_only(func)
     uniform = {id(b.var) for b in func.launch if b.kind in CTA_KINDS}
     uniform |= {id(p) for p in func.params}
     assigned = {id(v) for v, _, _ in sites.sites}
     uniform |= assigned
     while True:
-        divergent = {key for key in sites.loop_guards if not _loop_uniform(key, sites, uniform)}
+        divergent = {key for key in sites.loop_guards
+                     if not _loop_uniform(key, sites, uniform, readonly)}
         drop = {id(v) for v, value, guards in sites.sites
-                if id(v) in uniform and not (_uniform(value, uniform)
-                                             and _guards_uniform(guards, uniform, divergent))}
+                if id(v) in uniform and not (
+                    is_uniform(value, uniform, readonly)
+                    and _guards_uniform(guards, uniform, divergent, readonly))}
         if not drop:
             return uniform, divergent
         uniform -= drop
 
 
-def _loop_uniform(key, sites, uniform) -> bool:
-    if not all(_uniform(e, uniform) for e in sites.loop_guards[key]):
+def _loop_uniform(key, sites, uniform, readonly) -> bool:
+    if not all(is_uniform(e, uniform, readonly) for e in sites.loop_guards[key]):
         return False
     for guards in sites.loop_jumps[key]:
         inner = guards[next(i for i, g in enumerate(guards)
                             if isinstance(g, _LoopGuard) and id(g.loop) == key) + 1:]
-        if not all(_uniform(g, uniform) for g in inner if not isinstance(g, _LoopGuard)):
+        if not all(is_uniform(g, uniform, readonly) for g in inner
+                   if not isinstance(g, _LoopGuard)):
             return False
     return True
 
 
-def _guards_uniform(guards, uniform, divergent) -> bool:
+def _guards_uniform(guards, uniform, divergent, readonly) -> bool:
     for g in guards:
         if isinstance(g, _LoopGuard):
             if id(g.loop) in divergent:
                 return False
-        elif not _uniform(g, uniform):
+        elif not is_uniform(g, uniform, readonly):
             return False
     return True
 
 
-def _uniform(e, uniform: set[int]) -> bool:
-    """Whether expression ``e`` has one value per CTA given the uniform locals."""
+def is_uniform(e, uniform: set[int], readonly: frozenset[int] = frozenset()) -> bool:
+    """Whether expression ``e`` has one value per CTA given the uniform locals and the
+    read-only global buffers (a load from one at uniform indices is uniform)."""
     bad = []
 
     def look(n):
         if isinstance(n, Var) and id(n) not in uniform:
             bad.append(n)
+        elif isinstance(n, (BufferLoad, Buffer)):  # walk visits a load's buffer too
+            if id(n if isinstance(n, Buffer) else n.buffer) not in readonly:
+                bad.append(n)
         elif not isinstance(n, (Var, IntImm, FloatImm, BinOp, UnaryOp, Cast, Select)):
             bad.append(n)
     walk(e, look)

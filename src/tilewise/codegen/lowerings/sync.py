@@ -22,6 +22,29 @@ def _cta_sync(em, c):
     em.call("llvm.nvvm.barrier.cta.sync.aligned.all", ty.VOID, [i32(0)])
 
 
+@lowering("ptx.bar.sync")
+def _bar_sync(em, c):
+    _named_barrier(em, c, "bar.sync", "llvm.nvvm.barrier.cta.sync.aligned.count")
+
+
+@lowering("ptx.bar.arrive")
+def _bar_arrive(em, c):
+    _named_barrier(em, c, "bar.arrive", "llvm.nvvm.barrier.cta.arrive.aligned.count")
+
+
+def _named_barrier(em, c, what: str, intrinsic: str):
+    """``barrier.cta.{sync,arrive}.aligned.count id, count``. A constant count that is not
+    whole warps is refused here, at the call's line (ptxas would refuse the PTX; the
+    simulator reports it as a hazard when it runs)."""
+    ident, count = c.args
+    n = em.constant(count)
+    if n is not None and (n <= 0 or n % 32):
+        raise em.error(f"{what} {em.constant(ident)}, {n}: the thread count of a named barrier "
+                       "must be a positive multiple of 32 (whole warps)", c,
+                       hint="count whole warps: 32, 64, ... up to the CTA's threads")
+    em.call(intrinsic, ty.VOID, [em.typed(ident, dt.int32), em.typed(count, dt.int32)])
+
+
 @lowering("ptx.elect_sync")
 def _elect_sync(em, c):
     """``elect.sync %r|%p, -1``: the intrinsic returns ``{i32 lane, i1 elected}``."""

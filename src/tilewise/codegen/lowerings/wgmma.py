@@ -10,6 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir import dtype as dt
+from ...ir.expr import IntImm
 from ...ptx import wgmma
 from .. import types as ty
 from ..registry import lowering
@@ -44,7 +45,12 @@ def _mma_async(em, c):
     text = mma_async_text(imm(em, n), ab.value, acc.value, bool(imm(em, trans_a)),
                           bool(imm(em, trans_b)), nregs)
     ptrs = [em.element_ptr(r.buffer, r.indices, c) for r in regs]
-    ins = [em.b.load(p, typ=ty.I32, align=4) for p in ptrs]
+    if isinstance(scale_d, IntImm) and not scale_d.value:
+        # D = A B reads no accumulator: undefined inputs end the old values' live ranges
+        # here (else LLVM keeps them, and copies, up to this instruction)
+        ins = [ir.Constant(ty.I32, ir.Undefined)] * nregs
+    else:
+        ins = [em.b.load(p, typ=ty.I32, align=4) for p in ptrs]
     ops = ins + [em.typed(a_desc, dt.uint64), em.typed(b_desc, dt.uint64),
                  em.b.zext(em.truth(scale_d), ty.I32)]
     cons = ",".join(["=r"] * nregs + [str(i) for i in range(nregs)] + ["l", "l", "r"])

@@ -3,8 +3,9 @@
 PTX ISA §9.7.16.10 (shapes Table 39, instruction descriptor Table 42, shared-memory
 descriptor Table 40, datapaths §9.7.16.10.5). Operands: ``C`` a region of a float32
 tensor-memory buffer, ``A`` a (M, K) region of shared or tensor memory, ``B`` a (K, N)
-region of shared memory; input kinds f16 (float16 / bfloat16), tf32 (float32 read as tf32),
-f8f6f4 (float8_e4m3 / float8_e5m2, the two may be mixed).
+region of shared memory (``transB=True``: an (N, K) region, ``C (+)= A @ B.T``;
+``transA=True``: A in shared memory as (K, M)); input kinds f16 (float16 / bfloat16),
+tf32 (float32 read as tf32), f8f6f4 (float8_e4m3 / float8_e5m2, the two may be mixed).
 
 Algorithm:
 
@@ -45,7 +46,7 @@ from tilewise.ptx import tcgen05
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
-from tilewise.tile.matrix_desc import descriptor_expr, plan_operand
+from tilewise.tile.matrix_desc import Orientation, descriptor_expr, plan_operand
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 from tilewise.tile.tmem_region import cell_offset, classify
 
@@ -102,11 +103,14 @@ def _shapes(ctx, kind):
         raise DispatchFail(f"C is {c.shape}, A {a.shape}, B {b.shape}: all three must be 2-D "
                            "tiles (C (M, N), A (M, K), B (K, N)), unit dimensions aside")
     g = _cta_group(ctx)
-    (m, n), (am, k), (bk, bn) = tc, ta, tb
+    o = Orientation.of(ctx)
+    (m, n), (am, k, bk, bn) = tc, o.mnk(ta, tb)
+    if a.buffer.scope == "tmem" and o.a_mn:
+        raise DispatchFail("transA=True: an A in tensor memory is always (M, K)")
     if am != m or bk != k or bn * g != n:
         half = " (with cta_group=2 each CTA holds N / 2 columns of B)" if g == 2 else ""
-        raise DispatchFail(f"C is {c.shape}, A {a.shape}, B {b.shape}: they must be (M, N), "
-                           f"(M, K), (K, N{' / 2' if g == 2 else ''}){half}")
+        raise DispatchFail(f"C is {c.shape}, A {a.shape}, B {b.shape}: they must be (M, N) "
+                           f"and {o.text()}{' (N / 2)' if g == 2 else ''}{half}")
     if g == 2 and m != 128:
         raise DispatchFail(f"cta_group=2 with {m} rows per CTA is M = {2 * m}, datapath Layout "
                            "B (2x2), which tilewise does not model (the PTX ISA shows it only "
@@ -135,9 +139,10 @@ def _a_tmem(a, dc, kind, k):
 def _plans(ctx, kind, k):
     _, a, b = ctx.call.args
     mn_ok = a.buffer.dtype.bits in (8, 16)
-    pa = None if a.buffer.scope == "tmem" else plan_operand(a, 0, kind.k, mn_ok, "A",
+    o = Orientation.of(ctx)
+    pa = None if a.buffer.scope == "tmem" else plan_operand(a, o.a_mn, kind.k, mn_ok, "A",
                                                             "tcgen05")
-    return pa, plan_operand(b, 1, kind.k, mn_ok, "B", "tcgen05")
+    return pa, plan_operand(b, o.b_mn, kind.k, mn_ok, "B", "tcgen05")
 
 
 def _taddr(region, t, cells: int = 0):
@@ -193,7 +198,7 @@ def _describe(kind, m, n, g, steps, dc, pa, pb) -> str:
 
 
 @register_dispatch("gemm_async", "cuda", variant="tcgen05", priority=30,
-                   options=(O.ACCUM, O.CTA_GROUP), when=[
+                   options=(O.ACCUM, O.CTA_GROUP, O.TRANS_A, O.TRANS_B), when=[
     predicate("target has tcgen05", P.has_feature, feature="tcgen05", what="tcgen05.mma"),
     predicate("three regions", _three_regions),
     predicate("scope", P.scope_in, scopes=("thread",)),

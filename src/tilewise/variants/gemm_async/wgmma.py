@@ -3,7 +3,10 @@
 PTX ISA §9.7.15. Operands: ``C`` a (64, N) register tile of the warpgroup whose layout is
 the wgmma accumulator fragment (:func:`tilewise.layout.atoms.wgmma_accumulator`), float32
 (or float16 with float16 inputs); ``A`` a (64, K) and ``B`` a (K, N) region of shared
-memory, of one input dtype (float16, bfloat16, float32 as tf32, fp8 e4m3/e5m2).
+memory, of one input dtype (float16, bfloat16, float32 as tf32, fp8 e4m3/e5m2). With
+``transB=True`` B is given as its transpose, an (N, K) region (``C (+)= A @ B.T``): a
+row-major (N, K) tile of B is K-major, the only form fp8 and tf32 take; ``transA=True``
+gives A as (K, M).
 
 Algorithm:
 
@@ -28,8 +31,8 @@ from tilewise.ptx import wgmma
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
-from tilewise.tile.matrix_desc import descriptor_expr, plan_operand
-from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
+from tilewise.tile.matrix_desc import Orientation, descriptor_expr, plan_operand
+from tilewise.tile.registry import predicate, register_dispatch
 
 
 def _operands(ctx):
@@ -50,10 +53,11 @@ def _c_tile(ctx):
     if buf.scope != "local":
         return False, f"C ({buf.name!r}) must be a register tile (scope 'local'), not {buf.scope}"
     am, bm = _matrix(a), _matrix(b)
-    if (len(am) != 2 or len(bm) != 2 or c.shape != (wgmma.M, bm[1]) or am[0] != wgmma.M
-            or am[1] != bm[0]):
+    o = Orientation.of(ctx)
+    m, ka, kb, n = o.mnk(am, bm) if len(am) == len(bm) == 2 else (0, 0, 0, 0)
+    if m != wgmma.M or ka != kb or c.shape != (wgmma.M, n):
         return False, (f"C is {c.shape}, A {a.shape}, B {b.shape}: one warpgroup computes a "
-                       f"(64, N) tile from A (64, K) and B (K, N)")
+                       f"(64, N) tile from {o.text()} with M = 64")
     n = c.shape[1]
     problem = wgmma.n_problem(n)
     if problem:
@@ -91,10 +95,9 @@ def _emit(ctx):
     ab = a.buffer.dtype.name
     k_inst = wgmma.K_OF[ab]
     transposable = wgmma.transposable(ab)
-    pa = plan_operand(a, 0, k_inst, transposable, "A")
-    pb = plan_operand(b, 1, k_inst, transposable, "B")
-    if len(pa.step_coords) != len(pb.step_coords):
-        raise DispatchFail(f"A has K = {_matrix(a)[1]} but B has K = {_matrix(b)[0]}")
+    o = Orientation.of(ctx)
+    pa = plan_operand(a, o.a_mn, k_inst, transposable, "A")
+    pb = plan_operand(b, o.b_mn, k_inst, transposable, "B")
     n = c.shape[1]
     regs = [BufferLoad(c.buffer, tuple(IntImm(x) for x in wgmma.acc_coords(0, v)))
             for v in range(wgmma.acc_regs(n, c.buffer.dtype.name))]
@@ -114,7 +117,8 @@ def _emit(ctx):
     return seq(*out)
 
 
-@register_dispatch("gemm_async", "cuda", variant="wgmma", priority=20, options=(O.ACCUM,),
+@register_dispatch("gemm_async", "cuda", variant="wgmma", priority=20,
+                   options=(O.ACCUM, O.TRANS_A, O.TRANS_B),
                    declines={"cta_group": "cta_group= is a tcgen05 option; wgmma is one "
                              "warpgroup"}, when=[
     predicate("target has wgmma", P.has_feature, feature="wgmma", what="wgmma"),

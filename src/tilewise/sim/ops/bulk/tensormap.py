@@ -93,11 +93,12 @@ def _np_dtype(name: str):
 
 def bind_tensor_maps(flat, binding) -> dict:
     """``{id(var): SimTensorMap}`` for the hidden tensor-map parameters of flat kernel
-    ``flat`` (their global spaces follow its buffer order, as the storage plan's do)."""
+    ``flat`` (their global spaces follow its parameter order, as the storage plan's do --
+    not the order of the T.match_buffer lines, which may differ)."""
     from ...memory import GLOBAL0
 
     out = {}
-    data = [v for v, _ in flat.buffer_map]
+    data = [b.data for b in flat.param_buffers()]
     for m in flat.attr("tensor_maps", ()):
         k = next(i for i, v in enumerate(data) if v is m.buffer.data)
         dims, strides = tma.launch_geometry(m, binding.value, 0)

@@ -1,0 +1,518 @@
+"""FP8 GEMM on Hopper (sm_90a) in tilewise: C = (A · SA)(B · SB)ᵀ in bf16, DeepGEMM's layout.
+
+A is (M, K) ``float8_e4m3`` row-major, B is (N, K) ``float8_e4m3`` row-major (K-major, the
+only form fp8 ``wgmma`` reads), C is (M, N) bfloat16. The scales, all float32, come in
+three forms (``scaling=``):
+
+* ``"block"`` (DeepGEMM's, the default): SA (M, ⌈K/128⌉), one scale per 1 x 128 block of
+  A; SB (⌈N/128⌉, ⌈K/128⌉), one per 128 x 128 block of B. SA and SB may have any strides
+  (row-major, or DeepGEMM's MN-major ``sa.T.contiguous().T``): they are bound at launch.
+* ``"row"`` (``torch._scaled_mm`` row-wise): SA (M, 1) per row of A, SB (1, N) per row of B
+  (column of C): ``C = SA * (A @ B.T) * SB``.
+* ``"tensor"`` (``torch._scaled_mm`` per tensor): SA (1,) and SB (1,).
+
+``torch._scaled_mm(a, b, scale_a, scale_b)`` takes its second matrix column-major, (K, N):
+that is ``B.t()`` here, the same bytes; its scalar scales are passed here as ``s.reshape(1)``.
+
+**Two-level accumulation.** Hopper's fp8 ``wgmma`` adds its products into the float32
+accumulator with fewer mantissa bits than float32 (measured on the H200: 3.8e-4 of the
+largest |C| after one 128-deep block). So each consumer warpgroup lets ``wgmma`` accumulate
+one 128-deep K block only (4 x ``m64nNk32``, the first with ``scale-d`` = 0) into a
+*partial* fragment, waits for it, and adds it, scaled by ``SA[row, kb] * SB[nb, kb]``, into
+a second float32 fragment on the CUDA cores (``Tx.wg.fma`` with the per-row scale vector
+broadcast over the columns: ``wgmma_accumulator_rows()``, each thread holding the scales of
+its own two rows). While one warpgroup promotes, the other warpgroup's ``wgmma`` keeps the
+tensor cores busy; the scale loads are issued before the block's wgmma and used after it.
+With ``"row"`` / ``"tensor"`` the partials are added unscaled and the scales applied once in
+the epilogue (``fast_accum=True``: one fragment, wgmma accumulates the whole K, as
+``torch._scaled_mm(use_fast_accum=True)``).
+
+**The kernel** is :mod:`gemm_hopper`'s: persistent CTAs (one per SM, tiles in a grouped
+order), 384 threads: warpgroups 0 and 1 consume, warpgroup 2 produces (``setmaxnreg``),
+a ring of ``stages`` shared buffers (A (bm, 128) and B (bn, 128), 128-byte swizzled, filled
+by TMA, out-of-bounds rows and columns as zeros) guarded by ``full`` / ``empty``
+mbarriers, and the epilogue through swizzled shared tiles and TMA stores. A tile is
+``bm x bn`` (:class:`Tile`): the consumers split it into waves of 64 x ``wn`` sharing one
+partial fragment (bm 64: both on the 64 rows, half the columns each, so a small M still
+has two warpgroups and enough tiles; bm 128: 64 rows each; bm 256 or bn 256: two waves
+each). ``cluster=2`` makes CTA pairs that share a tile of B (or of A), each loading half of
+it into both CTAs by TMA multicast. Sizes given to the factory choose the tile
+(:func:`choose_tile`, a cost model after DeepGEMM's); the kernel itself is symbolic in M, N
+and K (N a multiple of 8, K of 16: TMA's 16-byte rows). docs/gemm_fp8.md has the details.
+
+Grouped GEMMs for MoE (contiguous and masked layouts, fp8 and bf16) are in
+``gemm_grouped.py`` (``make_grouped_gemm_fp8`` is re-exported here).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from tilewise import T, Tx
+from tilewise.layout import (swizzled_tile, wgmma_accumulator, wgmma_accumulator_columns,
+                             wgmma_accumulator_rows)
+
+BK = 128  # K per pipeline stage: one scale block (128 fp8 = one 128-byte swizzle row)
+GROUP_M = 8  # tile rows walked together (L2 reuse)
+H200_SMS = 132
+SMEM = 227 * 1024  # the opt-in shared memory per CTA on sm_90
+SCALINGS = ("block", "row", "tensor")
+FP8 = "float8_e4m3"
+
+M = T.int32()
+N = T.int32()
+K = T.int32()
+SA0 = T.int32()  # strides of SA and SB ("block"): bound from the arrays at launch
+SA1 = T.int32()
+SB0 = T.int32()
+SB1 = T.int32()
+
+
+class Tile(NamedTuple):
+    """A CTA tile and its pipeline: ``bm`` x ``bn``, ``stages`` ring buffers, ``sms``
+    persistent CTAs. The two consumer warpgroups split it into *waves* of 64 x ``wn``, one
+    ``m64nWNk32`` wgmma sequence each, sharing one partial fragment:
+
+    * bm 64: both warpgroups on the 64 rows, ``bn / 2`` columns each (a small M still has
+      two warpgroups and twice the tiles);
+    * bm 128: 64 rows each, all ``bn`` columns (bn 256: two waves of 128 columns);
+    * bm 256: 128 rows each, two waves of 64 rows.
+    """
+
+    bm: int
+    bn: int
+    stages: int
+    sms: int
+    cluster: int = 1  # 2: CTA pairs share a tile of one operand, half loaded by each
+    share: str = "b"  # which operand a pair shares: "b" (m-tiles in pairs), "a" (n-tiles)
+
+    @property
+    def wn(self) -> int:
+        return self.bn // 2 if self.bm == 64 else min(self.bn, 128)
+
+    def origin(self, cw: int) -> tuple[int, int]:
+        """Warpgroup ``cw``'s first row and column in the tile."""
+        return (0, cw * self.wn) if self.bm == 64 else (cw * self.bm // 2, 0)
+
+    @property
+    def waves(self) -> tuple[tuple[int, int], ...]:
+        """Each wave's (row, column) offset from the warpgroup's origin."""
+        if self.bm == 256:
+            return ((0, 0), (64, 0))
+        return ((0, 0), (0, 128)) if self.bn == 256 else ((0, 0),)
+
+    @property
+    def wrows(self) -> list[int]:
+        """The waves' distinct row offsets (one set of row scales each)."""
+        return sorted({r for r, _ in self.waves})
+
+    @property
+    def wcols(self) -> list[int]:
+        """The waves' distinct column offsets (one SB block each)."""
+        return sorted({c for _, c in self.waves})
+
+    def scale_slots(self, w: int) -> tuple[int, int]:
+        """Wave ``w``'s index in :attr:`wrows` and in :attr:`wcols`."""
+        r, c = self.waves[w]
+        return self.wrows.index(r), self.wcols.index(c)
+
+    def layouts(self, bk: int, bits: int):
+        """The shared layouts: the A and B rings and the epilogue tiles (two warpgroups x
+        the waves, 64 x wn each)."""
+        return (swizzled_tile(self.bm, bk, bits, 128, stages=self.stages),
+                swizzled_tile(self.bn, bk, bits, 128, stages=self.stages),
+                swizzled_tile(64, self.wn, 16, min(128, self.wn * 2),
+                              stages=2 * len(self.waves)))
+
+
+TILES = ((64, 32), (64, 64), (64, 128), (128, 32), (128, 64), (128, 128), (128, 256),
+         (256, 64), (256, 128))
+
+
+def tile_cost(t: Tile) -> float:
+    """Cycles of one 128-deep K block of tile ``t`` on one SM, a model of the H100 after
+    DeepGEMM's: the most of tensor-core work (4096 fp8 FMA a cycle), shared-memory bytes
+    (the TMA writes, the wgmma reads of A and B, 128 B a cycle) and L2 bytes (~46 B a
+    cycle and SM: 6 KB a cycle in all; a pair sharing an operand reads half of it each)."""
+    smem = (t.bm + t.bn + max(64, t.bm) + t.bn) * BK
+    half_a = 2 if t.cluster == 2 and t.share == "a" else 1
+    half_b = 2 if t.cluster == 2 and t.share == "b" else 1
+    l2 = (t.bm / half_a + t.bn / half_b) * BK
+    return max(t.bm * t.bn * BK / 4096, smem / 128, l2 / 46.5)
+
+
+def _tiles(M_: int, N_: int, t: Tile) -> int:
+    """CTA tiles of the problem (a cluster of 2 takes m-tiles in pairs)."""
+    m, n = -(-M_ // t.bm), -(-N_ // t.bn)
+    if t.cluster == 2:
+        m, n = (m + m % 2, n) if t.share == "b" else (m, n + n % 2)
+    return m * n
+
+
+def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | None = None,
+                bn: int | None = None, stages: int | None = None, elem_bytes: int = 1,
+                bk: int = BK, bms: tuple = (64, 128, 256), clamp: bool = True,
+                cluster: int | None = None, clusters: tuple = (1, 2),
+                share: str | None = None) -> Tile:
+    """The tile for an M x N problem: the candidate with the least modelled time, waves of
+    CTAs x :func:`tile_cost` (the model holds for bf16 with ``bk`` 64 too: half the rate,
+    twice the bytes), among those with at least 3 stages; a cluster of 2 (TMA multicast of
+    B) only with two waves or more, as DeepGEMM does. Without sizes: 128 x 128, no cluster.
+    ``bm``, ``bn``, ``stages``, ``cluster``, ``share`` pin a choice; ``bms`` / ``clusters``
+    the rows and cluster sizes allowed; ``clamp``: no more CTAs than tiles."""
+    def make(c, mc, share, st=stages):
+        t = Tile(c[0], c[1], 1, sms, mc, share)
+        room = SMEM - 2 * len(t.waves) * 64 * t.wn * 2 - 1024  # epilogue tiles, barriers
+        return t._replace(stages=st or min(8, room // ((c[0] + c[1]) * bk * elem_bytes)))
+
+    shares = [(1, "b")] + [(mc, sh) for mc in clusters if mc == 2 for sh in ("b", "a")]
+    cands = [make(c, mc, sh) for c in TILES for mc, sh in shares
+             if c[0] in bms and bm in (None, c[0]) and bn in (None, c[1])
+             and cluster in (None, mc) and share in (None, sh) and (mc == 1 or sms % 2 == 0)]
+    if not cands:
+        raise ValueError(f"bm={bm}, bn={bn}, cluster={cluster} is not a tile: one of "
+                         f"{[c for c in TILES if c[0] in bms]}, cluster in {clusters}")
+    ok = [t for t in cands if t.stages >= 3] or cands
+
+    def cost(t):
+        if M_ is None or N_ is None:
+            return (0 if (t.bm, t.bn, t.cluster) == (128, 128, 1) or len(cands) == 1 else 1, 0)
+        waves = -(-_tiles(M_, N_, t) // sms)
+        if t.cluster > 1 and waves < 2 and cluster is None:
+            return (float("inf"), 0)
+        return (waves * tile_cost(t), -t.bm * t.bn, t.cluster)
+
+    best = min(ok, key=cost)
+    if best.stages < 2:
+        raise ValueError(f"stages={best.stages}: the ring needs at least 2 buffers")
+    if clamp and M_ is not None and N_ is not None:  # no idle CTAs
+        n = max(1, min(sms, _tiles(M_, N_, best)))
+        best = best._replace(sms=n + n % best.cluster)
+    return best
+
+
+def check_sizes(N_: int | None, K_: int | None, elem_bytes: int = 1) -> None:
+    """TMA's rule on the given sizes: 16-byte rows of C (bf16) and of A and B."""
+    for name, v, mult in (("N", N_, 8), ("K", K_, 16 // elem_bytes)):
+        if v is not None and v % mult:
+            raise ValueError(f"{name} = {v} is not a multiple of {mult}: TMA needs 16-byte "
+                             "rows (of C for N, of A and B for K)")
+
+
+def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None = None,
+                  scaling: str = "block", fast_accum: bool = False, bm: int | None = None,
+                  bn: int | None = None, stages: int | None = None,
+                  num_sms: int | None = None, cluster: int | None = None,
+                  share: str | None = None):
+    """The kernel ``k(A, B, SA, SB, C)``: C = (A · SA)(B · SB)ᵀ in bfloat16 (module
+    docstring). ``scaling``: "block" (DeepGEMM), "row" or "tensor" (``torch._scaled_mm``);
+    ``fast_accum`` (row / tensor only): one accumulator over the whole K. ``bm``, ``bn``,
+    ``stages``, ``cluster`` (1, or 2: CTA pairs multicast a tile), ``share`` ("b": pairs
+    of m-tiles share B; "a": pairs of n-tiles share A) override :func:`choose_tile`;
+    ``num_sms`` the persistent CTA count."""
+    if scaling not in SCALINGS:
+        raise ValueError(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
+    if fast_accum and scaling == "block":
+        raise ValueError("fast_accum=True is for 'row' and 'tensor' scaling: block scales "
+                         "change every 128 of K, so the partials must be promoted")
+    check_sizes(N_, K_)
+    tile = choose_tile(M_, N_, num_sms or _sm_count(), bm, bn, stages, cluster=cluster,
+                       share=share)
+    return _dense(tile, scaling, fast_accum)
+
+
+def _dense(tile: Tile, scaling: str, fast_accum: bool):
+    bm, bn, wn, stages, sms = tile.bm, tile.bn, tile.wn, tile.stages, tile.sms
+    waves, nw, wrows, wcols = tile.waves, len(tile.waves), tile.wrows, tile.wcols
+    slots = [tile.scale_slots(w) for w in range(nw)]
+    rstep, cstep = tile.origin(1)  # warpgroup cw starts at (cw * rstep, cw * cstep)
+    a_layout, b_layout, c_layout = tile.layouts(BK, 8)
+    stage_bytes = (bm + bn) * BK
+    mc = tile.cluster
+    nb_ = mc if tile.share == "b" else 1  # CTAs sharing a B tile (m-tiles in pairs)
+    na_ = mc if tile.share == "a" else 1  # CTAs sharing an A tile (n-tiles in pairs)
+    hb, ha = bn // nb_, bm // na_  # the rows of B / A each of them loads
+    pairs = sms // mc
+
+    @T.prim_func
+    def gemm_fp8(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle,
+                 C_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (M, K), FP8)
+        B = T.match_buffer(B_ptr, (N, K), FP8)
+        if scaling == "block":  # any strides: row-major or DeepGEMM's MN-major
+            SA = T.match_buffer(SA_ptr, (M, (K + 127) // 128), "float32", strides=(SA0, SA1))
+            SB = T.match_buffer(SB_ptr, ((N + 127) // 128, (K + 127) // 128), "float32",
+                                strides=(SB0, SB1))
+        elif scaling == "row":
+            SA = T.match_buffer(SA_ptr, (M, 1), "float32")
+            SB = T.match_buffer(SB_ptr, (1, N), "float32")
+        else:
+            SA = T.match_buffer(SA_ptr, (1,), "float32")
+            SB = T.match_buffer(SB_ptr, (1,), "float32")
+        C = T.match_buffer(C_ptr, (M, N), "bfloat16")
+        T.device_entry()
+        bx = T.cta_id([sms])
+        if mc == 2:
+            rank = T.cta_id_in_cluster([2])  # which of the pair (its m- or n-tile of two)
+        else:
+            rank = 0
+        tid = T.thread_id([384])
+        wg = tid // 128  # 0, 1: the consumers; 2: the producer
+        As = T.alloc_buffer((stages, bm, BK), FP8, scope="shared.dyn", layout=a_layout,
+                            align=1024)
+        Bs = T.alloc_buffer((stages, bn, BK), FP8, scope="shared.dyn", layout=b_layout,
+                            align=1024)
+        Cs = T.alloc_buffer((2 * nw, 64, wn), "bfloat16", scope="shared.dyn",
+                            layout=c_layout, align=1024)
+        full = T.alloc_shared((stages,), "uint64")
+        empty = T.alloc_shared((stages,), "uint64")
+        if tid == 0:
+            for s in range(stages):
+                T.ptx.mbarrier.init(T.address_of(full[s]), 1)
+                T.ptx.mbarrier.init(T.address_of(empty[s]), 2 * mc)  # every consumer of
+            T.ptx.fence.mbarrier_init()                              # the cluster frees it
+        if mc == 2:
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
+        # tiles in units of the cluster: nb_ m-tiles x na_ n-tiles (one a CTA)
+        m_tiles = (M + bm * nb_ - 1) // (bm * nb_)
+        n_tiles = (N + bn * na_ - 1) // (bn * na_)
+        k_tiles = (K + BK - 1) // BK
+        in_group = GROUP_M * n_tiles
+        pair = bx // mc
+        my_tiles = (m_tiles * n_tiles - pair + pairs - 1) // pairs
+        if wg == 2:  # ---------------------------------------------------------- producer
+            T.ptx.setmaxnreg(False, 40)
+            if tid == 256:
+                for j in range(my_tiles):
+                    # ---- tile scheduler (the consumers' copy below is the same) --------
+                    t = pair + j * pairs
+                    first = t // in_group * GROUP_M
+                    group_rows = T.min(m_tiles - first, GROUP_M)
+                    m0 = ((first + t % in_group % group_rows) * nb_ + rank * (nb_ - 1)) * bm
+                    n0 = (t % in_group // group_rows * na_ + rank * (na_ - 1)) * bn
+                    # ---- end of the scheduler -------------------------------------------
+                    for kt in range(k_tiles):
+                        it = j * k_tiles + kt  # ring position
+                        s = it % stages
+                        T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
+                        T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
+                        if na_ == 2:  # this CTA's half of A, into both CTAs of the pair
+                            Tx.thread.copy_async(As[s, rank * ha:rank * ha + ha, :],
+                                                 A[m0 + rank * ha:m0 + rank * ha + ha,
+                                                   kt * BK:kt * BK + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]),
+                                                 cta_mask=3)
+                        else:
+                            Tx.thread.copy_async(As[s, :, :],
+                                                 A[m0:m0 + bm, kt * BK:kt * BK + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        if nb_ == 2:  # this CTA's half of B, into both CTAs of the pair
+                            Tx.thread.copy_async(Bs[s, rank * hb:rank * hb + hb, :],
+                                                 B[n0 + rank * hb:n0 + rank * hb + hb,
+                                                   kt * BK:kt * BK + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]),
+                                                 cta_mask=3)
+                        else:
+                            Tx.thread.copy_async(Bs[s, :, :],
+                                                 B[n0:n0 + bn, kt * BK:kt * BK + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+        else:  # -------------------------------------------------------------- consumers
+            T.ptx.setmaxnreg(True, 232)
+            acc0 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            acc1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            accs = [acc0, acc1]  # one per wave (the second only with two waves)
+            part = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            out = T.alloc_local((64, wn), "bfloat16", layout=wgmma_accumulator(wn))
+            sr = T.alloc_local((2,), "float32")
+            rows = sr.view(64, 1, layout=wgmma_accumulator_rows())  # the thread's 2 rows
+            sc = T.alloc_local((wn // 4,), "float32")
+            cols = sc.view(wn, layout=wgmma_accumulator_columns(wn))  # its wn / 4 columns
+            sa = T.alloc_local((2 * len(wrows),), "float32")  # the k-block's scales
+            sb = T.alloc_local((len(wcols),), "float32")
+            cw = wg
+            r0 = cw * rstep
+            c0 = cw * cstep
+            lrow = tid % 128 // 32 * 16 + tid % 32 // 4  # its rows: lrow, lrow + 8 (of 64)
+            lcol = tid % 4 * 2  # its columns: 8 q + lcol + {0, 1}
+            leader = tid % 128 == 0
+            for j in range(my_tiles):
+                # ---- tile scheduler (the producer's copy above is the same) -------------
+                t = pair + j * pairs
+                first = t // in_group * GROUP_M
+                group_rows = T.min(m_tiles - first, GROUP_M)
+                m0 = ((first + t % in_group % group_rows) * nb_ + rank * (nb_ - 1)) * bm
+                n0 = (t % in_group // group_rows * na_ + rank * (na_ - 1)) * bn
+                # ---- end of the scheduler -----------------------------------------------
+                for w in T.static_range(nw):
+                    Tx.wg.zero(accs[w])
+                for kt in range(k_tiles):
+                    it = j * k_tiles + kt
+                    s = it % stages
+                    if scaling == "block":  # loaded now, used after the block's wgmma
+                        for q in T.static_range(len(wcols)):
+                            sb[q] = SB[T.min((n0 + c0 + wcols[q]) // 128, (N - 1) // 128), kt]
+                        for q in T.static_range(len(wrows)):
+                            row = m0 + r0 + wrows[q] + lrow
+                            sa[2 * q] = SA[T.min(row, M - 1), kt]  # rows past M: any scale
+                            sa[2 * q + 1] = SA[T.min(row + 8, M - 1), kt]
+                    T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+                    if fast_accum:  # one fragment per wave over the whole K
+                        T.ptx.wgmma.fence()
+                        for w in T.static_range(nw):
+                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's rows of A, B
+                            Tx.wg.gemm_async(accs[w], As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
+                                             accum=True, transB=True)
+                        T.ptx.wgmma.commit_group()
+                        T.ptx.wgmma.wait_group(1)  # the previous block's wgmma are done
+                        if kt > 0 and leader:  # free the previous stage in each CTA
+                            for r in T.static_range(mc):
+                                T.ptx.mbarrier.arrive.expect_tx(
+                                    T.address_of(empty[(it + stages - 1) % stages]), 0,
+                                    remote=r if mc == 2 else None)
+                    else:
+                        for w in T.static_range(nw):
+                            T.ptx.wgmma.fence()
+                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's rows of A, B
+                            Tx.wg.gemm_async(part, As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
+                                             transB=True)
+                            T.ptx.wgmma.commit_group()
+                            T.ptx.wgmma.wait_group(0)
+                            if w == nw - 1 and leader:  # free the stage in each CTA
+                                for r in T.static_range(mc):
+                                    T.ptx.mbarrier.arrive.expect_tx(
+                                        T.address_of(empty[s]), 0, remote=r if mc == 2 else None)
+                            if scaling == "block":  # promotion: acc += part * SA[row] * SB
+                                sr[0] = sa[2 * slots[w][0]] * sb[slots[w][1]]
+                                sr[1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
+                                Tx.wg.fma(accs[w], part, rows, accs[w])
+                            else:
+                                Tx.wg.add(accs[w], accs[w], part)
+                if fast_accum:
+                    T.ptx.wgmma.wait_group(0)
+                    if leader:
+                        for r in T.static_range(mc):
+                            T.ptx.mbarrier.arrive.expect_tx(
+                                T.address_of(empty[(j * k_tiles + k_tiles - 1) % stages]), 0,
+                                remote=r if mc == 2 else None)
+                # epilogue per wave: the output scales, registers -> shared -> TMA store
+                if leader:
+                    T.ptx.cp_async.bulk.wait_group_read(0)  # the last stores left Cs
+                T.ptx.bar.sync(1 + cw, 128)
+                for w in T.static_range(nw):
+                    row = m0 + r0 + waves[w][0]
+                    col = n0 + c0 + waves[w][1]
+                    if scaling == "row":
+                        sr[0] = SA[T.min(row + lrow, M - 1), 0]
+                        sr[1] = SA[T.min(row + lrow + 8, M - 1), 0]
+                        Tx.wg.mul(accs[w], accs[w], rows)
+                        for q in T.static_range(wn // 4):  # column 8 (q // 2) + lcol + q % 2
+                            sc[q] = SB[0, T.min(col + q // 2 * 8 + lcol + q % 2, N - 1)]
+                        Tx.wg.mul(accs[w], accs[w], cols)
+                    if scaling == "tensor":
+                        Tx.wg.mul(accs[w], accs[w], SA[0] * SB[0])
+                    Tx.wg.cast(out, accs[w])
+                    Tx.wg.copy(Cs[cw * nw + w, :, :], out)
+                T.ptx.fence.proxy_async()
+                T.ptx.bar.sync(1 + cw, 128)
+                if leader:
+                    for w in T.static_range(nw):
+                        row = m0 + r0 + waves[w][0]
+                        col = n0 + c0 + waves[w][1]
+                        Tx.thread.copy_async(C[row:row + 64, col:col + wn], Cs[cw * nw + w, :, :],
+                                             dispatch="tma")
+                    T.ptx.cp_async.bulk.commit_group()
+            if leader:
+                T.ptx.cp_async.bulk.wait_group(0)
+        if mc == 2:  # no CTA leaves while its pair may still write to its shared memory
+            T.cuda.cluster_sync()
+
+    return gemm_fp8
+
+
+def make_grouped_gemm_fp8(*args, **kwargs):
+    """The grouped (MoE) fp8 GEMM of ``gemm_grouped.py``: see its docstring."""
+    return _grouped().make_grouped_gemm_fp8(*args, **kwargs)
+
+
+def _grouped():
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).with_name("gemm_grouped.py")
+    spec = importlib.util.spec_from_file_location("gemm_grouped", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _sm_count() -> int:
+    """The SM count of this machine's GPU (one persistent CTA each); the H200's without one."""
+    try:
+        from tilewise import runtime
+
+        if runtime.gpu_available():
+            return runtime.sm_count()
+    except Exception:  # noqa: BLE001 - no driver, no GPU: the simulator's default
+        pass
+    return H200_SMS
+
+
+# ---------------------------------------------------------------- inputs and reference
+SHAPE = (200, 136, 272)  # M, N, K of `tilewise run`: ragged tails in all three
+TARGET = "sm_90a"
+gemm_fp8 = make_gemm_fp8(*SHAPE, num_sms=4)
+RTOL = 2.0 ** -7  # the bf16 rounding of C (2^-8) plus the float32 promotion order
+ATOL = 2.0 ** -6  # relative to the largest |C|: entries near 0 keep their row's error
+
+
+def quantize(rng, rows: int, cols: int, block: tuple[int, int]):
+    """Random fp8 data and float32 scales per ``block`` (1 x 128 or 128 x 128): the data
+    spans e4m3's range (about +-448 / 4) and the scales vary over a few octaves, so a wrong
+    scale index shows."""
+    import ml_dtypes
+    import numpy as np
+
+    q = (rng.standard_normal((rows, cols)) * 64).clip(-448, 448).astype(ml_dtypes.float8_e4m3fn)
+    br, bc = block
+    s = (2.0 ** rng.integers(-9, -5, (-(-rows // br), -(-cols // bc))) *
+         rng.uniform(1, 2, (-(-rows // br), -(-cols // bc)))).astype(np.float32)
+    return q, s
+
+
+def inputs(rng, shape=SHAPE, scaling: str = "block"):
+    """A, B (fp8), SA, SB (float32, per ``scaling``) and C poisoned with NaN."""
+    import ml_dtypes
+    import numpy as np
+
+    m, n, k = shape
+    a, sa = quantize(rng, m, k, (1, 128))
+    b, sb = quantize(rng, n, k, (128, 128))
+    if scaling == "row":
+        sa, sb = sa[:, :1].copy(), np.repeat(sb[:, :1].T, 128, axis=1)[:, :n].copy()
+    elif scaling == "tensor":
+        sa, sb = sa[:1, 0].copy(), sb[:1, 0].copy()
+    return [a, b, sa, sb, np.full((m, n), np.nan, ml_dtypes.bfloat16)]
+
+
+def dequantize(a, sa, b, sb, scaling: str = "block"):
+    """A · SA and B · SB in float64 for ``scaling``."""
+    import numpy as np
+
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    (m, k), n = a.shape, b.shape[0]
+    if scaling == "block":
+        ea = np.repeat(sa.astype(np.float64), 128, axis=1)[:, :k]
+        eb = np.repeat(np.repeat(sb.astype(np.float64), 128, axis=0), 128, axis=1)[:n, :k]
+        return a64 * ea, b64 * eb
+    if scaling == "row":  # SA (M, 1), SB (1, N)
+        return a64 * sa.reshape(m, 1), b64 * sb.reshape(n, 1)
+    return a64 * float(sa.reshape(-1)[0]), b64 * float(sb.reshape(-1)[0])
+
+
+def reference(a, b, sa, sb, c):
+    """C in float64 from the dequantised inputs, rounded to bf16 (what `tilewise run`
+    compares)."""
+    a64, b64 = dequantize(a, sa, b, sb)
+    return [a, b, sa, sb, (a64 @ b64.T).astype(c.dtype)]

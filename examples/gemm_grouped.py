@@ -1,0 +1,525 @@
+"""Grouped GEMMs for mixture-of-experts on Hopper (sm_90a): one persistent launch computes
+every group's ``C_g = A_g @ B_gᵀ``, fp8 with DeepGEMM's block scales or bf16, in DeepGEMM's
+two layouts (``deep_gemm.m_grouped_*_gemm_nt_contiguous`` / ``_masked``):
+
+* **contiguous** (training, prefill): the groups' rows of A are concatenated, A (M, K) and
+  C (M, N), each group's segment padded to a multiple of :data:`M_ALIGNMENT` (128) rows;
+  ``m_indices`` (M,) int32 names each row's group, -1 for padding. B is (G, N, K). A tile
+  takes the group of its first row; a tile whose first row is padding is skipped (its C
+  rows are not written); padding rows inside a tile are computed like the group's rows.
+* **masked** (decoding, CUDA graphs: the host does not know the counts): A (G, Mmax, K),
+  C (G, Mmax, N), ``masked_m`` (G,) int32 the valid rows of each group; only the tiles
+  holding valid rows are computed (rows of those tiles past ``masked_m[g]`` are written
+  too, C's rows past the last such tile are not).
+
+fp8 (``make_grouped_gemm_fp8``): A, B ``float8_e4m3``; SA per 1 x 128 block of A's rows
+((M, ⌈K/128⌉) contiguous, (G, Mmax, ⌈K/128⌉) masked), SB (G, ⌈N/128⌉, ⌈K/128⌉) per 128 x
+128 block of B, any strides; C bf16; the two-level accumulation of ``gemm_fp8.py``.
+bf16 (``make_grouped_gemm_bf16``): A, B, C bfloat16, no scales, one float32 accumulator.
+
+The kernel is ``gemm_fp8.py``'s (persistent CTAs, producer warpgroup with TMA, two
+consumer warpgroups, a ring of ``stages`` buffers, the epilogue by TMA store), with the
+group found per tile: from ``m_indices`` of the tile's first row (contiguous; tiles in
+the grouped order of the dense GEMM), or by walking the groups' tile counts (masked: each
+CTA's tiles increase, so the walk continues where the last tile left it; within a group
+the tiles go down M first, so CTAs running together share a tile of B_g).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+
+from tilewise import T, Tx
+from tilewise.layout import wgmma_accumulator, wgmma_accumulator_rows
+
+
+def _example(name: str):
+    """A sibling example, loaded by path (examples are files, not a package)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    path = pathlib.Path(__file__).with_name(name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FUZZ_SEED = False  # tests/fuzz: this module loads gemm_fp8.py by path (gemm_fp8 is a seed)
+F = _example("gemm_fp8")  # the tiles, the tile model, the checks
+M_ALIGNMENT = 128  # rows: each group's segment of the contiguous layout is a multiple
+LAYOUTS = ("contiguous", "masked")
+GROUP_M = F.GROUP_M
+
+G = T.int32()
+M = T.int32()
+N = T.int32()
+K = T.int32()
+S0 = T.int32()  # strides of SA and SB, bound from the arrays at launch
+S1 = T.int32()
+S2 = T.int32()
+R0 = T.int32()
+R1 = T.int32()
+R2 = T.int32()
+
+
+def _tile(layout: str, num_groups: int, M_, N_, expected_m, elem_bytes: int, bk: int,
+          bm=None, bn=None, stages=None, num_sms=None):
+    """The dense tile model at the rows expected (contiguous: M; masked: ``expected_m`` a
+    group), 64 or 128 rows (a tile stays inside a 128-aligned segment). Masked launches
+    keep every SM: the host does not know the real counts."""
+    rows = M_ if layout == "contiguous" else (
+        None if expected_m is None else expected_m * num_groups)
+    if bm not in (None, 64, 128):
+        raise ValueError(f"bm={bm}: grouped tiles are 64 or 128 rows (inside a segment)")
+    return F.choose_tile(rows, N_, num_sms or F._sm_count(), bm, bn, stages, elem_bytes, bk,
+                         bms=(64, 128), clamp=layout == "contiguous", clusters=(1,))
+
+
+def _check(layout: str, N_, K_, elem_bytes: int) -> None:
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r}: 'contiguous' or 'masked'")
+    F.check_sizes(N_, K_, elem_bytes)
+
+
+def make_grouped_gemm_fp8(num_groups: int | None = None, N_: int | None = None,
+                          K_: int | None = None, layout: str = "contiguous",
+                          M_: int | None = None, expected_m: int | None = None, **tile):
+    """The fp8 grouped GEMM ``k(A, B, SA, SB, C, L)`` (module docstring; ``L`` is
+    ``m_indices`` or ``masked_m``). Sizes, when given, check TMA's rules and choose the
+    tile (``M_``: contiguous rows; ``expected_m``: masked rows a group); ``bm``, ``bn``,
+    ``stages``, ``num_sms`` pin it."""
+    _check(layout, N_, K_, 1)
+    return _grouped(_tile(layout, num_groups or 1, M_, N_, expected_m, 1, F.BK, **tile),
+                    layout, True)
+
+
+def make_grouped_gemm_bf16(num_groups: int | None = None, N_: int | None = None,
+                           K_: int | None = None, layout: str = "contiguous",
+                           M_: int | None = None, expected_m: int | None = None, **tile):
+    """The bf16 grouped GEMM ``k(A, B, C, L)``: as the fp8 one without scales."""
+    _check(layout, N_, K_, 2)
+    return _grouped(_tile(layout, num_groups or 1, M_, N_, expected_m, 2, 64, **tile),
+                    layout, False)
+
+
+def _grouped(tile, layout: str, fp8: bool):
+    return (_grouped_fp8 if fp8 else _grouped_bf16)(tile, layout == "contiguous")
+
+
+def _grouped_fp8(tile, contiguous: bool):
+    bm, bn, wn, stages, sms = tile.bm, tile.bn, tile.wn, tile.stages, tile.sms
+    waves, nw, wrows, wcols = tile.waves, len(tile.waves), tile.wrows, tile.wcols
+    slots = [tile.scale_slots(w) for w in range(nw)]
+    rstep, cstep = tile.origin(1)
+    a_layout, b_layout, c_layout = tile.layouts(F.BK, 8)
+    BK, FP8 = F.BK, F.FP8
+    stage_bytes = (bm + bn) * BK
+
+    @T.prim_func
+    def grouped_gemm_fp8(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle,
+                         C_ptr: T.handle, L_ptr: T.handle):
+        if contiguous:
+            A = T.match_buffer(A_ptr, (M, K), FP8)
+            SA = T.match_buffer(SA_ptr, (M, (K + 127) // 128), "float32", strides=(S0, S1))
+            C = T.match_buffer(C_ptr, (M, N), "bfloat16")
+            L = T.match_buffer(L_ptr, (M,), "int32")  # m_indices: each row's group, or -1
+        else:
+            A = T.match_buffer(A_ptr, (G, M, K), FP8)
+            SA = T.match_buffer(SA_ptr, (G, M, (K + 127) // 128), "float32",
+                                strides=(S0, S1, S2))
+            C = T.match_buffer(C_ptr, (G, M, N), "bfloat16")
+            L = T.match_buffer(L_ptr, (G,), "int32")  # masked_m: each group's valid rows
+        B = T.match_buffer(B_ptr, (G, N, K), FP8)
+        SB = T.match_buffer(SB_ptr, (G, (N + 127) // 128, (K + 127) // 128), "float32",
+                            strides=(R0, R1, R2))
+        T.device_entry()
+        bx = T.cta_id([sms])
+        tid = T.thread_id([384])
+        wg = tid // 128
+        As = T.alloc_buffer((stages, bm, BK), FP8, scope="shared.dyn", layout=a_layout,
+                            align=1024)
+        Bs = T.alloc_buffer((stages, bn, BK), FP8, scope="shared.dyn", layout=b_layout,
+                            align=1024)
+        Cs = T.alloc_buffer((2 * nw, 64, wn), "bfloat16", scope="shared.dyn",
+                            layout=c_layout, align=1024)
+        full = T.alloc_shared((stages,), "uint64")
+        empty = T.alloc_shared((stages,), "uint64")
+        if tid == 0:
+            for s in range(stages):
+                T.ptx.mbarrier.init(T.address_of(full[s]), 1)
+                T.ptx.mbarrier.init(T.address_of(empty[s]), 2)
+        T.cuda.cta_sync()
+        n_tiles = (N + bn - 1) // bn
+        k_tiles = (K + BK - 1) // BK
+        m_tiles = (M + bm - 1) // bm
+        in_group = GROUP_M * n_tiles
+        total = m_tiles * n_tiles
+        if not contiguous:
+            total = 0
+            for g in range(G):
+                total = total + (L[g] + bm - 1) // bm * n_tiles
+        my_tiles = (total - bx + sms - 1) // sms
+        if wg == 2:  # ---------------------------------------------------------- producer
+            T.ptx.setmaxnreg(False, 40)
+            if tid == 256:
+                gc = 0  # masked: the group of the last tile and its first tile
+                base = 0
+                for j in range(my_tiles):
+                    # ---- tile scheduler (the consumers' copy below is the same) --------
+                    t = bx + j * sms
+                    if contiguous:
+                        first = t // in_group * GROUP_M
+                        group_rows = T.min(m_tiles - first, GROUP_M)
+                        m0 = (first + t % in_group % group_rows) * bm
+                        n0 = t % in_group // group_rows * bn
+                        g = T.max(L[m0], 0)  # the tile's group (padding: computed as 0)
+                    else:
+                        while t >= base + (L[gc] + bm - 1) // bm * n_tiles:
+                            base = base + (L[gc] + bm - 1) // bm * n_tiles
+                            gc = gc + 1
+                        g = gc
+                        mt_g = (L[g] + bm - 1) // bm
+                        m0 = (t - base) % mt_g * bm
+                        n0 = (t - base) // mt_g * bn
+                    # ---- end of the scheduler -------------------------------------------
+                    for kt in range(k_tiles):
+                        it = j * k_tiles + kt
+                        s = it % stages
+                        T.ptx.mbarrier.try_wait(T.address_of(empty[s]),
+                                                (it // stages + 1) % 2)
+                        T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
+                        k0 = kt * BK
+                        if contiguous:
+                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        else:
+                            Tx.thread.copy_async(As[s, :, :],
+                                                 A[g:g + 1, m0:m0 + bm, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        Tx.thread.copy_async(Bs[s, :, :], B[g:g + 1, n0:n0 + bn, k0:k0 + BK],
+                                             dispatch="tma", mbar=T.address_of(full[s]))
+        else:  # -------------------------------------------------------------- consumers
+            T.ptx.setmaxnreg(True, 232)
+            acc0 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            acc1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            accs = [acc0, acc1]
+            part = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            out = T.alloc_local((64, wn), "bfloat16", layout=wgmma_accumulator(wn))
+            sr = T.alloc_local((2,), "float32")
+            rows = sr.view(64, 1, layout=wgmma_accumulator_rows())
+            sa = T.alloc_local((2 * len(wrows),), "float32")
+            sb = T.alloc_local((len(wcols),), "float32")
+            cw = wg
+            r0 = cw * rstep
+            c0 = cw * cstep
+            lrow = tid % 128 // 32 * 16 + tid % 32 // 4
+            leader = tid % 128 == 0
+            gc = 0
+            base = 0
+            for j in range(my_tiles):
+                # ---- tile scheduler (the producer's copy above is the same) -------------
+                t = bx + j * sms
+                if contiguous:
+                    first = t // in_group * GROUP_M
+                    group_rows = T.min(m_tiles - first, GROUP_M)
+                    m0 = (first + t % in_group % group_rows) * bm
+                    n0 = t % in_group // group_rows * bn
+                    g = T.max(L[m0], 0)
+                else:
+                    while t >= base + (L[gc] + bm - 1) // bm * n_tiles:
+                        base = base + (L[gc] + bm - 1) // bm * n_tiles
+                        gc = gc + 1
+                    g = gc
+                    mt_g = (L[g] + bm - 1) // bm
+                    m0 = (t - base) % mt_g * bm
+                    n0 = (t - base) // mt_g * bn
+                # ---- end of the scheduler -----------------------------------------------
+                for w in T.static_range(nw):
+                    Tx.wg.zero(accs[w])
+                for kt in range(k_tiles):
+                    it = j * k_tiles + kt
+                    s = it % stages
+                    for q in T.static_range(len(wcols)):
+                        sb[q] = SB[g, T.min((n0 + c0 + wcols[q]) // 128, (N - 1) // 128), kt]
+                    for q in T.static_range(len(wrows)):
+                        row = m0 + r0 + wrows[q] + lrow
+                        if contiguous:
+                            sa[2 * q] = SA[T.min(row, M - 1), kt]
+                            sa[2 * q + 1] = SA[T.min(row + 8, M - 1), kt]
+                        else:
+                            sa[2 * q] = SA[g, T.min(row, M - 1), kt]
+                            sa[2 * q + 1] = SA[g, T.min(row + 8, M - 1), kt]
+                    T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+                    for w in T.static_range(nw):
+                        T.ptx.wgmma.fence()
+                        ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's A rows, B rows
+                        Tx.wg.gemm_async(part, As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
+                                         transB=True)
+                        T.ptx.wgmma.commit_group()
+                        T.ptx.wgmma.wait_group(0)
+                        if w == nw - 1 and leader:
+                            T.ptx.mbarrier.arrive(T.address_of(empty[s]))
+                        sr[0] = sa[2 * slots[w][0]] * sb[slots[w][1]]
+                        sr[1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
+                        Tx.wg.fma(accs[w], part, rows, accs[w])
+                if leader:
+                    T.ptx.cp_async.bulk.wait_group_read(0)
+                T.ptx.bar.sync(1 + cw, 128)
+                for w in T.static_range(nw):
+                    Tx.wg.cast(out, accs[w])
+                    Tx.wg.copy(Cs[cw * nw + w, :, :], out)
+                T.ptx.fence.proxy_async()
+                T.ptx.bar.sync(1 + cw, 128)
+                if leader:
+                    for w in T.static_range(nw):
+                        row = m0 + r0 + waves[w][0]
+                        col = n0 + c0 + waves[w][1]
+                        if contiguous:
+                            Tx.thread.copy_async(C[row:row + 64, col:col + wn],
+                                                 Cs[cw * nw + w, :, :], dispatch="tma")
+                        else:
+                            Tx.thread.copy_async(C[g:g + 1, row:row + 64, col:col + wn],
+                                                 Cs[cw * nw + w, :, :], dispatch="tma")
+                    T.ptx.cp_async.bulk.commit_group()
+            if leader:
+                T.ptx.cp_async.bulk.wait_group(0)
+
+    return grouped_gemm_fp8
+
+
+def _grouped_bf16(tile, contiguous: bool):
+    bm, bn, wn, stages, sms = tile.bm, tile.bn, tile.wn, tile.stages, tile.sms
+    waves, nw = tile.waves, len(tile.waves)
+    rstep, cstep = tile.origin(1)
+    BK = 64  # 128 bytes of bf16: one swizzle row
+    a_layout, b_layout, c_layout = tile.layouts(BK, 16)
+    stage_bytes = (bm + bn) * BK * 2
+
+    @T.prim_func
+    def grouped_gemm_bf16(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, L_ptr: T.handle):
+        if contiguous:
+            A = T.match_buffer(A_ptr, (M, K), "bfloat16")
+            C = T.match_buffer(C_ptr, (M, N), "bfloat16")
+            L = T.match_buffer(L_ptr, (M,), "int32")
+        else:
+            A = T.match_buffer(A_ptr, (G, M, K), "bfloat16")
+            C = T.match_buffer(C_ptr, (G, M, N), "bfloat16")
+            L = T.match_buffer(L_ptr, (G,), "int32")
+        B = T.match_buffer(B_ptr, (G, N, K), "bfloat16")
+        T.device_entry()
+        bx = T.cta_id([sms])
+        tid = T.thread_id([384])
+        wg = tid // 128
+        As = T.alloc_buffer((stages, bm, BK), "bfloat16", scope="shared.dyn", layout=a_layout,
+                            align=1024)
+        Bs = T.alloc_buffer((stages, bn, BK), "bfloat16", scope="shared.dyn", layout=b_layout,
+                            align=1024)
+        Cs = T.alloc_buffer((2 * nw, 64, wn), "bfloat16", scope="shared.dyn",
+                            layout=c_layout, align=1024)
+        full = T.alloc_shared((stages,), "uint64")
+        empty = T.alloc_shared((stages,), "uint64")
+        if tid == 0:
+            for s in range(stages):
+                T.ptx.mbarrier.init(T.address_of(full[s]), 1)
+                T.ptx.mbarrier.init(T.address_of(empty[s]), 2)
+        T.cuda.cta_sync()
+        n_tiles = (N + bn - 1) // bn
+        k_tiles = (K + BK - 1) // BK
+        m_tiles = (M + bm - 1) // bm
+        in_group = GROUP_M * n_tiles
+        total = m_tiles * n_tiles
+        if not contiguous:
+            total = 0
+            for g in range(G):
+                total = total + (L[g] + bm - 1) // bm * n_tiles
+        my_tiles = (total - bx + sms - 1) // sms
+        if wg == 2:  # ---------------------------------------------------------- producer
+            T.ptx.setmaxnreg(False, 40)
+            if tid == 256:
+                gc = 0
+                base = 0
+                for j in range(my_tiles):
+                    # ---- tile scheduler (the consumers' copy below is the same) --------
+                    t = bx + j * sms
+                    if contiguous:
+                        first = t // in_group * GROUP_M
+                        group_rows = T.min(m_tiles - first, GROUP_M)
+                        m0 = (first + t % in_group % group_rows) * bm
+                        n0 = t % in_group // group_rows * bn
+                        g = T.max(L[m0], 0)
+                    else:
+                        while t >= base + (L[gc] + bm - 1) // bm * n_tiles:
+                            base = base + (L[gc] + bm - 1) // bm * n_tiles
+                            gc = gc + 1
+                        g = gc
+                        mt_g = (L[g] + bm - 1) // bm
+                        m0 = (t - base) % mt_g * bm
+                        n0 = (t - base) // mt_g * bn
+                    # ---- end of the scheduler -------------------------------------------
+                    for kt in range(k_tiles):
+                        it = j * k_tiles + kt
+                        s = it % stages
+                        T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
+                        T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
+                        k0 = kt * BK
+                        if contiguous:
+                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        else:
+                            Tx.thread.copy_async(As[s, :, :], A[g:g + 1, m0:m0 + bm, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        Tx.thread.copy_async(Bs[s, :, :], B[g:g + 1, n0:n0 + bn, k0:k0 + BK],
+                                             dispatch="tma", mbar=T.address_of(full[s]))
+        else:  # -------------------------------------------------------------- consumers
+            T.ptx.setmaxnreg(True, 232)
+            acc0 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            acc1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            accs = [acc0, acc1]
+            out = T.alloc_local((64, wn), "bfloat16", layout=wgmma_accumulator(wn))
+            cw = wg
+            r0 = cw * rstep
+            c0 = cw * cstep
+            leader = tid % 128 == 0
+            gc = 0
+            base = 0
+            for j in range(my_tiles):
+                # ---- tile scheduler (the producer's copy above is the same) -------------
+                t = bx + j * sms
+                if contiguous:
+                    first = t // in_group * GROUP_M
+                    group_rows = T.min(m_tiles - first, GROUP_M)
+                    m0 = (first + t % in_group % group_rows) * bm
+                    n0 = t % in_group // group_rows * bn
+                    g = T.max(L[m0], 0)
+                else:
+                    while t >= base + (L[gc] + bm - 1) // bm * n_tiles:
+                        base = base + (L[gc] + bm - 1) // bm * n_tiles
+                        gc = gc + 1
+                    g = gc
+                    mt_g = (L[g] + bm - 1) // bm
+                    m0 = (t - base) % mt_g * bm
+                    n0 = (t - base) // mt_g * bn
+                # ---- end of the scheduler -----------------------------------------------
+                for w in T.static_range(nw):
+                    Tx.wg.zero(accs[w])
+                for kt in range(k_tiles):
+                    it = j * k_tiles + kt
+                    s = it % stages
+                    T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+                    T.ptx.wgmma.fence()
+                    for w in T.static_range(nw):
+                        ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's A rows, B rows
+                        Tx.wg.gemm_async(accs[w], As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
+                                         accum=True, transB=True)
+                    T.ptx.wgmma.commit_group()
+                    T.ptx.wgmma.wait_group(1)  # the previous block's wgmma are done
+                    if kt > 0 and leader:
+                        T.ptx.mbarrier.arrive(T.address_of(empty[(it + stages - 1) % stages]))
+                T.ptx.wgmma.wait_group(0)
+                if leader:
+                    T.ptx.mbarrier.arrive(T.address_of(empty[(j * k_tiles + k_tiles - 1)
+                                                             % stages]))
+                    T.ptx.cp_async.bulk.wait_group_read(0)
+                T.ptx.bar.sync(1 + cw, 128)
+                for w in T.static_range(nw):
+                    Tx.wg.cast(out, accs[w])
+                    Tx.wg.copy(Cs[cw * nw + w, :, :], out)
+                T.ptx.fence.proxy_async()
+                T.ptx.bar.sync(1 + cw, 128)
+                if leader:
+                    for w in T.static_range(nw):
+                        row = m0 + r0 + waves[w][0]
+                        col = n0 + c0 + waves[w][1]
+                        if contiguous:
+                            Tx.thread.copy_async(C[row:row + 64, col:col + wn],
+                                                 Cs[cw * nw + w, :, :], dispatch="tma")
+                        else:
+                            Tx.thread.copy_async(C[g:g + 1, row:row + 64, col:col + wn],
+                                                 Cs[cw * nw + w, :, :], dispatch="tma")
+                    T.ptx.cp_async.bulk.commit_group()
+            if leader:
+                T.ptx.cp_async.bulk.wait_group(0)
+
+    return grouped_gemm_bf16
+
+
+# ---------------------------------------------------------------- inputs and reference
+def contiguous_indices(counts, align: int = M_ALIGNMENT):
+    """``m_indices`` for groups of ``counts`` rows: each group's segment padded to ``align``
+    rows (a group of 0 rows has no segment), padding rows -1."""
+    import numpy as np
+
+    out = []
+    for g, n in enumerate(counts):
+        out += [g] * n + [-1] * (-n % align)
+    return np.asarray(out, np.int32)
+
+
+def grouped_inputs(rng, layout: str = "contiguous", counts=(100, 0, 130), N_: int = 136,
+                   K_: int = 272, fp8: bool = True, m_max: int | None = None):
+    """Random inputs and the layout array, C poisoned with NaN: ``[A, B, (SA, SB,) C, L]``.
+    Contiguous: ``counts`` rows a group (padded, :func:`contiguous_indices`); masked:
+    ``counts`` valid rows of ``m_max`` (default: the largest count) a group."""
+    import ml_dtypes
+    import numpy as np
+
+    g = len(counts)
+    bf16 = ml_dtypes.bfloat16
+    if layout == "contiguous":
+        L = contiguous_indices(counts)
+        rows = (len(L),)
+    else:
+        L = np.asarray(counts, np.int32)
+        rows = (g, m_max or max(max(counts), 1))
+    if fp8:
+        qa = [F.quantize(rng, int(np.prod(rows)), K_, (1, 128))]
+        a = qa[0][0].reshape(*rows, K_)
+        sa = qa[0][1].reshape(*rows, -1)
+        qb = [F.quantize(rng, N_, K_, (128, 128)) for _ in range(g)]
+        b, sb = np.stack([q[0] for q in qb]), np.stack([q[1] for q in qb])
+        return [a, b, sa, sb, np.full(rows + (N_,), np.nan, bf16), L]
+    a = rng.standard_normal(rows + (K_,)).astype(bf16)
+    b = rng.standard_normal((g, N_, K_)).astype(bf16)
+    return [a, b, np.full(rows + (N_,), np.nan, bf16), L]
+
+
+def grouped_reference(args, layout: str = "contiguous", fp8: bool = True):
+    """C in float64 where the layout defines it (the groups' valid rows), NaN elsewhere."""
+    import numpy as np
+
+    a, b = args[0], args[1]
+    c, L = args[-2], args[-1]
+    ref = np.full(c.shape, np.nan)
+    for g in range(b.shape[0]):
+        if layout == "contiguous":
+            sel = np.flatnonzero(L == g)
+            key = (sel,)
+        else:
+            sel = np.arange(int(L[g]))
+            key = (g, sel)
+        if not len(sel):
+            continue
+        if fp8:
+            sa = args[2][sel] if layout == "contiguous" else args[2][g][sel]
+            a64, b64 = F.dequantize(a[key], sa, b[g], args[3][g], "block")
+        else:
+            a64, b64 = a[key].astype(np.float64), b[g].astype(np.float64)
+        ref[key] = a64 @ b64.T
+    return ref
+
+
+# `tilewise run examples/gemm_grouped.py`: three groups of 128-row segments, no padding
+SHAPE = ((128, 256, 128), 136, 272)  # rows a group, N, K
+TARGET = "sm_90a"
+grouped_gemm_fp8 = make_grouped_gemm_fp8(3, 136, 272, num_sms=4)
+RTOL, ATOL = F.RTOL, F.ATOL
+
+
+def inputs(rng):
+    return grouped_inputs(rng, "contiguous", SHAPE[0], SHAPE[1], SHAPE[2])
+
+
+def reference(a, b, sa, sb, c, L):
+    return [a, b, sa, sb, grouped_reference([a, b, sa, sb, c, L]).astype(c.dtype), L]

@@ -1,0 +1,173 @@
+"""tilewise kernels inside a PyTorch model: RMSNorm, GEMM and softmax as torch custom ops
+with autograd, and a small model built from them that ``torch.compile(fullgraph=True)``
+traces without a graph break and CUDA graphs capture.
+
+    import torch_ops
+    ops = torch_ops.register()            # torch.ops.tilewise.{rmsnorm, gemm, softmax, ...}
+    model = torch_ops.TinyModel(ops, hidden=256, out=512).cuda()
+    y = torch.compile(model, fullgraph=True)(x)
+    y.sum().backward()
+
+Forward ops come from the examples' factories (``make_rmsnorm``, ``make_gemm``,
+``make_softmax``); their gradients are tilewise kernels too: ``make_softmax_backward``,
+``make_rmsnorm_backward`` + ``make_rmsnorm_weight_grad``, and two GEMMs for
+``C = A @ B`` (``dA = dC @ B^T``, ``dB = A^T @ dC``; the transposes are torch copies, and
+the GEMM's TMA rule applies to them: M, N and K multiples of 8). On CPU tensors every op
+runs in tilewise's simulator, so all of this is checked without a GPU (slowly: small
+shapes).
+
+Attention plugs in the same way once ``examples/attention.py`` lands: ``attention_op``
+registers ``make_attention`` (``k(Q, K, V, O)``, the contract of ARCHITECTURE.md) as a
+forward op; its gradient is registered with ``op.register_autograd`` exactly as
+``_softmax_autograd`` does here, with ``make_attention_backward`` in place of the softmax
+backward kernel.
+"""
+
+import math
+import os
+import sys
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tilewise.torch as twt  # noqa: E402
+from gemm_hopper import make_gemm  # noqa: E402
+from rmsnorm import make_rmsnorm  # noqa: E402
+from rmsnorm_backward import make_rmsnorm_backward, make_rmsnorm_weight_grad  # noqa: E402
+from softmax import make_softmax  # noqa: E402
+from softmax_backward import make_softmax_backward  # noqa: E402
+
+_REGISTERED: dict = {}
+
+
+def _rows(X):
+    return X.shape[0], X.shape[1], X.dtype
+
+
+def register(namespace: str = "tilewise") -> types.SimpleNamespace:
+    """Register the ops under ``namespace`` (once per namespace) and return them."""
+    if namespace in _REGISTERED:
+        return _REGISTERED[namespace]
+    ns = types.SimpleNamespace()
+    ns.softmax = twt.custom_op(f"{namespace}::softmax", make_softmax, outputs=("Y",),
+                               specialize=lambda X: _rows(X))
+    ns.softmax_backward = twt.custom_op(
+        f"{namespace}::softmax_backward", make_softmax_backward, outputs=("dX",),
+        specialize=lambda Y, dY: _rows(Y))
+
+    def rmsnorm_args(X, W, eps: float = 1e-6):
+        return (*_rows(X), eps)
+
+    def rmsnorm_backward_args(X, W, dY, eps: float = 1e-6):
+        return (*_rows(X), eps)
+
+    ns.rmsnorm = twt.custom_op(f"{namespace}::rmsnorm", make_rmsnorm, outputs=("Y",),
+                               specialize=rmsnorm_args)
+    ns.rmsnorm_backward = twt.custom_op(
+        f"{namespace}::rmsnorm_backward", make_rmsnorm_backward, outputs=("dX", "Rstd"),
+        specialize=rmsnorm_backward_args)
+    ns.rmsnorm_weight_grad = twt.custom_op(
+        f"{namespace}::rmsnorm_weight_grad", make_rmsnorm_weight_grad, outputs=("dW",),
+        specialize=lambda X, dY, Rstd: _rows(X))
+    # one symbolic kernel per dtype: M, N and K stay symbolic under torch.compile. On CPU
+    # tensors (the simulator) the persistent grid is 8 CTAs instead of one per SM.
+    ns.gemm = twt.custom_op(f"{namespace}::gemm", make_gemm, outputs=("C",),
+                            specialize=lambda A, B: {"dtype": A.dtype, "num_sms": (
+                                None if A.device.type == "cuda" else 8)})
+    _softmax_autograd(ns)
+    _rmsnorm_autograd(ns)
+    _gemm_autograd(ns)
+    _REGISTERED[namespace] = ns
+    return ns
+
+
+def _softmax_autograd(ns):
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(output)
+
+    def backward(ctx, dY):
+        (Y,) = ctx.saved_tensors
+        return ns.softmax_backward(Y, dY.contiguous())
+
+    ns.softmax.register_autograd(backward, setup_context=setup)
+
+
+def _rmsnorm_autograd(ns):
+    def setup(ctx, inputs, output):
+        X, W, eps = inputs
+        ctx.save_for_backward(X, W)
+        ctx.eps = eps
+
+    def backward(ctx, dY):
+        X, W = ctx.saved_tensors
+        dY = dY.contiguous()
+        dX, rstd = ns.rmsnorm_backward(X, W, dY, ctx.eps)
+        dW = ns.rmsnorm_weight_grad(X, dY, rstd)
+        return dX, dW, None
+
+    ns.rmsnorm.register_autograd(backward, setup_context=setup)
+
+
+def _gemm_autograd(ns):
+    def setup(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    def backward(ctx, dC):
+        A, B = ctx.saved_tensors
+        dC = dC.contiguous()
+        dA = ns.gemm(dC, B.t().contiguous()) if ctx.needs_input_grad[0] else None
+        dB = ns.gemm(A.t().contiguous(), dC) if ctx.needs_input_grad[1] else None
+        return dA, dB
+
+    ns.gemm.register_autograd(backward, setup_context=setup)
+
+
+def attention_op(make_attention, namespace: str = "tilewise"):
+    """The forward attention op ``O = attention(Q, K, V, causal)`` from ``make_attention``
+    (``examples/attention.py``'s factory, ``k(Q, K, V, O)`` as
+    ``scaled_dot_product_attention``); register its gradient with ``register_autograd``
+    once ``make_attention_backward`` exists (see the module docstring)."""
+
+    def args(Q, K, V, causal: bool = False):
+        b, h, sq, d = Q.shape
+        return {"batch": b, "heads": h, "seq_q": sq, "seq_k": K.shape[2], "head_dim": d,
+                "causal": causal, "dtype": Q.dtype, "kv_heads": K.shape[1]}
+
+    return twt.custom_op(f"{namespace}::attention", make_attention, outputs=("O",),
+                         specialize=args)
+
+
+def tiny_model_class():
+    import torch
+
+    class TinyModel(torch.nn.Module):
+        """``softmax(rmsnorm(x, w) @ P)``: the three ops in a row, with parameters."""
+
+        def __init__(self, ops, hidden: int, out: int, dtype=torch.bfloat16, eps=1e-6):
+            super().__init__()
+            self.ops, self.eps = ops, eps
+            g = torch.Generator().manual_seed(0)
+            self.weight = torch.nn.Parameter(
+                (1 + 0.1 * torch.randn(hidden, generator=g)).to(dtype))
+            self.proj = torch.nn.Parameter(
+                (torch.randn(hidden, out, generator=g) / math.sqrt(hidden)).to(dtype))
+
+        def forward(self, x):
+            h = self.ops.rmsnorm(x, self.weight, self.eps)
+            return self.ops.softmax(self.ops.gemm(h, self.proj))
+
+        def reference(self, x):
+            """The same model in torch's own ops (float32 inside, as the kernels)."""
+            import torch.nn.functional as F
+
+            h = F.rms_norm(x.float(), (x.shape[-1],), self.weight.float(), self.eps)
+            logits = (h.to(x.dtype).float() @ self.proj.float()).to(x.dtype)
+            return torch.softmax(logits.float(), dim=-1).to(x.dtype)
+
+    return TinyModel
+
+
+def __getattr__(name):
+    if name == "TinyModel":  # torch is imported only when the model is asked for
+        return tiny_model_class()
+    raise AttributeError(name)

@@ -1,0 +1,69 @@
+"""examples/gemm_grouped.py: the grouped (MoE) GEMMs, fp8 with block scales and bf16, in the
+contiguous layout (padded segments, m_indices, a group with no rows) and the masked layout
+(masked_m, an empty group, a full one), in the simulator against a float64 reference of the
+groups' valid rows (tolerances as tests/gemm/test_gemm_fp8.py states; bf16 inputs are exact
+in float32 products, so the same bound holds), and (marked gpu) on the H200."""
+
+import numpy as np
+import pytest
+from exload import load_example
+from test_gemm_fp8 import to_torch
+
+import tilewise as tw
+
+GG = load_example("gemm_grouped")
+
+
+def _check(c, ref, atol=1e-5):
+    got = c.astype(np.float64)
+    valid = ~np.isnan(ref)
+    assert not np.isnan(got[valid]).any(), "some of a group's rows were never written"
+    bad = np.abs(got - ref)[valid] > (2.0 ** -8 * np.abs(ref) + atol * np.nanmax(np.abs(ref)))[
+        valid]
+    assert not bad.any(), f"{int(bad.sum())} entries off"
+
+
+CASES = [  # (id, layout, counts, fp8, options)
+    ("fp8-contiguous", "contiguous", (100, 0, 130), True, dict(bn=64)),
+    ("fp8-masked", "masked", (70, 0, 136), True, dict(bm=64, bn=64)),
+    ("bf16-contiguous", "contiguous", (60, 128), False, {}),
+    ("bf16-masked", "masked", (0, 130), False, dict(bn=64)),
+]
+
+
+@pytest.mark.parametrize("cid,layout,counts,fp8,kw", CASES, ids=[c[0] for c in CASES])
+def test_grouped_gemms_in_the_simulator(cid, layout, counts, fp8, kw):
+    N, K = 72, 144 if fp8 else 136
+    args = GG.grouped_inputs(np.random.default_rng(6), layout, counts, N, K, fp8)
+    make = GG.make_grouped_gemm_fp8 if fp8 else GG.make_grouped_gemm_bf16
+    assert tw.simulate(make(len(counts), N, K, layout, num_sms=2, **kw), *args).ok
+    _check(args[-2], GG.grouped_reference(args, layout, fp8))
+    if layout == "masked":  # rows past the last tile of a group are not written
+        empty = [g for g, n in enumerate(counts) if n == 0]
+        assert np.isnan(args[-2][empty].astype(np.float32)).all()
+
+
+def test_contiguous_indices_pad_each_segment():
+    L = GG.contiguous_indices([3, 0, 128, 1], align=4)
+    assert L.tolist() == [0, 0, 0, -1] + [2] * 128 + [3, -1, -1, -1]
+
+
+@pytest.mark.parametrize("kw,msg", [(dict(layout="dense"), "layout='dense'"),
+                                    (dict(bm=256), "bm=256")])
+def test_grouped_factory_arguments_are_checked(kw, msg):
+    with pytest.raises(ValueError, match=msg):
+        GG.make_grouped_gemm_fp8(**{"num_groups": 4, "N_": 256, "K_": 256, **kw})
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout,counts", [
+    ("contiguous", (1000, 0, 4096, 37)), ("masked", (256, 0, 100, 512))])
+@pytest.mark.parametrize("fp8", [True, False], ids=["fp8", "bf16"])
+def test_grouped_gemms_on_the_gpu(layout, counts, fp8):
+    torch = pytest.importorskip("torch")
+    N, K = 4096, 7168 if fp8 else 2048
+    args = GG.grouped_inputs(np.random.default_rng(7), layout, counts, N, K, fp8)
+    dev = [to_torch(torch, x) for x in args]
+    make = GG.make_grouped_gemm_fp8 if fp8 else GG.make_grouped_gemm_bf16
+    make(len(counts), N, K, layout)(*dev)
+    _check(dev[-2].float().cpu().numpy(), GG.grouped_reference(args, layout, fp8), atol=2e-3)
