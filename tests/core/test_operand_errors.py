@@ -94,3 +94,23 @@ def test_an_integer_too_large_for_any_type_is_a_script_error(case):
     with pytest.raises(tw.ScriptError) as info:
         tw.compile(from_source(src, filename=FILE, env={"BIG": 1 << 20000}), "sm_90a")
     check_error(info.value, message, None, src, FILE)
+
+
+def _many_scalars(n: int) -> str:
+    params = ", ".join(["A_ptr: T.handle"] + [f"s{i}: T.int32" for i in range(n)])
+    return (f"\n@T.prim_func\ndef k({params}):  # <-\n"
+            "    A = T.match_buffer(A_ptr, (4,), 'int32')\n    T.device_entry()\n"
+            f"    tid = T.thread_id([4])\n    A[tid] = s0 + s{n - 1}\n")
+
+
+def test_too_many_parameters_is_a_clear_error_naming_the_limit():
+    from tilewise.pipeline import lower
+
+    src = _many_scalars(1087)  # 8 + 1087 * 4 = 4356 bytes
+    func = from_source(src, filename=FILE)
+    with pytest.raises(tw.CompileError) as info:
+        tw.compile(func, "sm_90a")  # ptxas: "Kernel parameter size larger than 4352 bytes"
+    check_error(info.value, "the kernel's 1088 parameters take 4356 bytes of parameter space; "
+                "PTX ISA 8.0 allows 4352 bytes", "gather scalars into one array", src, FILE)
+    lower(func, "sm_100a")  # PTX ISA 8.6: 32764 bytes
+    assert lower(from_source(_many_scalars(1086), filename=FILE), "sm_90a")  # 4352: fits

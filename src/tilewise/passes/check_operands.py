@@ -159,3 +159,41 @@ def _cp_async(call, cfg):
         return (f"src_size {src} is outside [0, {size}] (the copy reads src_size bytes of "
                 f"its {size} and zero-fills the rest)", f"pass a src_size of 0..{size}")
     return None
+
+
+# ---------------------------------------------------------------- the parameter space
+PARAM_SPACE = 4352  # bytes of kernel parameters before PTX ISA 8.1
+PARAM_SPACE_81 = 32764  # from PTX ISA 8.1 (ptxas: "Kernel parameter size larger than 4352")
+
+
+def param_bytes(func: PrimFunc) -> int:
+    """The bytes the kernel's parameters take in PTX's parameter space, laid out as the code
+    generator declares them: pointers 8, scalars their size, tensor maps 128 bytes aligned
+    to 64, each at its alignment."""
+    from ..ptx.tma import TENSORMAP_ALIGN, TENSORMAP_BYTES
+
+    off = 0
+    for p in func.params:
+        kind = p.dtype.kind
+        size, align = ((TENSORMAP_BYTES, TENSORMAP_ALIGN) if kind == "tensormap" else
+                       (8, 8) if kind == "handle" else (p.dtype.bytes,) * 2)
+        off = -(-off // align) * align + size
+    return off
+
+
+def check_params(func: PrimFunc, ptx_version: tuple[int, int]) -> PrimFunc:
+    """A kernel whose parameters do not fit the parameter space is refused at its ``def``,
+    naming the limit, instead of failing in ptxas."""
+    limit = PARAM_SPACE_81 if ptx_version >= (8, 1) else PARAM_SPACE
+    n = param_bytes(func)
+    if n > limit:
+        maps = sum(p.dtype.kind == "tensormap" for p in func.params)
+        raise CompileError(
+            f"the kernel's {len(func.params)} parameters take {n} bytes of parameter space"
+            + (f" ({maps} hidden tensor map(s) of 128 bytes included)" if maps else "")
+            + f"; PTX ISA {ptx_version[0]}.{ptx_version[1]} allows {limit} bytes"
+            + (f" ({PARAM_SPACE_81} from PTX ISA 8.1, which tilewise emits for sm_100a and "
+               "newer)" if limit == PARAM_SPACE else ""), func.span,
+            "pass fewer parameters: gather scalars into one array, or several arrays into "
+            "one with offsets")
+    return func
