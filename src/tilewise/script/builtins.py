@@ -322,6 +322,11 @@ for _k in THREAD_KINDS:
 
 # ------------------------------------------------------------------ buffers
 def _alloc(p, scope, args, kwargs, fname):
+    if len(args) == 1 and "dtype" in kwargs:  # TIRx: T.alloc_buffer(shape, dtype=...)
+        args, kwargs = [args[0], kwargs["dtype"]], {k: v for k, v in kwargs.items()
+                                                     if k != "dtype"}
+    elif "dtype" in kwargs:
+        raise p.error(f"T.{fname} got the dtype both by position and as dtype=")
     _arity(p, fname, args, kwargs, 2, 2, ("layout", "scope", "align"))
     scope = kwargs.get("scope", scope)
     if scope not in SCOPES or scope in ("global", "tmem"):
@@ -550,6 +555,17 @@ def _tile_call(p, ref: TilePrimitiveRef, args, kwargs):
     prim = ref.prim
     ops = prim.operands
     least = sum(not o.optional for o in ops)
+    if len(args) > len(ops) and prim.trailing:  # TIRx: exp(dst, src, bias, scale)
+        extra = args[len(ops):]
+        if len(extra) > len(prim.trailing):
+            raise p.error(f"Tx.{prim.name} takes {len(ops)} operands "
+                          f"({', '.join(prim.operand_names)}) and then at most "
+                          f"{', '.join(prim.trailing)}, got {len(args)} arguments")
+        for k, v in zip(prim.trailing, extra):
+            if k in kwargs:
+                raise p.error(f"Tx.{prim.name} got {k} both by position and as {k}=")
+            kwargs = {**kwargs, k: v}
+        args = args[:len(ops)]
     if not least <= len(args) <= len(ops):
         want = str(len(ops)) if least == len(ops) else f"{least} to {len(ops)}"
         raise p.error(f"Tx.{prim.name} takes {want} operands ({', '.join(prim.operand_names)})"
