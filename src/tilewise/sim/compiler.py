@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
+from ..ir.dtype import DTYPES
 from ..ir.launch import CTA_KINDS, cta_value, thread_value
 from ..ir.visitor import jumps_out
 from ..ptx.table import PTX_OPS
@@ -29,6 +30,9 @@ from .memory import StoragePlan
 from .registry import Site, load_all
 from .scheduler import blocks
 from .state import masked
+
+
+_BOOL = DTYPES["bool"]
 
 
 class Program:
@@ -223,8 +227,29 @@ class Program:
         fn = V.binop_fn(e.op, e.a.dtype)
         if fn is None:
             raise SimulationError(f"operator {e.op!r} is not defined on {e.a.dtype}", e.span)
+        if _fusable(e):
+            return self._fused(e)
         fa, fb, d = self.expr(e.a), self.expr(e.b), V.np_dtype(e.dtype)
         return lambda ctx: V.as_type(fn(fa(ctx), fb(ctx)), d)
+
+    def _fused(self, e):
+        """An integer expression tree as one Python function of numpy calls (no closure and
+        conversion per node: the ufuncs of :func:`values.binop_fn` keep the operands' type);
+        its leaves (variables, loads, calls, casts) are their own closures."""
+        env: dict = {}
+
+        def name(obj) -> str:
+            key = f"_{len(env)}"
+            env[key] = obj
+            return key
+
+        def gen(x) -> str:
+            if isinstance(x, E.BinOp) and _fusable(x):
+                return f"{name(V.binop_fn(x.op, x.a.dtype))}({gen(x.a)}, {gen(x.b)})"
+            if isinstance(x, E.IntImm):
+                return name(V.constant(x.value, x.type))
+            return f"{name(self.expr(x))}(ctx)"
+        return eval(f"lambda ctx: {gen(e)}", env)  # noqa: S307 - our own generated text
 
     def e_UnaryOp(self, e):
         fn = V.unary_fn(e.op, e.a.dtype)
@@ -325,6 +350,14 @@ class Program:
 
 
 # ---------------------------------------------------------------------- helpers
+def _fusable(e) -> bool:
+    """An integer / bool operator whose numpy ufunc returns the right type by itself (both
+    operands of one type, the result that type or bool)."""
+    a, b = e.a.dtype, e.b.dtype
+    return (a == b and a.kind in ("int", "uint", "bool") and e.dtype in (a, _BOOL)
+            and e.op in V.FUSABLE)
+
+
 def _nop(ctx):
     return None
 

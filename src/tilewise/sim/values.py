@@ -65,6 +65,10 @@ _SCALAR_INT = {"//": (np.floor_divide, lambda b, w: b != 0),
                ">>": (np.right_shift, lambda b, w: 0 <= b < w)}
 
 
+#: operators whose :func:`binop_fn` on integer / bool operands returns the operands' type
+FUSABLE = frozenset(_PLAIN_INT) | frozenset(_SCALAR_INT)
+
+
 def binop_fn(op: str, operand: DataType):
     """The numpy function computing ``a op b`` for operands of IR type ``operand`` (the
     arithmetic table, :mod:`tilewise.ir.alu`), or None when the operator does not take it."""
