@@ -395,6 +395,9 @@ def check_pointer(ctx, addrs, nbytes, span, what, spaces=None, align=None):
     Returns ``(space, offsets)`` arrays, or None after a (non-strict) hazard."""
     tids = ctx.active()
     addrs = fit(addrs, tids.shape, np.int64)
+    fast = _one_space(ctx, addrs, nbytes, spaces, align or nbytes)
+    if fast is not None:
+        return fast
     sp, off = space_of(addrs), offset_of(addrs)
     s0 = int(sp[0]) if len(sp) else SHARED
     if (sp == s0).all():  # the usual case: one space for every thread
@@ -410,6 +413,23 @@ def check_pointer(ctx, addrs, nbytes, span, what, spaces=None, align=None):
                         tids[k])
         return None
     return sp, off
+
+
+def _one_space(ctx, addrs, nbytes: int, spaces, align: int):
+    """``check_pointer``'s usual case in three array operations: every pointer lies in the
+    first one's space, in bounds and aligned (a power of two). None otherwise (or for no
+    threads): the general path then finds and reports the offending thread."""
+    if not len(addrs) or align & (align - 1):
+        return None
+    s0 = int(addrs[0]) >> SPACE_SHIFT
+    lim = _allowed_limit(ctx, s0, spaces) if s0 > 0 else -1
+    if lim < nbytes:
+        return None
+    off = addrs - (s0 << SPACE_SHIFT)  # another space is < 0 or >= 2^40: out of bounds below
+    bad = off.view(np.uint64) > lim - nbytes
+    if align > 1:
+        bad |= (off & (align - 1)) != 0
+    return None if bad.any() else (np.full(len(off), s0, np.int64), off)
 
 
 def _allowed_limit(ctx, s: int, spaces) -> int:
