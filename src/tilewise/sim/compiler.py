@@ -243,9 +243,10 @@ class Program:
             env[key] = obj
             return key
 
-        def gen(x) -> str:
-            if isinstance(x, E.BinOp) and _fusable(x):
-                return f"{name(V.binop_fn(x.op, x.a.dtype))}({gen(x.a)}, {gen(x.b)})"
+        def gen(x, depth: int = 0) -> str:  # deeper trees: a fused function per subtree
+            if isinstance(x, E.BinOp) and _fusable(x) and depth < _FUSE_DEPTH:
+                return (f"{name(V.binop_fn(x.op, x.a.dtype))}({gen(x.a, depth + 1)}, "
+                        f"{gen(x.b, depth + 1)})")
             if isinstance(x, E.IntImm):
                 return name(V.constant(x.value, x.type))
             return f"{name(self.expr(x))}(ctx)"
@@ -350,6 +351,9 @@ class Program:
 
 
 # ---------------------------------------------------------------------- helpers
+_FUSE_DEPTH = 48  # nested calls in one generated function (Python's parser allows 200 (s)
+
+
 def _fusable(e) -> bool:
     """An integer / bool operator whose numpy ufunc returns the right type by itself (both
     operands of one type, the result that type or bool)."""
