@@ -55,6 +55,10 @@ COMPILE = [
      "cluster of 2 CTA(s)", None,
      body(f"T.ptx.cp_async.bulk.s2c(T.address_of(S[0]), T.address_of(S[0]), 64, {ADDR}, 2)"
           "  # <-", cluster=2)),
+    ("bar-count-a-float", "bar.sync: operand 'count' is an integer (int32), got the float "
+     "1e+300", "pass an int", body("T.ptx.bar.sync(1, 1e300)  # <-")),  # fuzz 3396:2303
+    ("mbarrier-count-a-float", "mbarrier.init: operand 'count' is an integer (int32), got the "
+     "float 64.0", None, body(f"T.ptx.mbarrier.init({ADDR}, 64.0)  # <-")),
 ]
 
 HUGE = [

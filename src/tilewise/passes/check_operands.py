@@ -11,7 +11,8 @@ as a code generator defect, nor a hazard found only when that line runs.
   multicast's ``cta_mask``: inside the declared cluster (a kernel with none is a cluster of
   one CTA); a mask naming no CTA;
 * bulk copy sizes: positive multiples of 16 bytes; a cp.async ``src_size`` in
-  [0, cp_size].
+  [0, cp_size];
+* a float constant for any integer operand of these instructions (``bar.sync(1, 64.0)``).
 
 Values computed at run time are checked by the simulator when the line runs.
 """
@@ -21,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import CompileError
-from ..ir.expr import Call, Cast, as_int
+from ..ir.expr import Call, Cast, FloatImm, as_int
 from ..ir.launch import WARP
 from ..ir.stmt import PrimFunc
 from ..ir.visitor import walk
@@ -44,7 +45,7 @@ def check_operands(func: PrimFunc) -> PrimFunc:
 
     def look(n):
         if isinstance(n, Call) and n.op in _RULES:
-            problem = _RULES[n.op](n, cfg)
+            problem = _float_operand(n) or _RULES[n.op](n, cfg)
             if problem is not None:
                 message, hint = problem
                 name = n.op.removeprefix("ptx.")
@@ -53,6 +54,19 @@ def check_operands(func: PrimFunc) -> PrimFunc:
                 raise CompileError(message, n.span, hint)
     walk(func.body, look)
     return func
+
+
+def _float_operand(call: Call):
+    """A float constant given for an integer operand (``bar.sync(1, 64.0)``): converting
+    it would hide the mistake (1e300 became 2147483647, which ptxas refused)."""
+    from ..ptx.table import PTX_OPS
+
+    for p, a in zip(PTX_OPS[call.op].params, call.args):
+        inner = a.value if isinstance(a, Cast) else a
+        if isinstance(inner, FloatImm) and p.dtype.is_int and p.kind in ("value", "rank"):
+            return (f"operand {p.name!r} is an integer ({p.dtype}), got the float "
+                    f"{inner.value!r}", "pass an int")
+    return None
 
 
 def _const(call: Call, name: str) -> int | None:
