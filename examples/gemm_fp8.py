@@ -156,8 +156,9 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
                 share: str | None = None) -> Tile:
     """The tile for an M x N problem: the candidate with the least modelled time, waves of
     CTAs x :func:`tile_cost` (the model holds for bf16 with ``bk`` 64 too: half the rate,
-    twice the bytes), among those with at least 3 stages; a cluster of 2 (TMA multicast of
-    B) only with two waves or more, as DeepGEMM does. Without sizes: 128 x 128, no cluster.
+    twice the bytes), among those with at least 3 stages and at most 128 x 128; a cluster of
+    2 (TMA multicast) only when asked for (both were slower on the H200, see ``cost``).
+    Without sizes: 128 x 128, no cluster.
     ``bm``, ``bn``, ``stages``, ``cluster``, ``share`` pin a choice; ``bms`` / ``clusters``
     the rows and cluster sizes allowed; ``clamp``: no more CTAs than tiles."""
     def make(c, mc, share, st=stages):
@@ -178,7 +179,13 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
         if M_ is None or N_ is None:
             return (0 if (t.bm, t.bn, t.cluster) == (128, 128, 1) or len(cands) == 1 else 1, 0)
         waves = -(-_tiles(M_, N_, t) // sms)
-        if t.cluster > 1 and waves < 2 and cluster is None:
+        # Measured on the H200 (benchmarks/RESULTS.md, 2026-12-01): CTA pairs ran at
+        # 130-480 TFLOP/s where the same tile alone ran at 810-1000, and 128 x 256 /
+        # 256 x 128 tiles at 260-440 (two float32 fragments of 64 x 256 per thread): the
+        # model does not know either cost, so neither is chosen unless asked for.
+        if t.cluster > 1 and cluster is None:
+            return (float("inf"), 0)
+        if t.bm * t.bn > 128 * 128 and (bm, bn) == (None, None):
             return (float("inf"), 0)
         return (waves * tile_cost(t), -t.bm * t.bn, t.cluster)
 

@@ -158,6 +158,8 @@ def test_the_fp8_gemm_on_the_gpu(scaling, shape):
     ref = a64 @ b64.T
     if scaling == "block":
         return  # cuBLASLt's block scaling is compared in benchmarks/bench_gemm_fp8.py
+    if any(d % 16 for d in shape):
+        return  # torch._scaled_mm takes sizes in steps of 16 only; the float64 check stands
     scale_a = sa if scaling == "row" else sa.reshape(())
     scale_b = sb if scaling == "row" else sb.reshape(())
     theirs = torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=torch.bfloat16)

@@ -77,7 +77,8 @@ def describe(kernel) -> dict:
     size_vars = list(func.attr("size_vars", ()))  # the order the launcher passes them
     sizes = {id(v): i for i, v in enumerate(size_vars)}
     by_param = {id(p): b for p, b in func.buffer_map}
-    index = {id(p): i for i, p in enumerate(sig.declared_params(func))}
+    # by name: the flat program may be the launch cache's rebuilt signature (new Vars)
+    index = {p.name: i for i, p in enumerate(sig.declared_params(func))}
     params = []
     for p in sig.declared_params(func):
         buf = by_param.get(id(p))
@@ -88,7 +89,7 @@ def describe(kernel) -> dict:
                        "shape": [_expr_to_json(s, sizes) for s in buf.shape],
                        "strides": None if buf.strides is None else
                        [_expr_to_json(s, sizes) for s in buf.strides]})
-    maps = [{"param": index[id(m.buffer.data)], "dtype": m.spec.dtype,
+    maps = [{"param": index[m.buffer.data.name], "dtype": m.spec.dtype,
              "elem_bytes": m.spec.elem_bytes, "box": list(m.spec.box),
              "dims": [_expr_to_json(d, sizes) for d in m.spec.dims],
              "strides": [_expr_to_json(s, sizes) for s in m.spec.strides],
