@@ -26,7 +26,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEED_GLOBS = ("examples/*.py", "tests/*/kernels*.py", "tests/sanitizer/planted.py",
               "tests/gpu/semantics_kernels.py", "tests/sim/test_*.py", "tests/dispatch/test_*.py",
               "tests/codegen/test_*.py", "tests/core/test_core_*.py")
-_KEEP_IMPORTS = ("tilewise", "numpy", "math", "dataclasses", "__future__")
+# pytest: case lists at module level may carry marks (pytest.param(..., marks=...slow))
+_KEEP_IMPORTS = ("tilewise", "numpy", "math", "dataclasses", "__future__", "pytest")
 
 DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32",
           "uint32", "int64", "uint64", "bool", "float8_e4m3fn", "float8_e5m2", "float12",
