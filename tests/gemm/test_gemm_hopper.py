@@ -46,13 +46,13 @@ def _check(c, a, b):
     ids=["256x256x128-bf16", "200x136x72-tails", "136x520x200-fp16-warp", "bn64-4-stages"])
 def test_the_pipelined_gemm_in_the_simulator(shape, dtype, kw):
     a, b, c = G.inputs(np.random.default_rng(3), shape, dtype)
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: the budget holds however busy the machine is
     rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, num_sms=G.H200_SMS, **kw), a, b, c)
-    seconds = time.perf_counter() - t0
+    seconds = time.process_time() - t0
     assert rep.ok
     _check(c, a, b)
     if shape == (256, 256, 128):  # the budget: the full pipeline in <= 10 s
-        assert seconds <= 10, f"{seconds:.1f} s"
+        assert seconds <= 10, f"{seconds:.1f} CPU s"
 
 
 def test_a_producer_warp_makes_a_288_thread_cta_whose_warpgroup_calls_are_valid():
