@@ -40,10 +40,13 @@ def _check(c, a, b):
 
 
 @pytest.mark.parametrize("shape,dtype,kw", [
-    ((256, 256, 128), "bfloat16", {}), ((200, 136, 72), "bfloat16", {"bn": 256}),
-    ((136, 520, 200), "float16", {"producer": "warp", "bn": 256}),
-    ((256, 384, 200), "bfloat16", {"bn": 64})],
-    ids=["256x256x128-bf16", "200x136x72-tails", "136x520x200-fp16-warp", "bn64-4-stages"])
+    pytest.param((256, 256, 128), "bfloat16", {}, id="256x256x128-bf16"),
+    pytest.param((200, 136, 72), "bfloat16", {"bn": 256}, id="200x136x72-tails",
+                 marks=pytest.mark.slow),
+    pytest.param((136, 520, 200), "float16", {"producer": "warp", "bn": 256},
+                 id="136x520x200-fp16-warp", marks=pytest.mark.slow),
+    pytest.param((256, 384, 200), "bfloat16", {"bn": 64}, id="bn64-4-stages",
+                 marks=pytest.mark.slow)])
 def test_the_pipelined_gemm_in_the_simulator(shape, dtype, kw):
     a, b, c = G.inputs(np.random.default_rng(3), shape, dtype)
     t0 = time.process_time()  # CPU time: the budget holds however busy the machine is
