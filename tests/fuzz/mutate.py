@@ -94,22 +94,39 @@ def load_seeds(root: pathlib.Path = ROOT) -> list[Seed]:
     seeds = [Seed(GENERATED, None, "sm_90a")]
     for pattern in SEED_GLOBS:
         for path in sorted(root.glob(pattern)):
-            tree = ast.parse(path.read_text())
-            body = [n for n in tree.body if _keep(n)]
-            kept = ast.Module(body=body, type_ignores=[])
-            if not any(_is_kernel(n) for n in ast.walk(kept)):
-                continue
-            target = "sm_90a"
-            for n in body:
-                if (isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "TARGET"
-                                                      for t in n.targets)
-                        and isinstance(n.value, ast.Constant)):
-                    target = n.value.value
-            name = str(path.relative_to(root))
-            kernels = _reachable(kept, name)
-            if kernels:  # kernels made only by factories the tests call are out of reach
-                seeds.append(Seed(name, kept, target, kernels))
+            seed = _seed_of(path, root)
+            if seed is not None:
+                seeds.append(seed)
     return seeds
+
+
+def load_seed(name: str, root: pathlib.Path = ROOT) -> Seed:
+    """The seed :func:`load_seeds` holds under ``name``, loading only its module (a worker
+    loads the seeds it is handed, not all of them: ~2 s per worker start)."""
+    if name == GENERATED:
+        return Seed(GENERATED, None, "sm_90a")
+    seed = _seed_of(root / name, root)
+    if seed is None:
+        raise KeyError(f"{name} defines no kernel at its top level: not a fuzz seed")
+    return seed
+
+
+def _seed_of(path: pathlib.Path, root: pathlib.Path) -> Seed | None:
+    tree = ast.parse(path.read_text())
+    body = [n for n in tree.body if _keep(n)]
+    kept = ast.Module(body=body, type_ignores=[])
+    if not any(_is_kernel(n) for n in ast.walk(kept)):
+        return None
+    target = "sm_90a"
+    for n in body:
+        if (isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "TARGET"
+                                              for t in n.targets)
+                and isinstance(n.value, ast.Constant)):
+            target = n.value.value
+    name = str(path.relative_to(root))
+    kernels = _reachable(kept, name)
+    # kernels made only by factories the tests call are out of reach
+    return Seed(name, kept, target, kernels) if kernels else None
 
 
 def _reachable(tree: ast.Module, name: str) -> tuple:
