@@ -6,20 +6,21 @@
 * ``slow``-marked tests (or parametrisations) are sampled: by default a fixed quarter of
   each test's slow cases runs (at least one); ``--run-slow`` or ``TILEWISE_TESTS=all``
   (what CI sets) runs every one, and so do ``-m slow`` and a case named by its id on the
-  command line. A test that scales its own work reads the ``run_slow`` fixture.
+  command line. A test that scales its own work reads the ``run_slow`` fixture (or, at
+  import, ``sampling.RUN_SLOW`` and ``sampling.examples``).
 """
 
-import collections
 import os
 import pathlib
 import sys
-import zlib
 
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))  # errcheck.py, executors.py everywhere
 
-SLOW_SAMPLE = 4  # by default one slow case in SLOW_SAMPLE runs (at least one per test)
+import sampling  # noqa: E402  (found through the line above)
+
+LONG_CALL_S = 3.0  # an unmarked test slower than this is named in the summary
 
 
 def pytest_addoption(parser):
@@ -29,17 +30,25 @@ def pytest_addoption(parser):
                           "TILEWISE_TESTS=all, which CI sets)")
 
 
+def _sampling(config) -> bool:
+    return not (config.getoption("--run-slow") or "slow" in (config.option.markexpr or ""))
+
+
+def pytest_configure(config):
+    sampling.RUN_SLOW = not _sampling(config)
+
+
 def pytest_report_header(config):
     if not _sampling(config):
         return "slow tests: all"
-    return (f"slow tests: a fixed 1-in-{SLOW_SAMPLE} sample per test (--run-slow or "
+    return (f"slow tests: a fixed 1-in-{sampling.SLOW_SAMPLE} sample per test (--run-slow or "
             "TILEWISE_TESTS=all runs all)")
 
 
 @pytest.fixture
-def run_slow(request) -> bool:
+def run_slow() -> bool:
     """True when every slow case runs (CI): a test that scales its work does all of it."""
-    return not _sampling(request.config)
+    return sampling.RUN_SLOW
 
 
 @pytest.fixture
@@ -54,30 +63,12 @@ def executor(request) -> str:
     return request.param
 
 
-def slow_sample(nodeids) -> set:
-    """The slow cases that run by default: per test function, the ceil(n / SLOW_SAMPLE) of
-    its n slow cases whose ids hash lowest (stable across runs, machines and xdist
-    workers; a new case moves at most one other in or out)."""
-    by_test = collections.defaultdict(list)
-    for nid in nodeids:
-        by_test[nid.split("[", 1)[0]].append(nid)
-    keep = set()
-    for ids in by_test.values():
-        ids.sort(key=lambda nid: (zlib.crc32(nid.encode()), nid))
-        keep.update(ids[:-(-len(ids) // SLOW_SAMPLE)])
-    return keep
-
-
-def _sampling(config) -> bool:
-    return not (config.getoption("--run-slow") or "slow" in (config.option.markexpr or ""))
-
-
 def pytest_collection_modifyitems(config, items):
     if _sampling(config):
         named = {arg.split("::", 1)[1] for arg in config.args if "::" in arg}
         slow = {item.nodeid for item in items if item.get_closest_marker("slow")
                 and item.nodeid.split("::", 1)[1] not in named}
-        dropped = slow - slow_sample(slow)
+        dropped = slow - sampling.slow_sample(slow)
         if dropped:
             config.hook.pytest_deselected(items=[i for i in items if i.nodeid in dropped])
             items[:] = [item for item in items if item.nodeid not in dropped]
@@ -95,3 +86,16 @@ def _skip_gpu_tests_without_a_gpu(items):
     skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
     for item in marked:
         item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Name the unmarked tests that took long, so the suite does not grow unnoticed (wall
+    time: on a busy machine everything looks slow; judge with --durations on an idle one)."""
+    long = sorted((r for r in terminalreporter.stats.get("passed", [])
+                   if r.when == "call" and r.duration > LONG_CALL_S
+                   and "slow" not in r.keywords), key=lambda r: -r.duration)
+    if long:
+        terminalreporter.write_sep("-", f"{len(long)} test(s) not marked slow took over "
+                                        f"{LONG_CALL_S:.0f} s (docs/testing.md)")
+        for r in long[:10]:
+            terminalreporter.write_line(f"{r.duration:6.1f} s  {r.nodeid}")

@@ -73,9 +73,11 @@ def _cases():
 
 
 CASES = _cases()
+SLOW = ("bulk-stream-ring", "bulk-copy-float32-4-stages", "tma-copy-float32-16x64-3-stages")
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c[0], marks=pytest.mark.slow)
+                                  if c[0] in SLOW else pytest.param(c, id=c[0]) for c in CASES])
 def test_example_matches_reference(executor, case):
     _, make, inputs, reference, rtol = case
     arrays = inputs(np.random.default_rng(1))
