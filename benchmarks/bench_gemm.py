@@ -7,6 +7,16 @@ error), then timed with CUDA events (median of samples of back-to-back launches,
 interleaved against drift; METHOD.md). TFLOP/s count 2·M·N·K.
 
     PYTHONPATH=src python benchmarks/bench_gemm.py [--shapes 4096x4096x4096 ...] [--dtypes bfloat16]
+    PYTHONPATH=src python benchmarks/bench_gemm.py --sweep [--explore N] [--dtypes bfloat16]
+
+``--sweep``: the model-layer shapes of issue 19 (M from 1 to 8192 against the (N, K) of
+7B-70B layers), one line per shape with cuBLAS, Triton and tilewise (the kernel shape
+``make_gemm`` chooses), then the geometric mean and the worst ratio. Every call is timed
+as replays of a CUDA graph of back-to-back launches: small shapes run in less time than a
+launch takes on the host, and the table compares kernels, not launch paths (bench_launch.py
+measures those). ``--explore N`` also
+times the N next-best kernel shapes of ``gemm_hopper.candidates`` by its estimate and
+reports the best of them (what an autotuner would find among those).
 """
 
 import argparse
@@ -20,6 +30,9 @@ from timing import timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES = ["4096x4096x4096", "8192x8192x8192", "16384x2048x8192", "512x512x8192"]
+SWEEP_M = (1, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+SWEEP_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (6144, 4096), (28672, 8192),
+            (8192, 28672), (32000, 4096), (128256, 4096))
 
 
 def triton_matmul():
@@ -82,6 +95,81 @@ def _tilewise(shape, dtype, config=""):
     return mod.make_gemm(*shape, dtype=dtype, **kw)
 
 
+def _module():
+    spec = importlib.util.spec_from_file_location(
+        "gemm_hopper", os.path.join(ROOT, "examples", "gemm_hopper.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def sweep(a):
+    """Issue 19's sweep: per shape cuBLAS, Triton, tilewise (and the best explored shape)."""
+    import math
+
+    import torch
+
+    G = _module()
+    tri = triton_matmul()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    kernels = {}  # one symbolic kernel per (dtype, kernel shape): compiled once
+
+    def kernel(dtype, cfg):
+        key = (dtype, tuple(sorted(cfg.items())))
+        if key not in kernels:
+            kernels[key] = G._kernel(dtype, sms, "warpgroup", **cfg)
+        return kernels[key]
+
+    ratios = {"plan": [], "best": [], "triton": []}
+    for dtype in a.dtypes:
+        td = getattr(torch, dtype)
+        for N, K in SWEEP_NK:
+            for M in SWEEP_M:
+                A = torch.randn(M, K, device="cuda", dtype=td)
+                B = torch.randn(K, N, device="cuda", dtype=td)
+                ref = A.float() @ B.float()
+                plan = G.plan(M, N, K, sms)
+                others = sorted((c for c in G.candidates(M, N, K, sms)
+                                 if {**c, "stages": plan["stages"]} != plan),
+                                key=lambda c: G.estimate(M, N, K, sms, **c))[:a.explore]
+                cfgs = [plan] + [G.plan(M, N, K, sms, **c) for c in others]
+                runs = {"cublas": lambda A=A, B=B: torch.matmul(A, B)}
+                C_tri = torch.empty(M, N, device="cuda", dtype=td)
+                runs["triton"] = lambda A=A, B=B, C=C_tri: tri(A, B, C)
+                errs = {}
+                names = []
+                for cfg in cfgs:
+                    name = (f"{cfg['bm']}x{cfg['bn']}s{cfg['splits']}/{cfg['stages']}"
+                            + ("m2" if cfg["multicast"] > 1 else ""))
+                    k = kernel(dtype, cfg)
+                    C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
+                    k(A, B, C)
+                    torch.cuda.synchronize()
+                    errs[name] = _error(torch, C, ref)
+                    runs[name] = lambda A=A, B=B, C=C, k=k: k(A, B, C)
+                    names.append(name)
+                flops = 2 * M * N * K
+                reps = max(1, min(50, int(2e-3 / max(flops / 600e12, 2e-6))))
+                tf = {n: flops / timed(torch, fn, reps, a.samples, graph=True) / 1e12
+                      for n, fn in runs.items()}
+                best = max(names, key=lambda n: tf[n])
+                r_plan, r_best = tf[names[0]] / tf["cublas"], tf[best] / tf["cublas"]
+                ratios["plan"].append(r_plan)
+                ratios["best"].append(r_best)
+                ratios["triton"].append(tf[names[0]] / tf["triton"])
+                bad = [n for n, e in errs.items() if not e < 2e-2]
+                print(f"| {dtype} | {M}x{N}x{K} | cuBLAS {tf['cublas']:.0f} | Triton "
+                      f"{tf['triton']:.0f} | tilewise {names[0]} {tf[names[0]]:.0f} "
+                      f"({r_plan:.2f}x cuBLAS, {ratios['triton'][-1]:.2f}x Triton) | best "
+                      f"{best} {tf[best]:.0f} ({r_best:.2f}x) |"
+                      + (f" WRONG: {bad}" if bad else ""), flush=True)
+                del A, B, C_tri, runs
+    for key, rs in ratios.items():
+        g = math.exp(sum(math.log(r) for r in rs) / len(rs))
+        what = "vs Triton" if key == "triton" else "vs cuBLAS"
+        print(f"{key} {what}: geomean {g:.3f}, worst {min(rs):.3f} over {len(rs)} shapes")
+
+
 def _error(torch, c, ref) -> float:
     return float(torch.linalg.norm(c.double() - ref.double()) / torch.linalg.norm(ref.double()))
 
@@ -95,7 +183,11 @@ def main():
     p.add_argument("--peers-only", action="store_true", help="time cuBLAS and Triton only")
     p.add_argument("--configs", nargs="+", default=[""],
                    help="make_gemm options per tilewise row, e.g. '' 'producer=warp'")
+    p.add_argument("--sweep", action="store_true", help="issue 19's model-layer shapes")
+    p.add_argument("--explore", type=int, default=0, help="--sweep: also time N more shapes")
     a = p.parse_args()
+    if a.sweep:
+        return sweep(a)
 
     import torch
 

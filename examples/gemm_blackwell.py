@@ -5,10 +5,12 @@ GEMM journey with tcgen05.
 (M, K), B (K, N) and C (M, N) row-major, as ``torch.matmul(A, B)`` takes them; C has the
 inputs' dtype, accumulated in float32. Any M, N, K.
 
-Structure (one CTA of 256 threads per SM, a persistent loop over 128 x BN output tiles):
+Structure (one CTA of 256 threads per SM, a persistent loop over 128 x BN output tiles,
+taken in the grouped order of ``tilewise.sched.GroupedTiles``: the three roles below each
+call the same scheduler, so the order is written once):
 
-* **tensor memory**: warp 1 allocates ``2 * BN`` columns, two float32 accumulators (tile
-  ``t`` uses ``t % 2``), so the epilogue of one tile overlaps the MMAs of the next.
+* **tensor memory**: warp 1 allocates ``2 * BN`` columns, two float32 accumulators (this
+  CTA's ``i``-th tile uses ``i % 2``), so the epilogue of one tile overlaps the MMAs of the next.
 * **producer** (warp 0): fills a ring of ``STAGES`` shared-memory stages, each a 128 x 64
   tile of A (K-major) and a 64 x BN tile of B (MN-major), both blocked 128-byte-swizzled
   (``swizzled_tile``, what a TMA load writes). It waits for a stage to be *empty*; one
@@ -44,8 +46,10 @@ import numpy as np
 
 from tilewise import T, Tx
 from tilewise.layout import S, TCol, TileLayout, TLane, swizzled_tile, tid_in_wg
+from tilewise.sched import GroupedTiles
 
 TARGET = "sm_100a"
+GROUP_M = 8  # tile rows walked together (L2 reuse), as in the Hopper GEMM
 BM, BK = 128, 64  # rows of a tile (datapath D: 128 lanes); K of a stage (128 bytes of 16-bit)
 EPI = 32  # accumulator columns the epilogue reads at a time
 SMS = 148  # B200 streaming multiprocessors: the persistent grid's default size
@@ -116,22 +120,24 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
         T.ptx.tcgen05.fence.after_thread_sync()
         acc = T.decl_buffer((128, cols), "float32", scope="tmem", allocated_addr=tmem_addr[0],
                             layout=TileLayout(S[(128, cols) : (1 @ TLane, 1 @ TCol)]))
+        # the tile order all three roles walk, written once (tilewise.sched)
+        sched = GroupedTiles(tm, tn, first=cta, step=grid, group_m=GROUP_M)
         if wg == 1:
             # ---- epilogue: accumulator -> registers -> C
             out_reg = T.alloc_local((EPI,), "float32")
             out = out_reg.view(128, EPI, layout=regs)
             r = tid - 128
-            for t in range(cta, tiles, grid):
-                lt = (t - cta) // grid
+            for lt in sched.tiles():  # this CTA's lt-th tile
+                mt, nt = sched.coords(lt)
                 buf = lt % 2
                 T.ptx.mbarrier.try_wait(T.address_of(acc_full[buf]), lt // 2 % 2)
                 T.ptx.tcgen05.fence.after_thread_sync()
-                row = t // tn * BM + r
+                row = mt * BM + r
                 for j in range(BN // EPI):
                     c0 = buf * BN + j * EPI
                     Tx.wg.copy_async(out[:, :], acc[:, c0:c0 + EPI])
                     T.ptx.tcgen05.wait.ld()
-                    col = t % tn * BN + j * EPI
+                    col = nt * BN + j * EPI
                     if row < M:
                         for i in range(EPI):
                             if col + i < N:
@@ -140,10 +146,10 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
                 T.ptx.mbarrier.arrive(T.address_of(acc_empty[buf]))
         elif warp_id == 0:
             # ---- producer: global -> the shared-memory ring
-            for t in range(cta, tiles, grid):
-                lt = (t - cta) // grid
-                m0 = t // tn * BM
-                n0 = t % tn * BN
+            for lt in sched.tiles():  # this CTA's lt-th tile
+                mt, nt = sched.coords(lt)
+                m0 = mt * BM
+                n0 = nt * BN
                 for kb in range(nk):
                     it = lt * nk + kb
                     s = it % STAGES
@@ -175,8 +181,7 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
                         T.ptx.mbarrier.arrive(T.address_of(full[s]))
         elif warp_id == 1:
             # ---- MMA: one elected thread issues tcgen05.mma
-            for t in range(cta, tiles, grid):
-                lt = (t - cta) // grid
+            for lt in sched.tiles():
                 buf = lt % 2
                 T.ptx.mbarrier.try_wait(T.address_of(acc_empty[buf]), lt // 2 % 2 ^ 1)
                 T.ptx.tcgen05.fence.after_thread_sync()

@@ -9,9 +9,11 @@ The technique, from the outside in:
 
 * **Persistent CTAs.** The grid is one CTA per SM; CTA ``b`` takes output tiles ``b``,
   ``b + #SMs``, ... in a *grouped* order (``GROUP_M`` tile rows at a time) so that tiles
-  running together share rows of A and columns of B in L2. A problem with too few tiles
-  to occupy the SMs (512 x 512) gets narrower tiles (128 x 128 or 128 x 64) and a deeper
-  ring instead: more CTAs work, each on a cheaper tile.
+  running together share rows of A and columns of B in L2. The order is written once, in
+  ``tilewise.sched.GroupedTiles``: the producer and the consumers each call its
+  ``@T.inline`` methods, so they cannot disagree about which tile comes next. A problem
+  with too few tiles to occupy the SMs (512 x 512) gets narrower tiles (128 x 128 or
+  128 x 64) and a deeper ring instead: more CTAs work, each on a cheaper tile.
 * **Warp specialisation.** 384 threads: warpgroups 0 and 1 are the *consumers*,
   warpgroup 2 the *producer*. The producer gives its registers away (``setmaxnreg`` 40)
   and the consumers take them (232): each consumer holds a 64 x 256 float32
@@ -45,26 +47,118 @@ from __future__ import annotations
 
 from tilewise import T, Tx
 from tilewise.layout import swizzled_tile, wgmma_accumulator
+from tilewise.sched import GroupedTiles
 
-BM, BK = 128, 64  # CTA tile rows and K step; each consumer warpgroup owns 64 of the rows
-BN = 256  # CTA tile columns for large problems (narrower tiles for few output tiles)
+BK = 64  # K step of a stage (128 bytes of 16-bit elements: one swizzle row)
 GROUP_M = 8  # tile rows walked together (L2 reuse)
 H200_SMS = 132
+SMEM = 227 * 1024  # dynamic shared memory a CTA may have on sm_90
+TILES = ((128, 256), (128, 128), (128, 64), (64, 256), (64, 128))  # (bm, bn) a kernel takes
 
 M = T.int32()
 N = T.int32()
 K = T.int32()
 
 
+PEAK = 990e12  # dense bf16/fp16 tensor FLOP/s of an H100/H200 SXM (the datasheet)
+DRAM = 4.0e12  # bytes/s an H200 streams (torch's copy_ measured ~4.27e12)
+WGMMA_EFF = {256: 0.95, 128: 0.85, 64: 0.7}  # of peak, by a warpgroup's wgmma N (measured
+#                                             trend: narrow wgmma is bound by operand reads)
+
+
+def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=None,
+         splits=None, stages=None, multicast=None) -> dict:
+    """The kernel's shape for a problem: ``bm`` x ``bn`` output tiles (two consumer
+    warpgroups: 64 rows each at bm=128, half the columns each at bm=64), ``splits`` CTAs of
+    a cluster sharing one tile's K blocks (their partial sums added along the cluster in
+    rank order: deterministic), ``multicast`` CTAs of a cluster (two tiles of one column)
+    sharing each B tile, each loading half and multicasting it, and the ring's ``stages``.
+    What is not given is chosen by :func:`estimate` over every allowed shape (without
+    sizes: 128 x 256, no split)."""
+    best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1}
+    forced = {k: v for k, v in (("bm", bm), ("bn", bn), ("splits", splits),
+                                ("multicast", multicast)) if v is not None}
+    if None not in (M_, N_, K_) and len(forced) < 4:
+        options = [c for c in candidates(M_, N_, K_, sms)
+                   if all(c[k] == v for k, v in forced.items())]
+        if options:
+            best = min(options, key=lambda c: estimate(M_, N_, K_, sms, **c))
+    best.update(forced)
+    if (best["bm"], best["bn"]) not in TILES:
+        raise ValueError(f"bm={best['bm']}, bn={best['bn']}: the tile is one of {TILES} "
+                         "(bm x bn)")
+    if not 1 <= best["splits"] <= 8:
+        raise ValueError(f"splits={best['splits']}: a cluster has 1 to 8 CTAs")
+    if best["multicast"] not in (1, 2) or (best["multicast"] == 2 and best["splits"] > 1):
+        raise ValueError(f"multicast={best['multicast']}: 1, or 2 without a split of K")
+    fit = _stages_that_fit(best["bm"], best["bn"], best["splits"])
+    if stages is None:
+        stages = min(8, fit)
+    if not 2 <= stages <= fit:
+        raise ValueError(f"stages={stages}: 2 to {fit} stages fit in shared memory beside "
+                         f"the epilogue of a {best['bm']}x{best['bn']} tile")
+    return {**best, "stages": stages}
+
+
+def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
+    """Every kernel shape worth trying for a problem: each tile, and for tiles too few to
+    fill the SMs, splits of K (each CTA keeping at least 4 K steps)."""
+    out = []
+    k_steps = -(-K_ // BK)
+    for bm_, bn_ in TILES:
+        tiles = -(-M_ // bm_) * -(-N_ // bn_)
+        for s in (1, 2, 3, 4, 6, 8):
+            if s > 1 and (tiles * s > 2 * sms or k_steps < 4 * s):
+                break
+            if _stages_that_fit(bm_, bn_, s) >= 2:
+                out.append({"bm": bm_, "bn": bn_, "splits": s, "multicast": 1})
+            if s == 1 and -(-M_ // bm_) >= 2:
+                out.append({"bm": bm_, "bn": bn_, "splits": 1, "multicast": 2})
+    return out
+
+
+def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
+             multicast: int = 1) -> float:
+    """Seconds a kernel shape should take: the larger of its tensor-core time (padded
+    tiles, the wgmma width's efficiency, the SMs a partial last wave leaves idle) and its
+    memory time (each operand read once, C written once; fewer CTAs than ~3/4 of the SMs
+    stream less), a quarter of the smaller one (the overlap is imperfect), the split's
+    reduction and a fixed start-up."""
+    tiles = -(-M_ // bm) * -(-N_ // bn)
+    wn = bn if bm == 128 else bn // 2
+    units = tiles * splits
+    if splits == 1:  # a multicast pair is scheduled as one unit of two tiles
+        units, slots = -(-tiles // multicast), sms // multicast
+        util = units / (-(-units // slots) * slots) * tiles / (units * multicast)
+        busy = min(tiles, sms)
+    else:
+        util = units / (-(-units // sms) * sms)
+        busy = min(units, sms)
+    flops = 2.0 * -(-M_ // bm) * bm * -(-N_ // bn) * bn * K_
+    # a multicast B halves what the pair reads of B from L2 per step: a little faster
+    compute = flops / (PEAK * WGMMA_EFF[wn] * util * (1.04 if multicast > 1 else 1.0))
+    memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / (DRAM * min(1.0, busy / (0.75 * sms)))
+    reduce = (splits - 1) * (64 * wn * 4 * 2 / 200e9 + 1e-6) if splits > 1 else 0.0
+    # the two overlap, but not perfectly: the smaller still shows a little
+    return max(compute, memory) + 0.25 * min(compute, memory) + reduce + 3e-6
+
+
+def _stages_that_fit(bm: int, bn: int, splits: int) -> int:
+    wn = bn if bm == 128 else bn // 2
+    fixed = 2 * 64 * wn * 2 + (2 * 64 * wn * 4 if splits > 1 else 0) + 2048
+    return (SMEM - fixed) // ((bm * BK + BK * bn) * 2)
+
+
 def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = None,
               dtype: str = "bfloat16", num_sms: int | None = None, stages: int | None = None,
-              producer: str = "warpgroup", bn: int | None = None):
+              producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
+              splits: int | None = None, multicast: int | None = None):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
-    when given, are checked against TMA's alignment rule; the kernel itself is symbolic.
-    ``producer="warpgroup"`` (384 threads, setmaxnreg 40/232) or ``"warp"`` (288 threads:
-    one producer warp, and 65536 / 288 registers for everyone without setmaxnreg).
-    ``bn``: the tile's columns (256, 128 or 64); by default 256, or narrower when M and N
-    are given and make too few 128 x 256 tiles to occupy half the SMs (512 x 512 has 8)."""
+    when given, are checked against TMA's alignment rule and choose the kernel's shape
+    (:func:`plan`; ``bm``, ``bn``, ``splits``, ``multicast`` and ``stages`` force it); the
+    kernel itself
+    takes any M, N, K. ``producer="warpgroup"`` (384 threads, setmaxnreg 40/232) or
+    ``"warp"`` (288 threads: one producer warp, 65536 / 288 registers for everyone)."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     for name, v in (("N", N_), ("K", K_)):
@@ -72,21 +166,26 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
             raise ValueError(f"{name} = {v} is not a multiple of 8: TMA needs 16-byte rows")
     if producer not in ("warpgroup", "warp"):
         raise ValueError(f"producer={producer!r}: 'warpgroup' or 'warp'")
-    threads = 256 + (128 if producer == "warpgroup" else 32)
-    sms = num_sms or _sm_count()
-    if bn is None:
-        bn = BN
-        while (bn > 64 and M_ is not None and N_ is not None
-               and -(-M_ // BM) * -(-N_ // bn) < sms // 2):
-            bn //= 2
-    if bn not in (64, 128, 256):
+    if bn is not None and bn not in (64, 128, 256):
         raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256")
-    if stages is None:  # as many as fit beside the epilogue tile in 227 KiB (3 at bn=256)
-        stages = min(4, (227 * 1024 - BM * bn * 2 - 2048) // ((BM * BK + BK * bn) * 2))
-    stage_bytes = (BM * BK + BK * bn) * 2
-    a_layout = swizzled_tile(BM, BK, 16, 128, stages=stages)
+    sms = num_sms or _sm_count()
+    cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast)
+    return _kernel(dtype, sms, producer, **cfg)
+
+
+def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1):
+    threads = 256 + (128 if producer == "warpgroup" else 32)
+    wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
+    stage_bytes = (bm * BK + BK * bn) * 2
+    part_bytes = 64 * wn * 4  # one warpgroup's float32 partial sum (split K)
+    a_layout = swizzled_tile(bm, BK, 16, 128, stages=stages)
     b_layout = swizzled_tile(BK, bn, 16, 128, stages=stages)
-    c_layout = swizzled_tile(BM // 2, bn, 16, 128, stages=2)
+    c_layout = swizzled_tile(64, wn, 16, 128, stages=2)
+    S = splits
+    P = multicast  # CTAs of a cluster sharing one B tile (each loads 1/P, multicast to all)
+    if P not in (1, 2) or (P == 2 and S > 1):
+        raise ValueError(f"multicast={P}: 1, or 2 without a split")
+    grid = sms // P * P
 
     @T.prim_func
     def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
@@ -94,91 +193,166 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         B = T.match_buffer(B_ptr, (K, N), dtype)
         C = T.match_buffer(C_ptr, (M, N), dtype)
         T.device_entry()
-        bx = T.cta_id([sms])
+        m_tiles = T.meta_var(T.ceildiv(M, bm))  # expressions of the sizes (the grid's too)
+        n_tiles = T.meta_var(T.ceildiv(N, bn))
+        crank = 0  # the CTA's rank in a multicast pair
+        if S == 1 and P == 1:  # persistent: one CTA per SM walks the tiles
+            bx = T.cta_id([grid])
+            sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=grid, group_m=GROUP_M)
+        elif S == 1:  # persistent pairs: the two CTAs of a cluster take two tiles of a column
+            bx = T.cta_id([grid])
+            crank = T.cta_id_in_cluster([P])
+            sched = GroupedTiles(T.ceildiv(M, bm * P), n_tiles, first=bx // P, step=grid // P,
+                                 group_m=GROUP_M // P)
+        else:  # one cluster of S CTAs per tile, each on 1/S of its K blocks
+            bx = T.cta_id([m_tiles * n_tiles * S])
+            rank = T.cta_id_in_cluster([S])
+            sched = GroupedTiles(m_tiles, n_tiles, first=bx // S, step=m_tiles * n_tiles,
+                                 group_m=GROUP_M)
         tid = T.thread_id([threads])
         wg = tid // 128  # 0, 1: the consumers; 2: the producer
-        # the operand ring and the epilogue tiles: dynamic shared memory (208 KiB)
-        As = T.alloc_buffer((stages, BM, BK), dtype, scope="shared.dyn", layout=a_layout,
+        # the operand ring and the epilogue tiles: dynamic shared memory
+        As = T.alloc_buffer((stages, bm, BK), dtype, scope="shared.dyn", layout=a_layout,
                             align=1024)
         Bs = T.alloc_buffer((stages, BK, bn), dtype, scope="shared.dyn", layout=b_layout,
                             align=1024)
-        Cs = T.alloc_buffer((2, BM // 2, bn), dtype, scope="shared.dyn", layout=c_layout,
+        Cs = T.alloc_buffer((2, 64, wn), dtype, scope="shared.dyn", layout=c_layout,
                             align=1024)
         full = T.alloc_shared((stages,), "uint64")
         empty = T.alloc_shared((stages,), "uint64")
+        if S > 1:
+            R = T.alloc_buffer((2, 64, wn), "float32", scope="shared.dyn", align=16)
+            rbar = T.alloc_shared((2,), "uint64")
         if tid == 0:
             for s in range(stages):
                 T.ptx.mbarrier.init(T.address_of(full[s]), 1)
-                T.ptx.mbarrier.init(T.address_of(empty[s]), 2)
-        T.cuda.cta_sync()
+                T.ptx.mbarrier.init(T.address_of(empty[s]), 2 * P)  # every CTA's consumers
+            if P > 1:
+                T.ptx.fence.mbarrier_init()
+            if S > 1:  # each consumer's partial sum arrives from the next rank up
+                for c in range(2):
+                    T.ptx.mbarrier.init(T.address_of(rbar[c]), 1)
+                    if rank < S - 1:
+                        T.ptx.mbarrier.arrive.expect_tx(T.address_of(rbar[c]), part_bytes)
+                T.ptx.fence.mbarrier_init()
+        if S > 1 or P > 1:
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
+        if S > 1:
+            k_tiles = T.ceildiv(K, BK)
+            kb = rank * k_tiles // S  # this CTA's K blocks: [kb, ke)
+            ke = (rank + 1) * k_tiles // S
+        else:
+            kb = 0
+            ke = T.ceildiv(K, BK)
 
-        m_tiles = (M + BM - 1) // BM
-        n_tiles = (N + bn - 1) // bn
-        k_tiles = (K + BK - 1) // BK
-        in_group = GROUP_M * n_tiles
         if wg == 2:  # ---------------------------------------------------- producer
             if producer == "warpgroup":
                 T.ptx.setmaxnreg(False, 40)
             if tid == 256:
                 it = 0
-                for t in range(bx, m_tiles * n_tiles, sms):
-                    first = t // in_group * GROUP_M
-                    rows = T.min(m_tiles - first, GROUP_M)
-                    m0 = (first + t % in_group % rows) * BM
-                    n0 = t % in_group // rows * bn
-                    for kt in range(k_tiles):
+                for j in sched.tiles():
+                    mt, nt = sched.coords(j)
+                    m0 = (mt * P + crank) * bm if P > 1 else mt * bm
+                    n0 = nt * bn
+                    for kt in range(kb, ke):
                         s = it % stages
+                        k0 = kt * BK
                         T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
-                        Tx.thread.copy_async(As[s, :, :], A[m0:m0 + BM, kt * BK:kt * BK + BK],
+                        Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
                                              dispatch="tma", mbar=T.address_of(full[s]))
-                        Tx.thread.copy_async(Bs[s, :, :], B[kt * BK:kt * BK + BK, n0:n0 + bn],
-                                             dispatch="tma", mbar=T.address_of(full[s]))
+                        if P == 1:
+                            Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, n0:n0 + bn],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        else:  # this CTA's rows of the B tile, into every CTA of the pair
+                            h = BK // P
+                            Tx.thread.copy_async(
+                                Bs[s, crank * h:crank * h + h, :],
+                                B[k0 + crank * h:k0 + crank * h + h, n0:n0 + bn],
+                                dispatch="tma", mbar=T.address_of(full[s]),
+                                cta_mask=(1 << P) - 1)
                         it = it + 1
         else:  # ------------------------------------------------------------ consumers
             if producer == "warpgroup":
                 T.ptx.setmaxnreg(True, 232)
-            cw = wg  # which 64 rows of the tile this warpgroup computes
+            cw = wg  # which 64 rows (bm=128) or wn columns (bm=64) of the tile it computes
+            r0 = cw * 64 if bm == 128 else 0
+            c0 = 0 if bm == 128 else cw * wn
             leader = tid % 128 == 0
-            acc = T.alloc_local((BM // 2, bn), "float32", layout=wgmma_accumulator(bn))
-            out = T.alloc_local((BM // 2, bn), dtype, layout=wgmma_accumulator(bn))
+            acc = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            out = T.alloc_local((64, wn), dtype, layout=wgmma_accumulator(wn))
             it = 0
-            for t in range(bx, m_tiles * n_tiles, sms):
-                first = t // in_group * GROUP_M
-                rows = T.min(m_tiles - first, GROUP_M)
-                m0 = (first + t % in_group % rows) * BM
-                n0 = t % in_group // rows * bn
+            for j in sched.tiles():
+                mt, nt = sched.coords(j)
+                m0 = ((mt * P + crank) * bm if P > 1 else mt * bm) + r0
+                n0 = nt * bn + c0
                 Tx.wg.zero(acc[:, :])  # the last tile's values are dead: registers free up
-                for kt in range(k_tiles):
+                for kt in range(kb, ke):
                     s = it % stages
                     T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
                     T.ptx.wgmma.fence()
-                    Tx.wg.gemm_async(acc[:, :], As[s, cw * 64:cw * 64 + 64, :], Bs[s, :, :],
-                                     accum=kt > 0)
+                    # bm=128: rows r0.. of A against all of B; bm=64: all of A against
+                    # columns c0.. of B
+                    Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :], Bs[s, :, c0:c0 + wn],
+                                     accum=kt > kb)
                     T.ptx.wgmma.commit_group()
                     T.ptx.wgmma.wait_group(1)  # the previous stage's wgmma has finished
-                    if kt > 0 and leader:
-                        T.ptx.mbarrier.arrive(T.address_of(empty[(it + stages - 1) % stages]))
+                    if kt > kb and leader:
+                        release(empty, (it + stages - 1) % stages, P, crank)
                     it = it + 1
                 T.ptx.wgmma.wait_group(0)
-                if leader:
-                    T.ptx.mbarrier.arrive(T.address_of(empty[(it + stages - 1) % stages]))
-                # epilogue: registers -> shared (the output dtype) -> TMA store
-                Tx.wg.cast(out[:, :], acc[:, :])
-                if leader:
-                    T.ptx.cp_async.bulk.wait_group_read(0)  # the last store left Cs[cw]
-                T.ptx.bar.sync(1 + cw, 128)
-                Tx.wg.copy(Cs[cw, :, :], out[:, :])
-                T.ptx.fence.proxy_async()
-                T.ptx.bar.sync(1 + cw, 128)
-                if leader:
-                    Tx.thread.copy_async(C[m0 + cw * 64:m0 + cw * 64 + 64, n0:n0 + bn],
-                                         Cs[cw, :, :], dispatch="tma")
-                    T.ptx.cp_async.bulk.commit_group()
+                if ke > kb and leader:
+                    release(empty, (it + stages - 1) % stages, P, crank)
+                if S > 1:  # add the partial sums along the cluster: rank S-1 first
+                    split_reduce(acc, R, rbar, cw, rank, leader, S)
+                if S == 1 or rank == 0:  # epilogue: registers -> shared -> TMA store
+                    Tx.wg.cast(out[:, :], acc[:, :])
+                    if leader:
+                        T.ptx.cp_async.bulk.wait_group_read(0)  # the last store left Cs[cw]
+                    T.ptx.bar.sync(1 + cw, 128)
+                    Tx.wg.copy(Cs[cw, :, :], out[:, :])
+                    T.ptx.fence.proxy_async()
+                    T.ptx.bar.sync(1 + cw, 128)
+                    if leader:
+                        Tx.thread.copy_async(C[m0:m0 + 64, n0:n0 + wn], Cs[cw, :, :],
+                                             dispatch="tma")
+                        T.ptx.cp_async.bulk.commit_group()
             if leader:
                 T.ptx.cp_async.bulk.wait_group(0)
+        if S > 1 or P > 1:  # no CTA leaves while a peer's copy may touch its shared memory
+            T.cuda.cluster_sync()
 
     return gemm
+
+
+@T.inline
+def release(empty, s, P, crank):
+    """A consumer warpgroup is done with stage ``s``: tell this CTA's producer, and with a
+    multicast B the other CTA's too (its copies write into this CTA's stage as well)."""
+    T.ptx.mbarrier.arrive(T.address_of(empty[s]))
+    if P == 2:
+        T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[s]), 0, remote=1 - crank)
+
+
+@T.inline
+def split_reduce(acc, R, rbar, cw, rank, leader, S):
+    """Split K: consumer warpgroup ``cw`` of cluster rank ``rank`` adds the partial sum of
+    ranks ``rank+1 .. S-1`` (arrived in its ``R[cw]`` by the copy engine) to its own, and
+    hands the total on to rank ``rank-1`` the same way. Rank 0 ends with the whole sum, in
+    the same order on every run."""
+    if rank < S - 1:
+        T.ptx.mbarrier.try_wait(T.address_of(rbar[cw]), 0)
+        Tx.wg.add(acc[:, :], acc[:, :], R[cw, :, :])
+    if rank > 0:
+        T.ptx.bar.sync(1 + cw, 128)  # every thread has read R[cw]: overwrite it
+        Tx.wg.copy(R[cw, :, :], acc[:, :])
+        T.ptx.fence.proxy_async()  # generic stores, read next by the copy engine
+        T.ptx.bar.sync(1 + cw, 128)
+        if leader:
+            Tx.thread.copy_async(R[cw, :, :], R[cw, :, :], remote_cta_id=rank - 1,
+                                 mbar=T.address_of(rbar[cw]))
 
 
 def _sm_count() -> int:
@@ -195,7 +369,7 @@ def _sm_count() -> int:
 
 SHAPE = (256, 256, 128)  # M, N, K of `tilewise run`: two output tiles, two K-steps
 TARGET = "sm_90a"
-gemm = make_gemm(*SHAPE, num_sms=H200_SMS, bn=256)  # the large-problem form, shown
+gemm = make_gemm(*SHAPE, num_sms=H200_SMS, bm=128, bn=256, splits=1)  # the large form
 RTOL = 2.0 ** -7  # the bf16 rounding of C (2^-8) plus float32 accumulation order
 ATOL = 2.0 ** -6  # entries near 0: their rounding is relative to the row's magnitude
 

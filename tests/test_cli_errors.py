@@ -166,4 +166,6 @@ def test_a_mismatch_is_exit_1_not_a_user_error(tmp_path, capsys):
     f = tmp_path / "k.py"
     f.write_text(with_reference("    return [a, a * 3]"))
     assert main(["run", str(f), "--sim"]) == 1
-    assert "MISMATCH: argument 1: 64 of 64 elements differ" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "MISMATCH (compared bit for bit): argument 1 (B): 64 of 64 elements differ; the " \
+           "worst at (0): got 2, want 3; max abs error 1, max rel error 0.3333" in out

@@ -1,12 +1,5 @@
-"""The ``tilewise`` command.
-
-    tilewise demo                                   the seed programs, end to end
-    tilewise compile FILE[:FUNC] --target sm_90a --emit ir|lowered|llvm|ptx|cubin [-o OUT]
-    tilewise explain FILE[:FUNC] --target sm_90a    every dispatch decision and its reason
-    tilewise run FILE[:FUNC] [--sim] --target ...   run on random inputs, compare with reference
-    tilewise layout "S[(128, 8):(1@tid_in_wg, 1)]" [--svg out.svg]
-    tilewise doctor                                 what this machine offers
-"""
+"""The ``tilewise`` command (``tilewise --help``: :data:`DESCRIPTION`, the commands and
+:data:`EPILOG`, plain text)."""
 
 from __future__ import annotations
 
@@ -15,6 +8,13 @@ import os
 import sys
 
 from .errors import TilewiseError
+
+DESCRIPTION = "tilewise: a tile-level GPU kernel language and compiler."
+EPILOG = """\
+FILE is a Python file that defines a @T.prim_func kernel (FILE:FUNC names one when it
+defines several). "tilewise COMMAND -h" shows a command's options. A user mistake is one
+message on stderr and exit status 2; 1 means the command ran and its check failed (a
+mismatch). The tutorial is docs/tutorial.md."""
 
 
 def load(spec: str):
@@ -86,14 +86,15 @@ def cmd_run(args) -> int:
     from .runner import run_example
 
     mod, func = load(args.file)
-    ok = run_example(mod, func, _target(args, mod), force_sim=args.sim, seed=args.seed)
+    ok = run_example(mod, func, _target(args, mod), force_sim=args.sim, seed=args.seed,
+                     rtol=args.rtol, atol=args.atol, perf=args.perf)
     return 0 if ok else 1
 
 
 def cmd_layout(args) -> int:
-    from .layout.cli import main as layout_main
+    from .layout.cli import run
 
-    return layout_main(args.rest)
+    return run(args)
 
 
 def cmd_doctor(args) -> int:
@@ -109,6 +110,9 @@ def cmd_demo(args) -> int:
     return 0 if run_demo() else 1
 
 
+TARGET_HELP = "e.g. sm_90a, sm_100a (default: the file's TARGET, else sm_90a)"
+
+
 def _seed(text: str) -> int:
     """``--seed``: numpy seeds are integers >= 0."""
     try:
@@ -120,29 +124,55 @@ def _seed(text: str) -> int:
     return value
 
 
+def _tolerance(text: str) -> float:
+    """``--rtol`` / ``--atol``: a number >= 0 (1e-3, 0.01, 2**-7 written as 0.0078125)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a tolerance: give a number >= 0")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="tilewise", description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("demo", help="run the seed programs end to end").set_defaults(fn=cmd_demo)
-    sub.add_parser("doctor", help="what this machine offers").set_defaults(fn=cmd_doctor)
-    c = sub.add_parser("compile", help="compile and print or write a stage")
+    from .layout import cli as layout_cli
+
+    ap = argparse.ArgumentParser(prog="tilewise", description=DESCRIPTION, epilog=EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND", title="commands")
+    sub.add_parser("demo", help="the seed programs end to end").set_defaults(fn=cmd_demo)
+    sub.add_parser("doctor", help="what this machine offers: GPU, driver, LLVM, nvJitLink, "
+                   "cache").set_defaults(fn=cmd_doctor)
+    c = sub.add_parser("compile", help="compile FILE[:FUNC]; print or write a stage (--emit "
+                       "ir|lowered|llvm|ptx|cubin, -o OUT)")
     c.add_argument("file", metavar="FILE[:FUNC]")
-    c.add_argument("--target", default=None)
+    c.add_argument("--target", default=None, help=TARGET_HELP)
     c.add_argument("--emit", choices=["ir", "lowered", "llvm", "ptx", "cubin"], default="ptx")
     c.add_argument("-o", "--output", default=None)
     c.set_defaults(fn=cmd_compile)
-    e = sub.add_parser("explain", help="every tile-primitive call and every candidate")
+    e = sub.add_parser("explain", help="every tile-primitive call of FILE[:FUNC], every "
+                       "candidate variant, chosen or why it declined")
     e.add_argument("file", metavar="FILE[:FUNC]")
-    e.add_argument("--target", default=None)
+    e.add_argument("--target", default=None, help=TARGET_HELP)
     e.set_defaults(fn=cmd_explain)
-    r = sub.add_parser("run", help="run on random inputs and check against the reference")
+    r = sub.add_parser("run", help="run FILE[:FUNC] on its inputs and compare with its "
+                       "reference (--sim, --perf, --rtol/--atol)")
     r.add_argument("file", metavar="FILE[:FUNC]")
-    r.add_argument("--target", default=None)
+    r.add_argument("--target", default=None, help=TARGET_HELP)
     r.add_argument("--sim", action="store_true", help="use the CPU simulator")
     r.add_argument("--seed", type=_seed, default=0, help="random seed of the inputs (>= 0)")
+    r.add_argument("--rtol", type=_tolerance, default=None,
+                   help="relative tolerance (default: the file's RTOL; none: bit for bit)")
+    r.add_argument("--atol", type=_tolerance, default=None,
+                   help="absolute tolerance added to it (default: the file's ATOL, or 0)")
+    r.add_argument("--perf", action="store_true",
+                   help="run in the simulator and print its performance counters: bank "
+                        "conflicts and global sectors per request at each line")
     r.set_defaults(fn=cmd_run)
-    lay = sub.add_parser("layout", help="draw a layout", add_help=False)
-    lay.add_argument("rest", nargs=argparse.REMAINDER)
+    lay = sub.add_parser("layout", help="draw which thread / register holds each element of "
+                         "a layout EXPR", description=layout_cli.DESCRIPTION)
+    layout_cli.add_arguments(lay)
     lay.set_defaults(fn=cmd_layout)
     return ap
 

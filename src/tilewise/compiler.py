@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 
-from .errors import CompileError, TargetError
+from .errors import CompileError, TargetError, api_boundary
 
 STAGES = ("ir", "lowered", "llvm", "ptx")
 
@@ -103,6 +103,7 @@ class Kernel:
         """Bytes of dynamic shared memory the launch must provide."""
         return self._metadata()["dynamic_smem"]
 
+    @api_boundary
     def source(self, stage: str = "ptx") -> str:
         """The kernel at ``stage``: ``"ir"`` (as written), ``"lowered"`` (flat IR after
         dispatch), ``"llvm"`` (LLVM IR before optimisation) or ``"ptx"``."""
@@ -121,7 +122,7 @@ class Kernel:
         if self._llvm is None:
             from .codegen import generate
 
-            em = generate(self.lowered.func, self.options)
+            em = generate(self.lowered.func, self.options, self.lowered.shared)
             self._llvm = str(em.module)
             self._meta = {"name": em.name, "dynamic_smem": em.dynamic_smem,
                           "static_smem": em.static_smem, "libdevice": sorted(em.libdevice)}
@@ -133,6 +134,7 @@ class Kernel:
         return self._meta
 
     @property
+    @api_boundary
     def ptx(self) -> str:
         """The PTX text (built on first use, then cached in memory and on disk)."""
         if self._ptx is None:
@@ -157,6 +159,7 @@ class Kernel:
         return {"ptx": ptx, "meta": self._meta}
 
     @property
+    @api_boundary
     def cubin(self) -> bytes:
         """The cubin for the kernel's target, assembled by nvJitLink (cached)."""
         if self._cubin is None:
@@ -171,6 +174,7 @@ class Kernel:
             self._cubin = data
         return self._cubin
 
+    @api_boundary
     def __call__(self, *arrays, stream=None):
         """Launch on the GPU with torch / CuPy / ``__cuda_array_interface__`` / DLPack arrays,
         checked against the kernel's buffers first (:class:`LaunchError`)."""
@@ -209,6 +213,7 @@ def _dump(kernel: Kernel, stage: str, text: str) -> None:
                                "it") from None
 
 
+@api_boundary
 def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the public name
     """Compile ``func`` (a ``@T.prim_func``) for ``target`` (``"sm_90a"`` or a Target; None
     means the default, sm_90a, as in :func:`tilewise.simulate`).

@@ -7,12 +7,18 @@ Every error carries the user's source location when one is known and renders as:
         ^
     hint: <what to do>
 
-No frame of tilewise's own files appears in the text (tests assert this).
+No frame of tilewise's own files appears in the text (tests assert this), nor in the
+traceback of one raised through the API: :func:`api_boundary` trims tilewise's frames
+(``TILEWISE_TRACEBACK_FILTERING=off`` keeps them).
 """
 
 from __future__ import annotations
 
+import functools
 import linecache
+import os
+import sys
+import types
 from dataclasses import dataclass
 
 
@@ -24,6 +30,9 @@ class Span:
     line: int
     col: int = 0
     source_line: str | None = None  # the text of the line when the file is not on disk
+    # inside a @T.inline helper (or Python building a kernel): (what, call site), innermost
+    # first
+    via: tuple[tuple[str, Span], ...] = ()
 
     def text(self) -> str | None:
         if self.source_line is not None:
@@ -66,6 +75,8 @@ class TilewiseError(Exception):
                 indent = len(text) - len(stripped)
                 caret = " " * max(self.span.col - indent, 0)
                 out += f"\n    {stripped}\n    {caret}^"
+            for where, site in self.span.via:
+                out += f"\n  in {where}, called at {site}"
         if self.hint:
             out += f"\nhint: {self.hint}"
         return out
@@ -140,3 +151,81 @@ def did_you_mean(name: str, options) -> str:
     if near:
         return "did you mean " + " or ".join(repr(x) for x in near) + "?"
     return "known: " + ", ".join(sorted(map(str, options)))
+
+
+# ------------------------------------------------------------------ trimmed tracebacks
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_NOTE = ("(tilewise removed its internal frames from this traceback; "
+         "TILEWISE_TRACEBACK_FILTERING=off shows them)")
+
+
+def api_boundary(fn):
+    """Decorate a public entry point (``tw.compile``, ``tw.simulate``, a launch,
+    ``@T.prim_func``): a TilewiseError leaving it carries a traceback of the user's frames
+    only, as JAX trims its own. The frames of tilewise's files are unlinked from the
+    traceback before the exception is re-raised, so the printout (plain ``python``, pytest,
+    IPython alike: they all print ``__traceback__``) goes from the user's call straight to
+    the message, which names the kernel's line. Chained TilewiseErrors (an error re-worded
+    on its way up) are dropped; other chained exceptions keep their user frames. Costs
+    nothing until an error passes."""
+
+    @functools.wraps(fn)
+    def boundary(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TilewiseError as e:
+            if not _filtering():
+                raise
+            trim_traceback(e)
+            if sys.version_info >= (3, 11):
+                raise  # re-raises with e.__traceback__ as trimmed: no frame of ours added
+            raise e.with_traceback(e.__traceback__) from e.__cause__  # 3.10: one boundary line
+
+    return boundary
+
+
+def _filtering() -> bool:
+    from .knobs import knobs
+
+    return knobs.traceback_filtering
+
+
+def trim_traceback(e: BaseException) -> BaseException:
+    """``e`` with the frames of tilewise's own files removed from its traceback (and from
+    the tracebacks of the exceptions chained to it); a chained TilewiseError is dropped."""
+    e.__traceback__ = _user_frames(e.__traceback__)
+    for attr in ("__cause__", "__context__"):
+        inner = getattr(e, attr)
+        if isinstance(inner, TilewiseError):
+            setattr(e, attr, None)
+        elif inner is not None:
+            inner.__traceback__ = _user_frames(inner.__traceback__)
+    if e.__cause__ is None and isinstance(e.__context__, TilewiseError | type(None)):
+        e.__suppress_context__ = True
+    if hasattr(e, "add_note") and _NOTE not in getattr(e, "__notes__", ()):
+        e.add_note(_NOTE)
+    return e
+
+
+def _user_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """A new traceback chain of the entries of ``tb`` outside tilewise's package."""
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE):
+            kept.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
+
+
+def looks_bool(v) -> bool | None:
+    """True / False when ``v`` is a string that reads as a boolean ("false", "yes", "0"
+    ...), else None: an option given such a string is an error, since Python counts every
+    non-empty string as True."""
+    if not isinstance(v, str):
+        return None
+    s = v.strip().lower()
+    return True if s in ("true", "yes", "on", "1") else \
+        False if s in ("false", "no", "off", "0", "") else None

@@ -1,18 +1,19 @@
 """Every setting tilewise reads from the environment, read once, typed, in one place.
 
-=====================  ==========================================  ===========================
-variable               knob                                        default
-=====================  ==========================================  ===========================
-TILEWISE_CACHE_DIR     ``knobs.cache_dir``: on-disk compile cache   ``$XDG_CACHE_HOME/tilewise``
-TILEWISE_CACHE         ``knobs.cache_enabled`` (``0`` disables)     on
-TILEWISE_DUMP_DIR      ``knobs.dump_dir``: write every stage there  unset (no dumps)
-TILEWISE_SIM_STRICT    ``knobs.sim_strict``: hazards raise          on (``0``: record them)
-TILEWISE_SIM_MAX_LOOP  ``knobs.sim_max_loop``: iterations one       1048576
-                       simulated loop may run before it is
-                       reported as endless
-CUDA_HOME              ``knobs.cuda_home``: a toolkit, searched     ``/usr/local/cuda``
-                       for libdevice after the nvidia-nvvm wheel
-=====================  ==========================================  ===========================
+* ``TILEWISE_CACHE_DIR`` -> ``knobs.cache_dir``: the on-disk compile cache
+  (default ``$XDG_CACHE_HOME/tilewise``).
+* ``TILEWISE_CACHE`` -> ``knobs.cache_enabled`` (``0`` disables; default on).
+* ``TILEWISE_DUMP_DIR`` -> ``knobs.dump_dir``: write every stage there (default unset).
+* ``TILEWISE_SIM_STRICT`` -> ``knobs.sim_strict``: hazards raise (default on; ``0``
+  records them in the report).
+* ``TILEWISE_SIM_MAX_LOOP`` -> ``knobs.sim_max_loop``: iterations one simulated loop may
+  run before it is reported as endless (default 1048576).
+* ``TILEWISE_TRACEBACK_FILTERING`` -> ``knobs.traceback_filtering``: a TilewiseError
+  raised through the API (``tw.compile``, ``tw.simulate``, a launch, ``@T.prim_func``)
+  shows the user's frames, not tilewise's (default on; ``off`` keeps every frame, for
+  bug reports).
+* ``CUDA_HOME`` -> ``knobs.cuda_home``: a toolkit, searched for libdevice after the
+  nvidia-nvvm wheel (default ``/usr/local/cuda``).
 
 No other module reads ``os.environ`` for tilewise settings. Tests change knobs with
 :func:`override`.
@@ -55,6 +56,7 @@ class Knobs:
     sim_strict: bool = True
     cuda_home: str = "/usr/local/cuda"
     sim_max_loop: int = 1 << 20
+    traceback_filtering: bool = True
 
     @classmethod
     def from_env(cls, env=None) -> Knobs:
@@ -64,7 +66,8 @@ class Knobs:
                    dump_dir=env.get("TILEWISE_DUMP_DIR") or None,
                    sim_strict=_flag(env.get("TILEWISE_SIM_STRICT"), True),
                    cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda",
-                   sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20))
+                   sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20),
+                   traceback_filtering=_flag(env.get("TILEWISE_TRACEBACK_FILTERING"), True))
 
 
 knobs = Knobs.from_env()

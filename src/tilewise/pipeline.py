@@ -20,6 +20,7 @@ from .passes.check_limits import check_limits
 from .passes.check_targets import check_targets
 from .passes.dead_code import dead_code
 from .passes.flatten import flatten
+from .passes.shared_plan import SharedPlan, plan_shared
 from .passes.simplify import simplify
 from .target import Target
 from .tile.dispatch import dispatch
@@ -30,7 +31,9 @@ class Lowered:
     """The result of :func:`lower`, what the code generator and the simulator consume:
     ``func`` is flat IR, ``kernel`` the input, ``target`` the :class:`~tilewise.target.Target`
     it was lowered for (built once, here), ``features`` the target features its
-    instructions need and ``uses_math`` whether it calls libdevice."""
+    instructions need, ``uses_math`` whether it calls libdevice and ``shared`` the layout
+    of its shared memory (:class:`~tilewise.passes.shared_plan.SharedPlan`: the one both
+    executors and the launch limits read)."""
 
     func: PrimFunc
     target: Target
@@ -38,6 +41,7 @@ class Lowered:
     kernel: PrimFunc | None = None
     features: frozenset[str] = frozenset()
     uses_math: bool = False
+    shared: SharedPlan | None = None
 
 
 def _dispatch(func: PrimFunc, out: Lowered) -> PrimFunc:
@@ -59,6 +63,11 @@ def _check_targets(func: PrimFunc, out: Lowered) -> PrimFunc:
     return func
 
 
+def _plan_shared(func: PrimFunc, out: Lowered) -> PrimFunc:
+    out.shared = plan_shared(func)
+    return func
+
+
 PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
     ("verify-input", lambda f, out: verify(f)),
     ("dispatch", _dispatch),
@@ -66,7 +75,8 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
     ("flatten", lambda f, out: flatten(f)),
     ("simplify", lambda f, out: simplify(f)),
     ("dead-code", lambda f, out: dead_code(f)),
-    ("check-limits", lambda f, out: check_limits(f, out.target)),
+    ("plan-shared", _plan_shared),
+    ("check-limits", lambda f, out: check_limits(f, out.target, out.shared)),
     ("verify-flat", lambda f, out: verify(f, flat=True)),
 ]
 

@@ -4,7 +4,9 @@ one fits the target, else in the simulator, and compare with the example's ``ref
 An example module provides ``inputs(rng) -> [arrays]`` and ``reference(*arrays) -> [arrays]``
 (what every argument must hold afterwards) and optionally ``TARGET``, ``RTOL`` (a relative
 tolerance for float results; exact comparison otherwise, bit for bit) and ``ATOL`` (an
-absolute one added to it, 0 by default).
+absolute one added to it, 0 by default). ``tilewise run --rtol/--atol`` override them. The
+result line says which comparison was made; a mismatch gives, per argument, how many
+elements lie outside the tolerance and the largest absolute and relative errors.
 """
 
 from __future__ import annotations
@@ -120,16 +122,20 @@ def gpu_fits(target) -> tuple[bool, str]:
     return True, f"GPU {dev}"
 
 
-def execute(func, arrays, target, force_sim=False) -> str:
-    """Run ``func`` on numpy ``arrays`` in place; returns which executor ran it."""
-    fits, why = (False, "--sim asked for") if force_sim else gpu_fits(target)
+def execute(func, arrays, target, force_sim=False, perf=False):
+    """Run ``func`` on numpy ``arrays`` in place; returns which executor ran it and, with
+    ``perf`` (which runs the simulator), its performance counters (else None)."""
+    if perf:
+        fits, why = False, "--perf asked for"
+    else:
+        fits, why = (False, "--sim asked for") if force_sim else gpu_fits(target)
     if fits:
         _run_gpu(func, arrays, target)
-        return f"GPU ({why})"
+        return f"GPU ({why})", None
     from .sim import simulate
 
-    simulate(func, *arrays, target=target)
-    return f"simulator ({why})"
+    report = simulate(func, *arrays, target=target, perf=perf)
+    return f"simulator ({why})", report.perf if perf else None
 
 
 def _run_gpu(func, arrays, target):
@@ -167,18 +173,56 @@ def _from_torch(torch, t):
     return t.numpy()
 
 
-def compare(got, want, rtol=None, atol=0.0) -> list[str]:
-    """Mismatch descriptions (empty when every array matches)."""
+def compare(got, want, rtol=None, atol=0.0, names=None) -> list[str]:
+    """Mismatch descriptions (empty when every array matches): bit for bit when ``rtol``
+    is None, else ``|got - want| <= atol + rtol * |want|`` (NaN matches NaN). Each says how
+    many elements are off, the worst of them and the largest absolute and relative
+    errors."""
     problems = []
     for i, (g, w) in enumerate(zip(got, want)):
+        w = np.ascontiguousarray(w)
+        g64, w64 = _float64(g), _float64(w)
+        with np.errstate(invalid="ignore", over="ignore"):
+            excess = np.abs(g64 - w64) - (atol + (rtol or 0.0) * np.abs(w64))
         if rtol is None:
-            same = np.array_equal(g.view(np.uint8), np.ascontiguousarray(w).view(np.uint8))
+            raw = np.ascontiguousarray(g).view(np.uint8).reshape(g.shape + (-1,))
+            bad = (raw != w.view(np.uint8).reshape(w.shape + (-1,))).any(axis=-1)
         else:
-            same = np.allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol)
-        if not same:
-            bad = np.count_nonzero(g != w)
-            problems.append(f"argument {i}: {bad} of {g.size} elements differ")
+            bad = ~((excess <= 0) | (np.isnan(g64) & np.isnan(w64)))
+        n = int(np.count_nonzero(bad))
+        if n:
+            name = f" ({names[i]})" if names and i < len(names) else ""
+            problems.append(f"argument {i}{name}: {n} of {g.size} elements differ"
+                            + _errors(g64, w64, bad, excess))
     return problems
+
+
+def _float64(a: np.ndarray) -> np.ndarray:
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):  # NaN / Inf bit patterns
+            return np.asarray(a).astype(np.float64)
+    except (TypeError, ValueError):  # a dtype numpy cannot convert: compare its bits
+        return np.asarray(a).view(np.uint8).astype(np.float64)
+
+
+def _errors(g64, w64, bad, excess) -> str:
+    """'; the worst at (i, j): got g, want w; max abs error E, max rel error R' (over every
+    element; NaNs counted apart)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        err = np.abs(g64 - w64)
+        rel = err / np.abs(w64)
+    nan = np.isnan(err)
+    score = np.where(bad, np.where(np.isnan(excess), np.inf, excess), -np.inf)
+    k = np.unravel_index(int(np.argmax(score)), score.shape)
+    out = f"; the worst at ({', '.join(map(str, k))}): got {g64[k]:.6g}, want {w64[k]:.6g}"
+    if not nan.all():
+        finite = ~nan
+        out += (f"; max abs error {err[finite].max():.4g}, max rel error "
+                f"{np.nanmax(np.where(finite & np.isfinite(rel), rel, np.nan)):.4g}"
+                if np.isfinite(rel[finite]).any() else f"; max abs error {err[finite].max():.4g}")
+    if nan.any():
+        out += f"; {int(np.count_nonzero(nan))} element(s) NaN in one of the two"
+    return out
 
 
 def random_bits(rng, shape, dtype, fill: int | None = None) -> np.ndarray:
@@ -229,9 +273,12 @@ def _random_scalar(t, rng):
     return int(rng.integers(1, 17))
 
 
-def run_example(mod, func, target, force_sim=False, seed=0) -> bool:
+def run_example(mod, func, target, force_sim=False, seed=0, rtol=None, atol=None,
+                perf=False) -> bool:
     """Run ``func`` on the module's ``inputs(rng)`` (random arrays by the kernel's buffers
-    when it has none) and compare with ``reference`` when the module defines one."""
+    when it has none) and compare with ``reference`` when the module defines one, with
+    ``rtol``/``atol`` if given, else the module's ``RTOL``/``ATOL``; ``perf``: in the
+    simulator, printing its performance counters after the result."""
     rng = np.random.default_rng(seed)
     file = mod.__file__
     arrays = (_call_user(mod, "inputs", rng) if hasattr(mod, "inputs")
@@ -245,19 +292,34 @@ def run_example(mod, func, target, force_sim=False, seed=0) -> bool:
     if has_ref:
         want = _call_user(mod, "reference",
                           *[a.copy() if isinstance(a, np.ndarray) else a for a in arrays])
-    rtol = _tolerance(mod, "RTOL", None)
-    where = execute(func, arrays, target, force_sim)
+    rtol, atol = tolerances(mod, rtol, atol)
+    where, counters = execute(func, arrays, target, force_sim, perf)
     head = f"{func.name} on {where}, target {target}: "
     got = [a for a in arrays if isinstance(a, np.ndarray)]
     if not has_ref:
         sums = ", ".join(f"{b.name}: {a.astype(np.float64).sum():.6g}"
                          for b, a in zip(func.param_buffers(), got))
         print(head + f"ran; no reference() in the file to compare with (sums {sums})")
-        return True
-    problems = compare(got, _expected(want, got, func, file), rtol, _tolerance(mod, "ATOL", 0.0))
-    print(head + ("OK, matches the reference" if not problems else
-                  "MISMATCH: " + "; ".join(problems)))
-    return not problems
+    else:
+        names = [b.name for b in func.param_buffers()]
+        problems = compare(got, _expected(want, got, func, file), rtol, atol, names)
+        how = "bit for bit" if rtol is None else f"within rtol={rtol:g}, atol={atol:g}"
+        print(head + (f"OK, matches the reference {how}" if not problems else
+                      f"MISMATCH (compared {how}): " + "; ".join(problems)))
+    if counters is not None:
+        print(counters)
+    return not has_ref or not problems
+
+
+def tolerances(mod, rtol=None, atol=None) -> tuple:
+    """(rtol, atol) of a comparison: the given ones (``--rtol/--atol``), else the module's
+    ``RTOL``/``ATOL``; rtol None (and atol 0) is bit for bit. An atol alone compares with
+    rtol 0."""
+    rtol = _tolerance(mod, "RTOL", None) if rtol is None else rtol
+    atol = _tolerance(mod, "ATOL", 0.0) if atol is None else atol
+    if rtol is None and atol:
+        rtol = 0.0
+    return rtol, atol or 0.0
 
 
 def _call_user(mod, name, *args):

@@ -377,6 +377,15 @@ class Target:
         raise TargetError(f"{what or spec.display} needs {spec.needs}; target is {self}",
                           span=span, hint=_feature_hint(spec))
 
+    def cluster_problem(self, what: str) -> str | None:
+        """The one wording of a cluster asked of a target without thread-block clusters
+        (``what`` says who asks: the declaration, the ``cluster_dim`` option), None when the
+        target has them."""
+        if self.has("cluster"):
+            return None
+        spec = _lookup("cluster")
+        return f"{what}; {spec.display} need {spec.needs}, target is {self}"
+
     def feature_min_ptx(self, feature: str) -> tuple[int, int]:
         """The lowest PTX ISA version in which ``feature`` exists on this target.
 

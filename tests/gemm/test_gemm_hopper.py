@@ -46,11 +46,21 @@ def _check(c, a, b):
     pytest.param((136, 520, 200), "float16", {"producer": "warp", "bn": 256},
                  id="136x520x200-fp16-warp", marks=pytest.mark.slow),
     pytest.param((256, 384, 200), "bfloat16", {"bn": 64}, id="bn64-4-stages",
+                 marks=pytest.mark.slow),
+    pytest.param((48, 384, 520), "bfloat16", {"bm": 64, "bn": 256, "splits": 4},
+                 id="bm64-split4", marks=pytest.mark.slow),
+    pytest.param((130, 128, 512), "float16", {"bm": 128, "bn": 128, "splits": 3},
+                 id="split3-odd-K-blocks", marks=pytest.mark.slow),
+    pytest.param((1, 256, 1024), "bfloat16", {"bm": 64, "bn": 128, "splits": 2},
+                 id="M1-split2", marks=pytest.mark.slow),
+    pytest.param((300, 256, 200), "bfloat16",
+                 {"bm": 128, "bn": 128, "multicast": 2, "num_sms": 4}, id="multicast-pair",
                  marks=pytest.mark.slow)])
 def test_the_pipelined_gemm_in_the_simulator(shape, dtype, kw):
     a, b, c = G.inputs(np.random.default_rng(3), shape, dtype)
     t0 = time.process_time()  # CPU time: the budget holds however busy the machine is
-    rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, num_sms=G.H200_SMS, **kw), a, b, c)
+    kw = {"num_sms": G.H200_SMS, **kw}
+    rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, **kw), a, b, c)
     seconds = time.process_time() - t0
     assert rep.ok
     _check(c, a, b)
@@ -97,6 +107,38 @@ def test_few_output_tiles_get_narrower_tiles():
         G.make_gemm(bn=96)
 
 
+def test_the_plan_fits_the_problem():
+    """Small M takes 64-row tiles, few tiles split K across a cluster, large problems keep
+    128 x 256 tiles; every plan fits shared memory; forced shapes are checked."""
+    for m, n, k in ((16, 4096, 4096), (1, 4096, 14336), (128, 4096, 4096)):
+        p = G.plan(m, n, k, 132)  # enough CTAs to stream B: half the SMs at least
+        assert -(-m // p["bm"]) * -(-n // p["bn"]) * p["splits"] >= 64, p
+    assert G.plan(16, 8192, 28672, 132)["bm"] == 64  # a 128-row tile would be 7/8 padding
+    assert G.plan(128, 4096, 14336, 132)["splits"] > 1
+    big = G.plan(8192, 8192, 8192, 132)
+    assert (big["bm"], big["bn"], big["splits"], big["stages"]) == (128, 256, 1, 3)
+    assert G.plan(None, None, None, 132)["bn"] == 256
+    for m in (1, 16, 64, 128, 256, 512, 1024, 4096):
+        for n, k in ((4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)):
+            p = G.plan(m, n, k, 132)
+            assert 2 <= p["stages"] <= G._stages_that_fit(p["bm"], p["bn"], p["splits"])
+    with pytest.raises(ValueError, match="bm=64, bn=64"):
+        G.make_gemm(64, 64, 64, bm=64, bn=64)
+    with pytest.raises(ValueError, match="stages=9"):
+        G.make_gemm(256, 256, 256, bn=256, stages=9)
+
+
+def test_split_k_adds_the_partial_sums_in_rank_order_across_the_cluster():
+    """The split kernel is one cluster of S CTAs per tile: their partial sums travel down
+    the cluster by the copy engine (dsmem), rank 0 stores C."""
+    k = G.make_gemm(64, 256, 1024, bm=64, bn=128, splits=4, num_sms=132)
+    log = [d.chosen for d in lower(k, "sm_90a").dispatch_log if "copy_async" in d.call]
+    assert "dsmem" in log and log.count("tma") == 3  # A, B loads and the C store
+    from tilewise.ir.launch import LaunchConfig
+
+    assert LaunchConfig.of(lower(k, "sm_90a").func).cluster == (4, 1, 1)
+
+
 def test_sizes_tma_cannot_describe_are_refused_before_compiling():
     with pytest.raises(ValueError, match="K = 100 is not a multiple of 8"):
         G.make_gemm(128, 128, 100)
@@ -108,7 +150,9 @@ def test_sizes_tma_cannot_describe_are_refused_before_compiling():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(256, 256, 128), (200, 136, 72), (1000, 1000, 1000),
-                                   (4096, 4096, 4096), (512, 512, 8192), (3000, 264, 520)])
+                                   (4096, 4096, 4096), (512, 512, 8192), (3000, 264, 520),
+                                   (1, 4096, 4096), (16, 8192, 28672), (77, 1000, 3000),
+                                   (128, 4096, 14336), (300, 14336, 4096)])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("producer", ["warpgroup", "warp"])
 def test_the_gemm_on_the_gpu_matches_torch(shape, dtype, producer, torch):
@@ -124,6 +168,32 @@ def test_the_gemm_on_the_gpu_matches_torch(shape, dtype, producer, torch):
     assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
         float(err.max())
     assert torch.equal(torch.matmul(A, B).isnan(), C.isnan())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{"bm": 64, "bn": 128, "splits": 1},
+                                 {"bm": 64, "bn": 256, "splits": 2},
+                                 {"bm": 128, "bn": 128, "splits": 3},
+                                 {"bm": 128, "bn": 64, "splits": 8},
+                                 {"bm": 64, "bn": 128, "splits": 6},
+                                 {"bm": 128, "bn": 256, "multicast": 2},
+                                 {"bm": 64, "bn": 128, "splits": 1, "multicast": 2}])
+@pytest.mark.parametrize("shape", [(1, 1024, 4096), (64, 2048, 3000), (200, 520, 8192),
+                                   (1000, 3000, 520)])
+def test_every_kernel_shape_on_the_gpu_matches_torch(shape, cfg, torch):
+    M, N, K = shape
+    A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    G.make_gemm(M, N, K, **cfg)(A, B, C)
+    ref = A.double() @ B.double()
+    assert not torch.isnan(C).any()
+    err = (C.double() - ref).abs()
+    assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
+        float(err.max())
+    C2 = torch.full_like(C, float("nan"))
+    G.make_gemm(M, N, K, **cfg)(A, B, C2)
+    assert torch.equal(C, C2)  # split K adds in rank order: the same bits every run
 
 
 def test_calling_the_kernel_without_a_gpu_says_so():

@@ -93,8 +93,8 @@ def test_cli_reports_layout_errors(capsys):
     err = capsys.readouterr().err
     assert "layout error: unknown name 'tid_in_wgg'" in err
     assert "hint: did you mean 'tid_in_wg'" in err
-    assert main(["S[(128, 8)]", "--shape", "12x8"]) == 2
-    assert "--shape '12x8' is not a comma-separated list" in capsys.readouterr().err
+    assert main(["S[(128, 8)]", "--shape", "12;8"]) == 2
+    assert "--shape '12;8' is not a list of positive integers" in capsys.readouterr().err
     assert main(["S[(128, 8)]", "--shape", "64,8"]) == 2
     assert "has 512 elements but the layout has 1024" in capsys.readouterr().err
 

@@ -8,7 +8,7 @@ pipeline's target check, :mod:`tilewise.passes.check_targets`.)
 
 from __future__ import annotations
 
-from ..errors import CompileError, did_you_mean
+from ..errors import CompileError, did_you_mean, looks_bool
 
 #: Kernel options ``tw.compile`` accepts, with what each must be.
 OPTIONS = {
@@ -30,6 +30,21 @@ def _dims(name: str, value, most: int) -> tuple[int, ...]:
     return dims
 
 
+def _strict_bool(name: str, v) -> bool:
+    """True, False, 0 or 1 (numpy bools included); a string ("false" is true to Python) or
+    anything else is a CompileError."""
+    if isinstance(v, bool) or type(v).__name__ == "bool_" or (
+            isinstance(v, int) and v in (0, 1)):
+        return bool(v)
+    looks = looks_bool(v)
+    if looks is not None:
+        raise CompileError(f"option {name}={v!r} is a string; {name} takes True or False",
+                           hint=f"pass {name}={looks} (a string is not a bool: to Python "
+                           f"{v!r} is {bool(v)})")
+    raise CompileError(f"option {name}={v!r} is invalid: expected {OPTIONS[name]}",
+                       hint=f"pass {name}=True or {name}=False")
+
+
 def check_options(options: dict, target) -> dict:
     """Validate ``tw.compile`` keyword options; returns them normalised (tuples of ints)."""
     out = {}
@@ -37,12 +52,12 @@ def check_options(options: dict, target) -> dict:
         if k not in OPTIONS:
             raise CompileError(f"tw.compile has no option {k!r}", hint=did_you_mean(k, OPTIONS))
         if k in ("ftz", "nonportable_cluster"):
-            out[k] = bool(v)
+            out[k] = _strict_bool(k, v)
         else:
             out[k] = _dims(k, v, 3 if k in ("maxntid", "cluster_dim") else 1)
-    if "cluster_dim" in out and not target.has("cluster"):
-        raise CompileError(f"cluster_dim needs thread-block clusters (sm_90 or newer); target is "
-                           f"{target}", hint="drop cluster_dim or compile for sm_90a or newer")
+    problem = target.cluster_problem("cluster_dim asks for a cluster")
+    if "cluster_dim" in out and problem:
+        raise CompileError(problem, hint="drop cluster_dim or compile for sm_90a or newer")
     return out
 
 

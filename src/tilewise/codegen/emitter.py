@@ -6,11 +6,13 @@ One :class:`Emitter` per kernel. The mapping (docs/codegen.md):
   ``"nvvm.reqntid"`` from the launch and the optional ``nvvm.*`` kernel options;
 * thread variables are computed once at entry from ``%tid.x`` / ``%ctaid.{x,y,z}``
   (:func:`tilewise.ir.launch.thread_value`);
-* ``shared`` allocations are ``internal addrspace(3)`` globals with an ``undef``
-  initialiser, ``shared.dyn`` ones are offsets into one ``external addrspace(3) global
-  [0 x i8]`` from its first 1024-aligned byte (rounded at run time: the driver aligns the
-  dynamic window to 16 bytes only), ``local`` ones are ``alloca``s in the entry block
-  (SROA promotes them);
+* shared memory is laid out by the pipeline's
+  :class:`~tilewise.passes.shared_plan.SharedPlan`: ``shared`` allocations are ``internal
+  addrspace(3)`` globals with an ``undef`` initialiser and the plan's alignment,
+  ``shared.dyn`` ones the plan's offsets into one ``external addrspace(3) global [0 x i8]``
+  from its first 1024-aligned byte (rounded at run time: the driver aligns the dynamic
+  window to 16 bytes only); ``local`` ones are ``alloca``s in the entry block (SROA
+  promotes them);
 * scalars are SSA values: ``LetStmt``/``Assign`` rebind the current value of a local, an
   ``if`` merges the values its branches leave with phi nodes, a loop carries the locals its
   body assigns in phi nodes of its header (and of its latch and exit when ``continue`` and
@@ -28,7 +30,7 @@ import numpy as np
 from llvmlite import ir
 
 from ..errors import CompileError
-from ..target import DYN_SHARED_ALIGN, DYN_SHARED_PAD
+from ..passes.shared_plan import SharedPlan, plan_shared
 from ..ir import expr as E
 from ..ir import stmt as S
 from ..ir.dtype import DataType, bool_
@@ -42,7 +44,6 @@ from . import types as ty
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64"
 TRIPLE = "nvptx64-nvidia-cuda"
 DYN_SMEM_SYMBOL = "tw_dynamic_smem"
-DYN_ALIGN, DYN_PAD = DYN_SHARED_ALIGN, DYN_SHARED_PAD  # see tilewise.target
 #: CTA launch kinds -> their special register (%ctaid, %clusterid, %cluster_ctaid)
 _CTA_SREG = {"cta_id": "ctaid", "cluster_id": "clusterid", "cta_id_in_cluster": "cluster.ctaid"}
 
@@ -78,8 +79,9 @@ class _Loop:
 class Emitter:
     """Builds the LLVM module of one flat kernel; lowerings call back into it."""
 
-    def __init__(self, func: S.PrimFunc, options: dict):
+    def __init__(self, func: S.PrimFunc, options: dict, shared: SharedPlan | None = None):
         self.func, self.options = func, options
+        self.shared = plan_shared(func) if shared is None else shared
         self.module = ir.Module(name=func.name)
         self.module.triple = TRIPLE
         self.module.data_layout = DATA_LAYOUT
@@ -89,9 +91,7 @@ class Emitter:
         self.assigned: set[int] = set()
         self.loops: list[_Loop] = []
         self.live = True  # False once break/continue left the current block
-        self.dyn_offset = 0
         self._dyn_base = None
-        self.static_smem = 0
         self.libdevice: set[str] = set()
         self.span = func.span
 
@@ -151,8 +151,9 @@ class Emitter:
             self.b.ret_void()
         self.slots_b.branch(entry)
         self._module_flags()
-        dyn = self.dyn_offset + DYN_PAD if self.dyn_offset else 0
-        return Emitted(self.module, name, dyn, self.static_smem, self.libdevice)
+        plan = self.shared
+        return Emitted(self.module, name, plan.dynamic_request, plan.static_bytes,
+                       self.libdevice)
 
     def _kernel_attributes(self) -> dict[str, str]:
         # maxntid is checked against .reqntid (check.py), not emitted: ptxas refuses both
@@ -401,26 +402,19 @@ class Emitter:
         if buf.view_of is not None:
             self.bufs[id(buf)] = self.bufs[id(buf.view_of)]
             return
-        nbytes = buf.size * buf.dtype.bytes
         space = ty.space_of(buf.scope, s.span)
-        if buf.scope == "shared":
-            g = ir.GlobalVariable(self.module, ir.ArrayType(ty.I8, nbytes),
+        slot = self.shared.slot(buf)
+        if slot is not None and not slot.dynamic:
+            g = ir.GlobalVariable(self.module, ir.ArrayType(ty.I8, slot.nbytes),
                                   self.module.get_unique_name(ty.ptx_identifier(buf.name)),
                                   addrspace=ty.SHARED)
-            g.linkage, g.align = "internal", max(16, buf.align)
+            g.linkage, g.align = "internal", slot.align
             g.initializer = ir.Constant(g.value_type, ir.Undefined)
-            self.static_smem += nbytes
             g.type = ty.ptr(ty.SHARED)  # opaque: llvmlite would type-check element accesses
             self.bufs[id(buf)] = _Buf(g, space)
-        elif buf.scope == "shared.dyn":
-            base = self._dynamic_base()
-            align = max(16, buf.align)
-            if align > DYN_ALIGN:
-                raise self.error(f"dynamic shared buffer {buf.name!r} asks for align={align}; "
-                                 f"at most {DYN_ALIGN} is honoured", s)
-            off = (self.dyn_offset + align - 1) // align * align
-            self.dyn_offset = off + nbytes
-            self.bufs[id(buf)] = _Buf(self.b.gep(base, [ir.Constant(ty.I32, off)],
+        elif slot is not None:
+            off = ir.Constant(ty.I32, slot.offset)
+            self.bufs[id(buf)] = _Buf(self.b.gep(self._dynamic_base(), [off],
                                                  source_etype=ty.I8), space)
         else:
             a = self.alloca(ir.ArrayType(ty.storage_type(buf.dtype), buf.size),
@@ -435,15 +429,15 @@ class Emitter:
         return self.slots_b.alloca(t, name=name)
 
     def _dynamic_base(self) -> ir.Value:
-        """The dynamic shared window's first ``DYN_ALIGN``-aligned byte. The driver places
-        dynamic shared memory after the static buffers, aligned to 16 bytes only (measured
-        on the H200: a TMA box written through a 16-aligned base faults with "misaligned
-        address"), so the base is rounded up at run time and the launch asks for
-        ``DYN_PAD`` bytes more (``Emitted.dynamic_smem``)."""
+        """The dynamic shared window's first ``window_align``-aligned byte (1024). The
+        driver places dynamic shared memory after the static buffers, aligned to 16 bytes
+        only (measured on the H200: a TMA box written through a 16-aligned base faults with
+        "misaligned address"), so the base is rounded up at run time and the launch asks
+        for the plan's ``pad`` bytes more (``Emitted.dynamic_smem``)."""
         if self._dyn_base is None:
             g, b = self._dynamic_smem(), self.slots_b
             raw = b.ptrtoint(g, ty.I32)
-            pad = b.and_(b.neg(raw), ir.Constant(ty.I32, DYN_ALIGN - 1))
+            pad = b.and_(b.neg(raw), ir.Constant(ty.I32, self.shared.window_align - 1))
             self._dyn_base = b.gep(g, [pad], source_etype=ty.I8)
         return self._dyn_base
 
@@ -618,7 +612,9 @@ def _has_effects(e) -> bool:
     return bool(found)
 
 
-def generate(func: S.PrimFunc, options: dict | None = None) -> Emitted:
+def generate(func: S.PrimFunc, options: dict | None = None,
+             shared: SharedPlan | None = None) -> Emitted:
     """The LLVM module for flat kernel ``func`` (options already validated; the target is
-    the caller's: it picks the LLVM CPU and PTX version, see :mod:`tilewise.compiler`)."""
-    return Emitter(func, options or {}).emit()
+    the caller's: it picks the LLVM CPU and PTX version, see :mod:`tilewise.compiler`);
+    ``shared``: the pipeline's layout of its shared memory (laid out here when None)."""
+    return Emitter(func, options or {}, shared).emit()

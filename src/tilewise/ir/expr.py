@@ -42,7 +42,13 @@ class Expr(Node):
     def dtype(self) -> DataType:  # overridden by every concrete node
         raise TypeError(f"{type(self).__name__} is not a typed expression")
 
-    # Arithmetic builds IR (constant-folded); comparisons use cmp().
+    # Arithmetic and ordering build IR (constant-folded), so Python code that builds a
+    # kernel (a meta-class method) can write `i < n`; == and != keep Python's identity
+    # (IR nodes are dict keys): a kernel writes them, the parser builds them.
+    def __lt__(self, o): return binop("<", self, o)
+    def __le__(self, o): return binop("<=", self, o)
+    def __gt__(self, o): return binop(">", self, o)
+    def __ge__(self, o): return binop(">=", self, o)
     def __add__(self, o): return binop("+", self, o)
     def __radd__(self, o): return binop("+", o, self)
     def __sub__(self, o): return binop("-", self, o)

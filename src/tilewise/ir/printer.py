@@ -12,11 +12,8 @@ import math
 from .dtype import DataType, float32, int32
 from .expr import (AddressOf, BinOp, BufferLoad, BufferRegion, Call, Cast, Expr, FloatImm,
                    IntImm, Select, StringImm, UnaryOp, Var)
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the printer dispatches on class names: stmt.py uses it, not the reverse
-    from .stmt import (Assign, BufferStore, DeclBuffer, Evaluate, For, IfThenElse, LetStmt,
-                       PrimFunc, SeqStmt, Stmt, TileCall, While)
+from .stmt import (Assign, Buffer, BufferStore, DeclBuffer, Evaluate, For, IfThenElse,
+                   LetStmt, PrimFunc, SeqStmt, Stmt, TileCall, While)
 
 _PREC = {"or": 1, "and": 2, "not": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "==": 4, "!=": 4,
          "|": 5, "^": 6, "&": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10,
@@ -131,7 +128,7 @@ class Printer:
     def value(self, v) -> str:
         if isinstance(v, (Expr, BufferRegion)):
             return self.expr(v)
-        if _is(v, "Buffer"):
+        if isinstance(v, Buffer):
             return self.name(v)
         if isinstance(v, DataType):
             return _dtype(v)
@@ -185,7 +182,7 @@ class Printer:
         self.emit(depth, f"{kw} {self.expr(s.cond)}:")
         self.stmt(s.then_body, depth + 1)
         e = s.else_body
-        if _is(e, "IfThenElse"):
+        if isinstance(e, IfThenElse):
             self.s_IfThenElse(e, depth, "elif")
         elif e is not None:
             self.emit(depth, "else:")
@@ -261,17 +258,15 @@ class Printer:
             self.emit(1, f"{lhs} = T.{kind}([{', '.join(self.expr(e) for e in extents)}])")
 
 
-def _is(node, cls: str) -> bool:
-    """Whether ``node`` is an instance of the IR class named ``cls``."""
-    return any(c.__name__ == cls for c in type(node).__mro__)
-
-
 def script(node) -> str:
     """Text of a PrimFunc, statement or expression."""
     p = Printer()
-    if _is(node, "PrimFunc"):
+    if isinstance(node, PrimFunc):
         return p.func(node)
-    if _is(node, "Stmt"):
+    if isinstance(node, Stmt):
         p.stmt(node, 0)
         return "\n".join(p.lines) + "\n"
     return p.expr(node)
+
+
+PrimFunc.printer = script  # ``func.script()`` (the IR's classes do not import their printer)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import api_boundary
 from .dtype import DataType
 from .expr import Expr, Node, Var
 
@@ -223,10 +224,13 @@ class PrimFunc(Node):
 
         return LaunchConfig.of(self)
 
-    def script(self) -> str:
-        from .printer import script
+    #: ``node -> str``, the printer (:func:`tilewise.ir.printer.script`), which installs
+    #: itself here when :mod:`tilewise.ir` is imported (the IR does not import its printer)
+    printer = None
 
-        return script(self)
+    def script(self) -> str:
+        """The kernel as text (TVMScript-like; it parses back)."""
+        return PrimFunc.printer(self)
 
     def with_body(self, body: Stmt) -> PrimFunc:
         from dataclasses import replace
@@ -237,6 +241,7 @@ class PrimFunc(Node):
     #: does not import the compiler)
     device_compiler = None
 
+    @api_boundary
     def __call__(self, *arrays, stream=None):
         """Launch on this machine's GPU: ``k(A, B, C)`` compiles the kernel for the device's
         target once (``tilewise.compile``; kept on the function) and launches it."""

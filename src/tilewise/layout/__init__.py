@@ -74,7 +74,10 @@ Built from the PTX formulas, never typed in: ``tcgen05_atom(shape, num, dtype_bi
 (one warp, ``laneid`` x register element ``m``) and ``tcgen05_warpgroup_atom`` (four warps,
 ``tid_in_wg``, datapath ``"D"`` or ``"F"``), ``tmem_datapath("D"|"F", cols)``,
 ``mma_m8n8_fragment(dtype_bits)``, ``ldmatrix_m8n8(num, trans)``,
-``wgmma_accumulator(n)`` (the (64, n) accumulator fragment of one warpgroup);
+``wgmma_accumulator(n)`` (the (64, n) accumulator fragment of one warpgroup) with
+``wgmma_accumulator_rows()`` (one value per row, (64, 1): a row max or sum of the
+accumulator, in registers) and ``wgmma_accumulator_columns(n)`` (one value per column,
+(n,): a bias row);
 ``mma_a_atom(dtype_bits)``, ``mma_b_atom(dtype_bits)``, ``mma_c_atom()``: the A (16, K),
 B (K, 8) and C (16, 8) register fragments of one ``mma.sync.m16n8kK`` (K = 256 /
 dtype_bits: 16 for f16/bf16, 8 for tf32, 32 for 8-bit inputs), fitted from the PTX ISA
@@ -103,6 +106,8 @@ from tilewise.layout.atoms import (
     swizzled_tile,
     tmem_datapath,
     wgmma_accumulator,
+    wgmma_accumulator_columns,
+    wgmma_accumulator_rows,
 )
 from tilewise.layout.axes import (
     Axis,
@@ -170,5 +175,7 @@ __all__ = [
     "swizzled_tile",
     "wgid",
     "wgmma_accumulator",
+    "wgmma_accumulator_columns",
+    "wgmma_accumulator_rows",
     "wid_in_wg",
 ]

@@ -18,6 +18,7 @@ register and ``h`` is the element's half (bits ``[16h, 16h+16)`` for 16-bit type
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -409,6 +410,63 @@ def wgmma_accumulator(n: int) -> TileLayout:
     return layout
 
 
+@functools.lru_cache(maxsize=None)
+def wgmma_accumulator_rows() -> TileLayout:
+    """One value per row of the (64, N) wgmma accumulator, as a (64, 1) register tile laid
+    out like the accumulator's rows (:func:`wgmma_accumulator`): row ``16w + 8h + l // 4``
+    is register ``h`` of every lane ``l`` of warp ``w`` that holds that row (the four lanes
+    of a quad: a replica over ``l % 4``). A row reduction of the accumulator
+    (``Tx.wg.max(m, acc, axes=-1)``) writes it, and ``Tx.wg.mul(acc, acc, m)`` broadcasts it
+    back over the columns, all in registers: the online softmax of attention. Written out:
+    ``S[(4, 2, 8, 1):(1@wid_in_wg, 1, 4@laneid, 1)] + R[4:1@laneid]``."""
+    spec = ((4, 1, "wid_in_wg"), (2, 1, "m"), (8, 4, "laneid"), (1, 1, "m"))
+    layout = TileLayout._build([Iter(e, s, Axis.get(a)) for e, s, a in spec],
+                               [Iter(4, 1, Axis.get("laneid"))]).group((64, 1))
+    _check_accumulator_part(layout, 1, lambda rows, cols: rows, lambda v: v // 2 % 2)
+    return layout
+
+
+@functools.lru_cache(maxsize=None)
+def wgmma_accumulator_columns(n: int) -> TileLayout:
+    """One value per column of the (64, N) wgmma accumulator, as an (N,) register tile laid
+    out like its columns: column ``8j + 2 (l % 4) + i`` is register ``2j + i`` of every lane
+    ``l`` (of every warp) that holds that column (a replica over ``l // 4`` and the warps).
+    A bias row in registers (``Tx.wg.add(acc, acc, bias)``), loaded once per tile."""
+    from tilewise.ptx import wgmma
+
+    if wgmma.n_problem(n) if isinstance(n, int) else True:
+        raise LayoutError(f"no wgmma accumulator for N = {n!r}", hint="use N = 8, 16, ..., 256")
+    spec = ((n // 8, 2, "m"), (4, 1, "laneid"), (2, 1, "m"))
+    rep = ((8, 4, "laneid"), (4, 1, "wid_in_wg"))
+    layout = TileLayout._build([Iter(e, s, Axis.get(a)) for e, s, a in spec],
+                               [Iter(e, s, Axis.get(a)) for e, s, a in rep]).group((n,))
+    _check_accumulator_part(layout, n, lambda rows, cols: cols, lambda v: v // 4 * 2 + v % 2)
+    return layout
+
+
+def _check_accumulator_part(layout: TileLayout, n: int, coord, reg) -> None:
+    """Every value the threads of a warpgroup hold in the wgmma accumulator
+    (:func:`tilewise.ptx.wgmma.acc_coords`) is, for the part ``layout`` describes (its row
+    or its column: ``coord(rows, cols)``), held by that thread in register ``reg(v)``."""
+    from tilewise.ptx import wgmma
+
+    t = np.arange(128)[:, None]
+    v = np.arange(max(n, 8) // 2)[None, :]
+    rows, cols = wgmma.acc_coords(t, v)
+    cols_of = np.broadcast_to(coord(rows, cols), rows.shape).ravel()
+    warp = np.broadcast_to(t // 32, rows.shape).ravel()
+    lane = np.broadcast_to(t % 32, rows.shape).ravel()
+    value = np.broadcast_to(v, rows.shape).ravel()
+    want = {(int(k), int(w), int(ln), int(reg(j))) for k, w, ln, j in
+            zip(cols_of, warp, lane, value)}
+    got = set()
+    for k in range(layout.size()):
+        for place in layout.apply_all(k):
+            got.add((k, place["wid_in_wg"], place["laneid"], place["m"]))
+    if got != want:
+        raise RuntimeError("wgmma accumulator row/column layout disagrees with the formula")
+
+
 # ---- shared operand tiles ----------------------------------------------------------------
 def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128,
                   stages: int | None = None) -> TileLayout:
@@ -439,4 +497,5 @@ def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128
     if stages is not None:
         iters.insert(0, (n, r * c))
     base = TileLayout._build([Iter(e, st, Axis.get("m")) for e, st in iters]).canonicalize()
+    base = base.group((r, c) if stages is None else (n, r, c))  # drawn in the tile's shape
     return base.swizzle(swizzle, bits) if swizzle else base

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 
-from tilewise.errors import LayoutError
+from tilewise.errors import LayoutError, api_boundary
 from tilewise.layout.axes import Iter, OnAxis, m, rowmajor
 from tilewise.layout.layout import Replica, TileLayout
 
@@ -67,6 +67,7 @@ def _iter(extent: object, stride: object) -> Iter:
 class _ShardBuilder:
     """``S[...]``: a layout from a shard."""
 
+    @api_boundary
     def __getitem__(self, key: object) -> TileLayout:
         return TileLayout._build(_parse(key, "S"))
 
@@ -77,6 +78,7 @@ class _ShardBuilder:
 class _ReplicaBuilder:
     """``R[...]``: replica iters, added to a layout with ``+``."""
 
+    @api_boundary
     def __getitem__(self, key: object) -> Replica:
         return Replica(_parse(key, "R"))
 

@@ -1,4 +1,5 @@
-"""``tilewise layout EXPR [--shape 128,8] [--svg out.svg]``: draw a layout.
+"""``tilewise layout EXPR [--shape 128,8] [--svg out.svg]``: draw a layout, with a legend
+of its labels.
 
 The expression is evaluated with only the public names of ``tilewise.layout`` in scope
 (no builtins), after a check that it uses nothing but literals, those names, subscripts,
@@ -93,46 +94,72 @@ def evaluate(expr: str) -> object:
     return value
 
 
-def _parse_shape(text: str | None) -> tuple[int, ...] | None:
+def parse_shape(text: str | None) -> tuple[int, ...] | None:
+    """``--shape``: integers separated by commas, spaces or ``x``, optionally in
+    parentheses or brackets: ``64,1``, ``"(64, 1)"``, ``[64, 1]``, ``64x1``."""
     if text is None:
         return None
+    body = text.strip()
+    if body[:1] in "([" and body[-1:] in ")]":
+        body = body[1:-1]
+    parts = [p for p in body.replace("x", ",").replace(" ", ",").split(",") if p]
     try:
-        return tuple(int(part) for part in text.split(","))
+        dims = tuple(int(p) for p in parts)
     except ValueError:
+        dims = ()
+    if not dims or any(d <= 0 for d in dims):
         raise LayoutError(
-            f"--shape {text!r} is not a comma-separated list of integers",
-            hint="write e.g. --shape 128,8",
-        ) from None
+            f"--shape {text!r} is not a list of positive integers",
+            hint="write e.g. --shape 128,8 or --shape \"(128, 8)\"",
+        )
+    return dims
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``tilewise layout`` (options may come before or after EXPR)."""
+    parser.add_argument("expr", metavar="EXPR",
+                        help='a layout, e.g. "S[(128, 8) : (1@tid_in_wg, 1)]" or '
+                             '"wgmma_accumulator(64)"')
+    parser.add_argument("--shape", help="view the tile in this shape: 128,8 or (128, 8)")
+    parser.add_argument("--svg", help="also write an SVG picture to this file")
+
+
+DESCRIPTION = ("Draw which thread / lane / register, tensor-memory lane / column or memory "
+               "offset holds each element of a layout. The names of tilewise.layout are "
+               "available: S, R, TileLayout, the axes, swizzled_tile, wgmma_accumulator, ...")
+
+
+def run(args) -> int:
+    """Draw ``args.expr``; 0, or 2 for a layout error (one message on stderr)."""
+    from tilewise.layout.render import legend, render_ascii, render_svg
+
+    try:
+        layout = evaluate(args.expr)
+        shape = parse_shape(args.shape)
+        picture = render_ascii(layout, shape) + legend(layout, shape)
+        svg = render_svg(layout, shape) if args.svg else None
+    except TilewiseError as err:
+        sys.stderr.write(f"{err}\n")
+        return 2
+    if svg is not None:
+        try:
+            Path(args.svg).write_text(svg, encoding="utf-8")
+        except OSError as err:
+            sys.stderr.write(f"error: --svg {args.svg}: cannot write it: {err.strerror}\n")
+            return 2
+        picture += f"wrote {args.svg}\n"
+    sys.stdout.write(picture)
+    return 0
 
 
 def main(argv: list[str]) -> int:
     """Run ``tilewise layout`` with the arguments after ``layout``; returns the exit
     status (0 ok, 2 a layout error or bad command-line usage: a user mistake, as for every
     tilewise command)."""
-    from tilewise.layout.render import render_ascii, render_svg
-
-    parser = argparse.ArgumentParser(
-        prog="tilewise layout",
-        description="Draw which thread / lane / address holds each element of a layout.",
-    )
-    parser.add_argument("expr", help='e.g. "S[(128, 8) : (1@tid_in_wg, 1)]"')
-    parser.add_argument("--shape", help="view the tile in this shape, e.g. 128,8")
-    parser.add_argument("--svg", help="also write an SVG picture to this file")
+    parser = argparse.ArgumentParser(prog="tilewise layout", description=DESCRIPTION)
+    add_arguments(parser)
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:
         return int(stop.code or 0)
-    try:
-        layout = evaluate(args.expr)
-        shape = _parse_shape(args.shape)
-        sys.stdout.write(render_ascii(layout, shape))
-        if args.svg:
-            Path(args.svg).write_text(render_svg(layout, shape), encoding="utf-8")
-            sys.stdout.write(f"wrote {args.svg}\n")
-    except TilewiseError as err:
-        sys.stderr.write(f"{err}\n")
-        return 2
-    except OSError as err:  # the --svg file could not be written
-        sys.stderr.write(f"error: --svg {args.svg}: cannot write it: {err.strerror}\n")
-        return 2
-    return 0
+    return run(args)

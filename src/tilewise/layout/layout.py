@@ -27,7 +27,7 @@ from functools import cached_property
 import numpy as np
 
 from tilewise.errors import LayoutError
-from tilewise.layout import ops
+from tilewise.layout.ops import LayoutOps
 from tilewise.layout.axes import Axis, Iter, OnAxis, as_int, check_shape, m, merge_iters, rowmajor
 from tilewise.layout.swizzle import Swizzle
 
@@ -107,7 +107,7 @@ class Replica:
 
 
 @dataclass(frozen=True, eq=False, init=False, repr=False)
-class TileLayout:
+class TileLayout(LayoutOps):
     """A layout: logical tile coordinate -> place on each named axis.
 
     ``TileLayout(S[...])`` wraps a builder expression; ``TileLayout.from_iters(...)`` builds
@@ -118,6 +118,7 @@ class TileLayout:
     replica: tuple[Iter, ...]
     offset: Offsets
     swizzling: Swizzle | None
+    domain: tuple[int, ...] | None  # the shape :meth:`group` read it as (for pictures only)
 
     def __init__(self, spec: TileLayout) -> None:
         if not isinstance(spec, TileLayout):
@@ -125,7 +126,7 @@ class TileLayout:
                 f"TileLayout() takes a layout expression, got {spec!r}",
                 hint="write TileLayout(S[(128, 32)]) or use TileLayout.from_iters(...)",
             )
-        for name in ("shard", "replica", "offset", "swizzling"):
+        for name in ("shard", "replica", "offset", "swizzling", "domain"):
             object.__setattr__(self, name, getattr(spec, name))
 
     # ---- construction -------------------------------------------------------------
@@ -136,6 +137,7 @@ class TileLayout:
         replica: Iterable[Iter] = (),
         offset: Mapping | Offsets | None = None,
         swizzling: Swizzle | None = None,
+        domain: tuple[int, ...] | None = None,
     ) -> TileLayout:
         self = object.__new__(cls)
         rep = check_replica(replica)
@@ -144,9 +146,13 @@ class TileLayout:
         object.__setattr__(self, "replica", rep)
         object.__setattr__(self, "offset", off)
         object.__setattr__(self, "swizzling", swizzling)
+        object.__setattr__(self, "domain", domain)
         return self
 
-    def _with(self, **changes: object) -> TileLayout:
+    def replaced(self, **changes: object) -> TileLayout:
+        """A copy with the fields ``changes`` names (shard, replica, offset, swizzling)
+        replaced; the ``domain`` a picture reads it as is kept only when given (any other
+        change may make it stale)."""
         fields = dict(
             shard=self.shard, replica=self.replica, offset=self.offset, swizzling=self.swizzling
         )
@@ -167,19 +173,19 @@ class TileLayout:
                 f"{self!r} is already swizzled",
                 hint="apply a swizzle once, to the unswizzled layout",
             )
-        return self._with(swizzling=Swizzle(mode, dtype_bits))
+        return self.replaced(swizzling=Swizzle(mode, dtype_bits), domain=self.domain)
 
     def unswizzled(self) -> TileLayout:
         """The same layout without its swizzle."""
-        return self._with(swizzling=None)
+        return self.replaced(swizzling=None, domain=self.domain)
 
     def __add__(self, other: object) -> TileLayout:
         if isinstance(other, Replica):
-            return self._with(replica=self.replica + other.iters)
+            return self.replaced(replica=self.replica + other.iters)
         if isinstance(other, OnAxis):
-            return self._with(offset=self.offset.plus({other.axis.name: other.value}))
+            return self.replaced(offset=self.offset.plus({other.axis.name: other.value}))
         if isinstance(other, numbers.Integral) and not isinstance(other, bool):
-            return self._with(offset=self.offset.plus({"m": int(other)}))
+            return self.replaced(offset=self.offset.plus({"m": int(other)}))
         raise LayoutError(
             f"cannot add {other!r} to a layout",
             hint="add a replica R[...], an offset like 5@warpid, or an integer offset on m",
@@ -190,6 +196,13 @@ class TileLayout:
     def shape(self) -> tuple[int, ...]:
         """The shard extents as written: the default logical domain."""
         return tuple(it.extent for it in self.shard)
+
+    @property
+    def picture_shape(self) -> tuple[int, ...]:
+        """The shape pictures draw it in: the one :meth:`group` read it as (``group((64,
+        n))`` of the wgmma accumulator, a swizzled tile's ``(rows, cols)``), else the shard
+        extents."""
+        return self.domain if self.domain is not None else self.shape
 
     def size(self) -> int:
         """Number of logical elements (the product of the shard extents)."""
@@ -212,7 +225,7 @@ class TileLayout:
         """The largest index reached on ``axis`` plus one (1 when the axis is unused)."""
         a = Axis.get(axis)
         if self.swizzling is not None and a == m:
-            return int(self._linear_places(np.arange(self.size()))["m"].max()) + 1
+            return int(self.places_of(np.arange(self.size()))["m"].max()) + 1
         reach = sum(it.last for it in self.shard + self.replica if it.axis == a)
         return reach + self.offset.get(a.name, 0) + 1
 
@@ -253,11 +266,6 @@ class TileLayout:
             out += f".swizzle({self.swizzling.mode}, dtype_bits={self.swizzling.dtype_bits})"
         return out
 
-    def _repr_svg_(self) -> str:
-        from tilewise.layout.render import render_svg
-
-        return render_svg(self)
-
     # ---- evaluation ---------------------------------------------------------------
     def linear_index(self, *coord: int, shape: Sequence[int] | None = None) -> int:
         """Row-major linear index of ``coord`` (see :meth:`apply` for the forms)."""
@@ -293,7 +301,7 @@ class TileLayout:
         applied: this is the first place; :meth:`apply_all` gives every place.
         """
         lin = self.linear_index(*coord, shape=shape)
-        return {k: int(v[0]) for k, v in self._linear_places(np.array([lin])).items()}
+        return {k: int(v[0]) for k, v in self.places_of(np.array([lin])).items()}
 
     def replicas(self) -> list[dict[str, int]]:
         """The replica displacements, one dict per copy (the first is all zeros)."""
@@ -339,7 +347,7 @@ class TileLayout:
         lin = arr[:, -1]
         for col, stride in zip(range(arr.shape[1] - 1), rowmajor(dims)):
             lin = lin + arr[:, col] * stride
-        return self._linear_places(lin)
+        return self.places_of(lin)
 
     def _one_iter_per_dim(self, dims: tuple[int, ...]) -> tuple[Iter, ...] | None:
         """The shard grouped as ``dims`` when that gives exactly one iter per dimension
@@ -377,7 +385,8 @@ class TileLayout:
             out["m"] = self.swizzling.apply_np(out["m"])
         return {a.name: out[a.name] for a in self.axes()}
 
-    def _linear_places(self, lin: np.ndarray) -> dict[str, np.ndarray]:
+    def places_of(self, lin: np.ndarray) -> dict[str, np.ndarray]:
+        """The place on every axis of the elements of row-major linear indices ``lin``."""
         iters = self._canonical.shard
         inner = rowmajor([it.extent for it in iters])
         terms = [
@@ -386,56 +395,6 @@ class TileLayout:
             if it.extent > 1
         ]
         return self._finish(terms, len(lin), fresh=True)
-
-    # ---- operations (implemented in ops.py) ---------------------------------------
-    def slice(self, region: Sequence, shape: Sequence[int] | None = None) -> TileLayout:
-        """The sub-tile ``region`` (per dimension ``(start, stop)`` or a slice) of the
-        domain ``shape`` (default: the shard extents). The result's offset absorbs the
-        start: ``slice(region).apply(c, shape=region_shape) == apply(c + start)``."""
-        return ops.slice_layout(self, region, shape)
-
-    def group(self, shape: Sequence[int]) -> TileLayout:
-        """Split shard iters so that the domain reads as ``shape`` (iters of one
-        dimension stay adjacent; contiguous ones are merged). Same function."""
-        return ops.group(self, shape)
-
-    def permute(self, order: Sequence[int], shape: Sequence[int] | None = None) -> TileLayout:
-        """Reorder the dimensions of the domain ``shape`` (default: the shard extents):
-        dimension ``i`` of the result is dimension ``order[i]`` of this layout."""
-        return ops.permute(self, order, shape)
-
-    def storage(self) -> TileLayout:
-        """Only the memory / tensor-memory part: thread, CTA and cluster iters, replica
-        and offsets are dropped. For a register view it maps one thread's fragment to
-        its register index."""
-        return ops.storage(self)
-
-    def split_threads(self) -> tuple[TileLayout, TileLayout]:
-        """``(who, where)``: the execution part (thread/CTA/cluster iters, replica and
-        offsets) and the storage part, each with its iters in their original order."""
-        return ops.split_threads(self)
-
-    def contiguous_run(self, shape: Sequence[int] | None = None) -> int:
-        """How many logically consecutive innermost elements are contiguous on ``m``
-        (a run every row of ``shape`` splits into evenly). Sees through swizzles."""
-        return ops.contiguous_run(self, shape)
-
-    def vector_width(
-        self, dtype_bits: int, max_bytes: int = 16, shape: Sequence[int] | None = None
-    ) -> int:
-        """The widest power-of-two element count a vector access may move: contiguous,
-        aligned at every start, at most ``max_bytes``."""
-        return ops.vector_width(self, dtype_bits, max_bytes, shape)
-
-    def is_bijective_on(self, *axes: str | Axis) -> bool:
-        """True when the domain maps one-to-one onto a dense box of the given axes
-        (default ``m``): ``[offset, span)`` per axis, e.g. a buffer layout without gaps
-        or overlaps. The replica is not considered."""
-        return ops.is_bijective_on(self, axes or ("m",))
-
-    def is_injective(self) -> bool:
-        """True when no two logical elements share a place (all axes together)."""
-        return ops.is_injective(self)
 
 
 def _digit(lin: np.ndarray, step: int, extent: int, outermost: bool) -> np.ndarray:

@@ -1,26 +1,24 @@
 """Structural operations on layouts: slice, group, permute, storage, contiguity.
 
-Every function is pure and returns a new layout; ``TileLayout``'s methods delegate here.
-They work on the canonical shard (contiguous iters merged), so that a split the user's
-spelling hides (``S[(128, 32)]`` viewed as ``(64, 64)``) is still found.
+Every function is pure and returns a new layout. They work on the canonical shard
+(contiguous iters merged), so that a split the user's spelling hides (``S[(128, 32)]``
+viewed as ``(64, 64)``) is still found. :class:`LayoutOps` gives them as methods to
+``LayoutOps``, which mixes it in; this module imports nothing of ``layout.py``: a layout
+reaches it through its public interface (``shard``, ``replica``, ``offset``, ``swizzling``,
+``shape``, ``size()``, ``canonicalize()``, ``replaced(**fields)``, ``places_of(lin)``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from tilewise.errors import LayoutError
 from tilewise.layout.axes import Axis, Iter, as_int, check_shape, m, merge_iters, rowmajor
 
-if TYPE_CHECKING:
-    from tilewise.layout.layout import TileLayout
 
-
-def _dims(layout: TileLayout, shape: Sequence[int] | None) -> tuple[int, ...]:
+def _dims(layout: LayoutOps, shape: Sequence[int] | None) -> tuple[int, ...]:
     return layout.shape if shape is None else check_shape(shape, layout.size())
 
 
@@ -52,27 +50,27 @@ def split_into(iters: Sequence[Iter], dims: Sequence[int]) -> list[list[Iter]]:
     return groups
 
 
-def _groups(layout: TileLayout, shape: Sequence[int] | None) -> list[list[Iter]]:
+def _groups(layout: LayoutOps, shape: Sequence[int] | None) -> list[list[Iter]]:
     if shape is None:
         return [[it] for it in layout.shard]
     return split_into(layout.canonicalize().shard, _dims(layout, shape))
 
 
-def _placeholder(layout: TileLayout) -> Iter:
+def _placeholder(layout: LayoutOps) -> Iter:
     """The iter standing for a dimension of extent 1 (on an axis the layout uses, so
     that it adds no axis to ``apply``'s answer)."""
     names = [it.axis for it in layout.shard]
     return Iter(1, 1, m if m in names or not names else names[-1])
 
 
-def group(layout: TileLayout, shape: Sequence[int]) -> TileLayout:
+def group(layout: LayoutOps, shape: Sequence[int]) -> LayoutOps:
     shard: list[Iter] = []
     for g in _groups(layout, shape):
         shard.extend(merge_iters(g) or (_placeholder(layout),))
-    return layout._with(shard=shard)
+    return layout.replaced(shard=shard, domain=tuple(int(d) for d in shape))
 
 
-def permute(layout: TileLayout, order: Sequence[int], shape: Sequence[int] | None) -> TileLayout:
+def permute(layout: LayoutOps, order: Sequence[int], shape: Sequence[int] | None) -> LayoutOps:
     groups = _groups(layout, shape)
     idx = [as_int(i, "a permutation entry", "order lists dimension numbers") for i in order]
     if sorted(idx) != list(range(len(groups))):
@@ -81,7 +79,7 @@ def permute(layout: TileLayout, order: Sequence[int], shape: Sequence[int] | Non
             hint=f"list each of 0..{len(groups) - 1} exactly once",
         )
     shard = [it for i in idx for it in (groups[i] or [_placeholder(layout)])]
-    return layout._with(shard=shard)
+    return layout.replaced(shard=shard)
 
 
 # ---- slicing -----------------------------------------------------------------------
@@ -147,7 +145,7 @@ def _slice_dim(iters: list[Iter], start: int, stop: int, k: int) -> tuple[list[I
     )
 
 
-def slice_layout(layout: TileLayout, region: Sequence, shape: Sequence[int] | None) -> TileLayout:
+def slice_layout(layout: LayoutOps, region: Sequence, shape: Sequence[int] | None) -> LayoutOps:
     dims = _dims(layout, shape)
     bounds = _bounds(region, dims)
     groups = split_into(layout.canonicalize().shard, dims)
@@ -161,25 +159,25 @@ def slice_layout(layout: TileLayout, region: Sequence, shape: Sequence[int] | No
         shard.extend(sub)
         for name, v in extra.items():
             offset[name] = offset.get(name, 0) + v
-    return layout._with(shard=shard, offset=offset)
+    return layout.replaced(shard=shard, offset=offset)
 
 
 # ---- threads and storage ----------------------------------------------------------
-def storage(layout: TileLayout) -> TileLayout:
+def storage(layout: LayoutOps) -> LayoutOps:
     shard = [it for it in layout.shard if not it.axis.is_execution]
     offset = {k: v for k, v in layout.offset.items() if not Axis.get(k).is_execution}
-    return layout._with(shard=shard, replica=(), offset=offset)
+    return layout.replaced(shard=shard, replica=(), offset=offset)
 
 
-def split_threads(layout: TileLayout) -> tuple[TileLayout, TileLayout]:
+def split_threads(layout: LayoutOps) -> tuple[LayoutOps, LayoutOps]:
     shard = [it for it in layout.shard if it.axis.is_execution]
     offset = {k: v for k, v in layout.offset.items() if Axis.get(k).is_execution}
-    who = layout._with(shard=shard, offset=offset, swizzling=None)
+    who = layout.replaced(shard=shard, offset=offset, swizzling=None)
     return who, storage(layout)
 
 
 # ---- contiguity and vectorisation --------------------------------------------------
-def _raw_run(layout: TileLayout, shape: Sequence[int] | None) -> int:
+def _raw_run(layout: LayoutOps, shape: Sequence[int] | None) -> int:
     inner = layout.canonicalize().shard[-1]
     run = inner.extent if inner.axis == m and inner.stride == 1 else 1
     if shape is not None:  # a row of the view ends every run; chunk rows evenly
@@ -187,7 +185,7 @@ def _raw_run(layout: TileLayout, shape: Sequence[int] | None) -> int:
     return run
 
 
-def _alignment(layout: TileLayout) -> int:
+def _alignment(layout: LayoutOps) -> int:
     """gcd of every run start on ``m``: the offset and the strides of the other m iters
     (0 when they are all zero, i.e. aligned to anything)."""
     shard = layout.canonicalize().shard
@@ -205,7 +203,7 @@ def _pow2_dividing(n: int, cap: int) -> int:
     return v
 
 
-def contiguous_run(layout: TileLayout, shape: Sequence[int] | None) -> int:
+def contiguous_run(layout: LayoutOps, shape: Sequence[int] | None) -> int:
     run = _raw_run(layout, shape)
     swz = layout.swizzling
     if swz is None:
@@ -217,7 +215,7 @@ def contiguous_run(layout: TileLayout, shape: Sequence[int] | None) -> int:
 
 
 def vector_width(
-    layout: TileLayout, dtype_bits: int, max_bytes: int, shape: Sequence[int] | None
+    layout: LayoutOps, dtype_bits: int, max_bytes: int, shape: Sequence[int] | None
 ) -> int:
     bits = as_int(dtype_bits, "dtype_bits", "pass the element size in bits, e.g. 16")
     if bits <= 0:
@@ -239,14 +237,14 @@ def _dense(iters: list[Iter]) -> bool:
     return True
 
 
-def is_bijective_on(layout: TileLayout, axes: Sequence[str | Axis]) -> bool:
+def is_bijective_on(layout: LayoutOps, axes: Sequence[str | Axis]) -> bool:
     names = {Axis.get(a).name for a in axes}
     shard = [it for it in layout.canonicalize().shard if it.extent > 1]
     if layout.swizzling is None:
         if any(it.axis.name not in names for it in shard):
             return False
         return all(_dense([it for it in shard if it.axis.name == n]) for n in names)
-    places = layout._linear_places(np.arange(layout.size()))
+    places = layout.places_of(np.arange(layout.size()))
     cols = [places[n] for n in sorted(names) if n in places]
     box = math.prod(int(c.max() - c.min()) + 1 for c in cols)
     return box == layout.size() and _distinct(cols, layout.size())
@@ -262,6 +260,60 @@ def _distinct(cols: list[np.ndarray], n: int) -> bool:
     return len(np.unique(key)) == n
 
 
-def is_injective(layout: TileLayout) -> bool:
-    places = layout._linear_places(np.arange(layout.size()))
+def is_injective(layout: LayoutOps) -> bool:
+    places = layout.places_of(np.arange(layout.size()))
     return _distinct(list(places.values()), layout.size())
+
+
+class LayoutOps:
+    """The structural operations of a layout, mixed into ``TileLayout`` (see the module
+    docstring for what the layout provides)."""
+
+    def slice(self, region: Sequence, shape: Sequence[int] | None = None) -> LayoutOps:
+        """The sub-tile ``region`` (per dimension ``(start, stop)`` or a slice) of the
+        domain ``shape`` (default: the shard extents). The result's offset absorbs the
+        start: ``slice(region).apply(c, shape=region_shape) == apply(c + start)``."""
+        return slice_layout(self, region, shape)
+
+    def group(self, shape: Sequence[int]) -> LayoutOps:
+        """Split shard iters so that the domain reads as ``shape`` (iters of one
+        dimension stay adjacent; contiguous ones are merged). Same function."""
+        return group(self, shape)
+
+    def permute(self, order: Sequence[int], shape: Sequence[int] | None = None) -> LayoutOps:
+        """Reorder the dimensions of the domain ``shape`` (default: the shard extents):
+        dimension ``i`` of the result is dimension ``order[i]`` of this layout."""
+        return permute(self, order, shape)
+
+    def storage(self) -> LayoutOps:
+        """Only the memory / tensor-memory part: thread, CTA and cluster iters, replica
+        and offsets are dropped. For a register view it maps one thread's fragment to
+        its register index."""
+        return storage(self)
+
+    def split_threads(self) -> tuple[LayoutOps, LayoutOps]:
+        """``(who, where)``: the execution part (thread/CTA/cluster iters, replica and
+        offsets) and the storage part, each with its iters in their original order."""
+        return split_threads(self)
+
+    def contiguous_run(self, shape: Sequence[int] | None = None) -> int:
+        """How many logically consecutive innermost elements are contiguous on ``m``
+        (a run every row of ``shape`` splits into evenly). Sees through swizzles."""
+        return contiguous_run(self, shape)
+
+    def vector_width(
+        self, dtype_bits: int, max_bytes: int = 16, shape: Sequence[int] | None = None
+    ) -> int:
+        """The widest power-of-two element count a vector access may move: contiguous,
+        aligned at every start, at most ``max_bytes``."""
+        return vector_width(self, dtype_bits, max_bytes, shape)
+
+    def is_bijective_on(self, *axes: str | Axis) -> bool:
+        """True when the domain maps one-to-one onto a dense box of the given axes
+        (default ``m``): ``[offset, span)`` per axis, e.g. a buffer layout without gaps
+        or overlaps. The replica is not considered."""
+        return is_bijective_on(self, axes or ("m",))
+
+    def is_injective(self) -> bool:
+        """True when no two logical elements share a place (all axes together)."""
+        return is_injective(self)

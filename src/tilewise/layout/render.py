@@ -12,14 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from tilewise.layout.axes import check_shape
-
-if TYPE_CHECKING:  # annotations only: layout.py imports this module to draw itself
-    from tilewise.layout.layout import TileLayout
+from tilewise.layout.layout import TileLayout
 
 # Short label prefix per axis; ``m`` is "r" (register) in a view that has threads.
 PREFIX = {
@@ -53,7 +49,7 @@ def escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 def _grid(layout: TileLayout, shape: Sequence[int] | None) -> tuple[int, int]:
-    dims = layout.shape if shape is None else check_shape(shape, layout.size())
+    dims = layout.picture_shape if shape is None else check_shape(shape, layout.size())
     if len(dims) == 0:
         return 1, 1
     return math.prod(dims[:-1]), dims[-1]
@@ -106,7 +102,7 @@ def render_ascii(layout: TileLayout, shape: Sequence[int] | None = None) -> str:
     def line(head: str, cells: list[str]) -> str:
         return (head.rjust(rw) + "  " + " ".join(c.rjust(width) for c in cells)).rstrip()
 
-    dims = layout.shape if shape is None else tuple(shape)
+    dims = layout.picture_shape if shape is None else tuple(shape)
     out = [f"{layout!r}  shape {tuple(dims)}"]
     out.append(line("", ["…" if c is None else str(c) for c in cols]))
     for r in rows:
@@ -116,6 +112,52 @@ def render_ascii(layout: TileLayout, shape: Sequence[int] | None = None) -> str:
         cells = iter(table[r])
         out.append(line(str(r), ["…" if c is None else next(cells) for c in cols]))
     return "\n".join(out) + "\n"
+
+
+# What each label part means, for the legend under a picture: (noun, axis spelled out).
+MEANING = {
+    "laneid": ("lane", "laneid: lane in the warp"),
+    "warpid": ("warp", "warpid: warp in the CTA"),
+    "wid_in_wg": ("warp", "wid_in_wg: warp in its warpgroup"),
+    "tid_in_wg": ("thread", "tid_in_wg: thread in its warpgroup"),
+    "tx": ("thread", "tx: thread in the CTA"),
+    "wgid": ("warpgroup", "wgid: warpgroup in the CTA"),
+    "TLane": ("lane", "TLane: tensor-memory lane"),
+    "TCol": ("column", "TCol: tensor-memory column"),
+    "bx": ("CTA x", "bx"), "by": ("CTA y", "by"), "bz": ("CTA z", "bz"),
+    "cbx": ("cluster CTA x", "cbx"), "cby": ("cluster CTA y", "cby"),
+    "cbz": ("cluster CTA z", "cbz"),
+}
+REGISTER = ("register", "m: index in the thread's local array")
+
+
+def legend(layout: TileLayout, shape: Sequence[int] | None = None) -> str:
+    """What the labels of :func:`render_ascii`'s picture mean (an example label read out,
+    each part's axis), the ``*`` of a replicated element, and how a tile of more than two
+    dimensions is folded."""
+    names = [a.name for a in layout.axes()]
+    has_exec = any(a.is_execution for a in layout.axes())
+    lines = []
+    if has_exec or any(n != "m" for n in names):
+        parts = [REGISTER if n == "m" else MEANING.get(n, (n, n)) for n in names]
+        prefixes = ["r" if n == "m" else PREFIX.get(n, n) for n in names]
+        values = [0, 1, 4, 2, 3, 5, 6, 7][:len(names)]
+        label = ":".join(f"{p}{v}" for p, v in zip(prefixes, values))
+        read = ", ".join(f"{noun} {v}" for (noun, _), v in zip(parts, values))
+        lines.append(f"{label} = {read}")
+        lines += [f"  {p} = {axis}" for p, (_, axis) in zip(prefixes, parts)]
+    else:
+        lines.append("a number = the element's memory offset, in elements"
+                     + (" (after the swizzle)" if layout.swizzling else ""))
+    if math.prod(it.extent for it in layout.replica) > 1:
+        lines.append("* = replicated: other threads hold the element too (the R[...] part); "
+                     "the label names the first of them")
+    dims = layout.picture_shape if shape is None else tuple(shape)
+    if len(dims) > 2:
+        lines.append(f"the {tuple(dims)} tile is drawn as ({math.prod(dims[:-1])}, "
+                     f"{dims[-1]}): rows fold every dimension but the last (--shape R,C "
+                     "views it as R x C)")
+    return "legend: " + "\n        ".join(lines) + "\n"
 
 
 def _colour_keys(
@@ -164,7 +206,7 @@ def render_svg(layout: TileLayout, shape: Sequence[int] | None = None) -> str:
     legend = _legend(keys, texts)
     width = 2 * MARGIN + len(cols) * CELL_W
     height = 2 * MARGIN + len(rows) * CELL_H + CELL_H * (len(legend) + 2)
-    dims = layout.shape if shape is None else tuple(shape)
+    dims = layout.picture_shape if shape is None else tuple(shape)
     title = escape(f"{layout!r}  shape {tuple(dims)}")
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -213,3 +255,12 @@ def _legend(keys: np.ndarray, texts: list[str]) -> list[tuple[int, str]]:
     if len(order) > LEGEND_MAX:
         items.append((order[LEGEND_MAX], f"… {len(order) - LEGEND_MAX} more"))
     return items
+
+
+def _repr_svg_(layout: TileLayout) -> str:
+    return render_svg(layout)
+
+
+# Jupyter draws a layout with this; installed here so that layout.py need not import its
+# renderer (tilewise.layout imports both)
+TileLayout._repr_svg_ = _repr_svg_

@@ -24,9 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tilewise.errors import LayoutError
-
-# swizzle span in bytes -> the mask M of the formula above
-SWIZZLE_MASKS = {32: 1, 64: 3, 128: 7}
+from tilewise.ptx.tma import SWIZZLE_MASKS, swizzle_offset  # the formula above, once
 CHUNK_BYTES = 16  # the swizzle permutes whole 16-byte chunks
 
 
@@ -66,19 +64,14 @@ class Swizzle:
         """Elements after which the swizzle pattern repeats (256 / 512 / 1024 bytes)."""
         return self.mode * 8 * 8 // self.dtype_bits
 
-    def _shifts(self) -> tuple[int, int, int]:
-        k = self.log2_elem_bytes
-        return 7 - k, 4 - k, SWIZZLE_MASKS[self.mode]
-
-    def apply(self, offset: int) -> int:
-        """The swizzled element offset of element offset ``offset``."""
-        src, dst, mask = self._shifts()
-        return offset ^ (((offset >> src) & mask) << dst)
+    def apply(self, offset):
+        """The swizzled element offset of element offset ``offset`` (an int, a numpy array
+        or an IR expression: :func:`tilewise.ptx.tma.swizzle_offset`)."""
+        return swizzle_offset(offset, self.mode, self.log2_elem_bytes)
 
     def apply_np(self, offsets: np.ndarray) -> np.ndarray:
-        """Vectorised :meth:`apply`."""
-        src, dst, mask = self._shifts()
-        return offsets ^ (((offsets >> src) & mask) << dst)
+        """Vectorised :meth:`apply` (the same function)."""
+        return self.apply(offsets)
 
     def __repr__(self) -> str:
         return f"Swizzle({self.mode}, dtype_bits={self.dtype_bits})"

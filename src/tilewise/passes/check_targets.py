@@ -39,10 +39,11 @@ class _Check(SpanVisitor):
         self.generic_visit(e)
 
     def _one_cta_group(self, e: Call, op) -> None:
-        """ptxas refuses a kernel whose tcgen05 instructions mix cta_group::1 and ::2 (a TMA
-        copy's optional ``.cta_group`` is no tcgen05 instruction's)."""
+        """ptxas refuses a kernel whose tcgen05 instructions (the rows of the tcgen05
+        feature) mix cta_group::1 and ::2 (a TMA copy's optional ``.cta_group`` is no tcgen05
+        instruction's)."""
         names = [p.name for p in op.params]
-        if (not e.op.startswith("ptx.tcgen05.") or "cta_group" not in names
+        if (op.feature != "tcgen05" or "cta_group" not in names
                 or len(e.args) <= names.index("cta_group")):
             return
         value = as_int(e.args[names.index("cta_group")])

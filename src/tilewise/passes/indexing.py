@@ -24,16 +24,8 @@ from collections.abc import Sequence
 
 from ..ir.expr import Expr, ExprLike, binop, const
 from ..layout import TileLayout
+from ..layout.axes import rowmajor
 from ..layout.ops import split_into
-from ..layout.swizzle import SWIZZLE_MASKS
-
-
-def row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    strides, acc = [], 1
-    for e in reversed(shape):
-        strides.append(acc)
-        acc *= e
-    return tuple(reversed(strides))
 
 
 def storage_size(shape: Sequence[int], layout: TileLayout | None, strides=None) -> int:
@@ -70,10 +62,9 @@ def _dim_offset(iters, c: ExprLike, axis: str = "m") -> Expr:
 
 
 def swizzle_expr(offset: Expr, swz) -> Expr:
-    """The swizzle of ``layout/swizzle.py`` on an element-offset expression."""
-    k = swz.log2_elem_bytes
-    src, dst, mask = 7 - k, 4 - k, SWIZZLE_MASKS[swz.mode]
-    return offset ^ (((offset >> src) & mask) << dst)
+    """The swizzle of ``layout/swizzle.py`` (:class:`~tilewise.layout.swizzle.Swizzle`) on
+    an element-offset expression."""
+    return swz.apply(offset)
 
 
 def memory_offset(layout: TileLayout | None, shape: Sequence[int],
@@ -82,7 +73,7 @@ def memory_offset(layout: TileLayout | None, shape: Sequence[int],
     (``strides``: explicit element strides of a global buffer, else row-major)."""
     if layout is None:
         total: Expr = const(0)
-        for c, s in zip(coords, strides if strides is not None else row_major(shape)):
+        for c, s in zip(coords, strides if strides is not None else rowmajor(shape)):
             total = total + binop("*", c, s)
         return total
     total = const(0)

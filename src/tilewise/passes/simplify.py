@@ -180,7 +180,8 @@ def _launch_ranges(func: PrimFunc) -> dict[int, tuple[int, int]]:
         if b.kind == "cluster_id":
             continue  # grid / cluster: bounded, but by a quotient nothing here needs
         n = b.extent if b.kind in ("cta_id", "cta_id_in_cluster") else per[b.kind]
-        out[id(b.var)] = (0, n - 1)
+        if isinstance(n, int):  # a grid of symbolic size bounds nothing known here
+            out[id(b.var)] = (0, n - 1)
     return out
 
 

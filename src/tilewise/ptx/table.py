@@ -16,6 +16,12 @@ for targets without it), how it is spelt in PTX and how it is lowered to LLVM:
 
 The simulator semantics are registered with ``@semantics(name)`` in :mod:`tilewise.sim.ops`.
 Tests assert that every entry (every spelling, aliases included) has both.
+
+``traits=`` (:mod:`tilewise.ptx.traits`) says whether the instruction blocks on other
+threads, which proxy it accesses shared memory through and how it completes; the default is
+a synchronous, non-blocking, generic-proxy instruction. The simulator's scheduler and its
+proxy-fence check read these, and a test derives from each row's simulator semantics that
+the declaration is not missing.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from ..ir import dtype as dt
 from ..ir.dtype import DataType
 from ..ir.expr import Call
 from . import mma, packed, tcgen05, tma, wgmma
-from .operands import KINDS, REQUIRED, Param
+from .operands import KINDS, REQUIRED, Param, regs_read, regs_written
+from .traits import SYNC, Traits, async_op, blocking, completing
 
 __all__ = ["Asm", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "ROWS", "lookup",
            "prefixes", "register"]
@@ -62,6 +69,17 @@ class PtxOp:
     # (operand, {value: feature}): a static operand whose value needs another feature than
     # the row's (TMA's cta_group=1/2 exists on tcgen05 targets only)
     feature_by: tuple | None = None
+    traits: Traits = SYNC  # blocks / proxy / completion (ptx/traits.py)
+
+    @property
+    def reads_regs(self) -> bool:
+        """Whether its trailing register operands are read (``regs_in``/``regs_inout``)."""
+        return regs_read(self.regs)
+
+    @property
+    def writes_regs(self) -> bool:
+        """Whether its trailing register operands are written (``regs_out``/``regs_inout``)."""
+        return regs_written(self.regs)
 
     def features_of(self, args) -> tuple[str, ...]:
         """The target features a bound call needs (the row's, and its operand's)."""
@@ -187,9 +205,9 @@ def _wgmma_regs(values) -> int:
 def _wgmma_check(values) -> str | None:
     k_dtype = values["ab"]
     if values["trans_a"] or values["trans_b"]:
-        if k_dtype not in ("float16", "bfloat16"):
-            return (f"a transposed (MN-major) operand needs float16 or bfloat16 inputs, not "
-                    f"{k_dtype}")
+        if not wgmma.transposable(k_dtype):
+            return (f"a transposed (MN-major) operand needs {' or '.join(wgmma.TRANSPOSABLE)} "
+                    f"inputs, not {k_dtype}")
     if values["acc"] == "float16" and k_dtype != "float16":
         return f"a float16 accumulator needs float16 inputs, not {k_dtype}"
     return None
@@ -270,37 +288,41 @@ _OPS = [
                            _p("src_size", "value", None), _p("ignore_src", "value", None),
                            _p("prefetch", "imm", None, (64, 128, 256))),
           "cp.async.{ca|cg}.shared.global{.L2::NB} [dst], [src], cp-size{, src-size}",
-          "cp_async",
+          "cp_async", traits=async_op("cp_async_group"),
           doc="asynchronous global->shared copy of 4/8/16 bytes; .cg when 16 bytes; "
               "prefetch: the L2 prefetch size hint in bytes"),
     PtxOp("ptx.cp_async.commit_group", (), "cp.async.commit_group", "cp_async",
-          llvm="llvm.nvvm.cp.async.commit.group"),
+          llvm="llvm.nvvm.cp.async.commit.group", traits=completing("cp_async_group")),
     PtxOp("ptx.cp_async.wait_group", (_p("n", "imm", 0, lo=0, hi=2**31 - 1),),
-          "cp.async.wait_group n", "cp_async", llvm="llvm.nvvm.cp.async.wait.group"),
+          "cp.async.wait_group n", "cp_async", llvm="llvm.nvvm.cp.async.wait.group",
+          traits=completing("cp_async_group")),
     PtxOp("ptx.cp_async.wait_all", (), "cp.async.wait_all", "cp_async",
-          llvm="llvm.nvvm.cp.async.wait.all"),
+          llvm="llvm.nvvm.cp.async.wait.all", traits=completing("cp_async_group")),
     PtxOp("ptx.cp_async.mbarrier_arrive", (_shared(),),
           "cp.async.mbarrier.arrive.noinc.shared.b64 [mbar]", "cp_async",
-          llvm="llvm.nvvm.cp.async.mbarrier.arrive.noinc.shared"),
+          llvm="llvm.nvvm.cp.async.mbarrier.arrive.noinc.shared",
+          traits=completing("cp_async_group")),
     # ---- bulk copies by the TMA unit (non-tensor), PTX ISA §9.7.9.25.4
     PtxOp("ptx.cp_async.bulk.g2s", (_shared("dst"), _p("src", "ptr", space="global"),
                                     _p("nbytes"), _shared()),
           "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], "
-          "size, [mbar]", "tma",
+          "size, [mbar]", "tma", traits=async_op("mbarrier", "async"),
           doc="global -> shared copy of nbytes (a multiple of 16, both addresses 16-byte "
               "aligned) that performs complete_tx(nbytes) on mbar when the bytes have landed"),
     PtxOp("ptx.cp_async.bulk.s2g", (_p("dst", "ptr", space="global"), _shared("src"),
                                     _p("nbytes")),
           "cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size", "tma",
+          traits=async_op("bulk_group", "async"),
           doc="shared -> global copy of nbytes, tracked by this thread's bulk async-groups"),
     PtxOp("ptx.cp_async.bulk.commit_group", (), "cp.async.bulk.commit_group", "tma",
-          llvm="llvm.nvvm.cp.async.bulk.commit.group"),
+          llvm="llvm.nvvm.cp.async.bulk.commit.group", traits=completing("bulk_group")),
     PtxOp("ptx.cp_async.bulk.wait_group", (_p("n", "imm", 0, lo=0, hi=2**31 - 1),),
           "cp.async.bulk.wait_group n", "tma", llvm="llvm.nvvm.cp.async.bulk.wait.group",
+          traits=completing("bulk_group"),
           doc="wait until at most n of this thread's bulk groups are pending"),
     PtxOp("ptx.cp_async.bulk.wait_group_read", (_p("n", "imm", 0, lo=0, hi=2**31 - 1),),
           "cp.async.bulk.wait_group.read n", "tma",
-          llvm="llvm.nvvm.cp.async.bulk.wait.group.read",
+          llvm="llvm.nvvm.cp.async.bulk.wait.group.read", traits=completing("bulk_group"),
           doc="wait until at most n bulk groups still read their shared-memory source"),
     # ---- tensor copies by the TMA unit, PTX ISA §9.7.9.25.5 (facts in ptx/tma.py)
     PtxOp("ptx.cp_async.bulk.tensor.g2c",
@@ -311,6 +333,7 @@ _OPS = [
           "{.multicast::cluster}{.cta_group::N}{.L2::cache_hint} [dst], [tmap, {coords}], "
           "[mbar]{, cta_mask}{, policy}", "tma", regs=_coords(),
           feature_by=("cta_group", {1: "tcgen05", 2: "tcgen05"}),
+          traits=async_op("mbarrier", "async"),
           doc="global -> shared copy of the tensor map's box at `coords` (innermost first; "
               "out-of-bounds elements filled) that performs complete_tx(box bytes) on mbar; "
               "with cta_mask, into the same offsets of every CTA of the cluster in the mask "
@@ -319,6 +342,7 @@ _OPS = [
           (_DIM, _shared("src"), _p("tmap", "tensormap"), _CACHE_HINT),
           "cp.async.bulk.tensor.<dim>d.global.shared::cta.tile.bulk_group{.L2::cache_hint} "
           "[tmap, {coords}], [src]{, policy}", "tma", regs=_coords(),
+          traits=async_op("bulk_group", "async"),
           doc="shared -> global copy of a box (elements out of bounds are not written), "
               "tracked by this thread's bulk async-groups"),
     PtxOp("ptx.cp_async.bulk.tensor.s2g_reduce",
@@ -326,6 +350,7 @@ _OPS = [
            _p("op", "str", choices=tma.REDUCE_OPS), _CACHE_HINT),
           "cp.reduce.async.bulk.tensor.<dim>d.global.shared::cta.<op>.tile.bulk_group"
           "{.L2::cache_hint} [tmap, {coords}], [src]{, policy}", "tma", regs=_coords(),
+          traits=async_op("bulk_group", "async"),
           doc="shared -> global reduction (add, min or max) of a box into global memory"),
     PtxOp("ptx.prefetch_tensormap", (_p("tmap", "tensormap"),),
           "prefetch.param.tensormap [tmap]", "tma",
@@ -333,7 +358,7 @@ _OPS = [
     PtxOp("ptx.cp_async.bulk.s2c",
           (_shared("dst"), _shared("src"), _p("nbytes"), _shared(), _p("rank", "rank")),
           "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], "
-          "[src], size, [mbar]", "tma",
+          "[src], size, [mbar]", "tma", traits=async_op("mbarrier", "async"),
           doc="shared -> shared copy of nbytes (a multiple of 16, 16-byte aligned) into CTA "
               "`rank` of the cluster: dst and mbar are this CTA's addresses of the buffer and "
               "mbarrier, mapped to that CTA (mapa); complete_tx(nbytes) on its mbarrier"),
@@ -348,10 +373,11 @@ _OPS = [
     PtxOp("ptx.barrier.cluster.wait",
           (_p("aligned", "flag", False, spell=((1, ".aligned"), (0, ""))),),
           "barrier.cluster.wait{.aligned}", "cluster",
-          llvm="llvm.nvvm.barrier.cluster.wait{aligned}",
+          llvm="llvm.nvvm.barrier.cluster.wait{aligned}", traits=blocking(),
           doc="wait until every thread of every CTA of the cluster has arrived (acquire)"),
     PtxOp("cuda.cluster_sync", (), "barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned",
-          "cluster", doc="all threads of the cluster: arrive, then wait (TIRx's spelling)"),
+          "cluster", traits=blocking(),
+          doc="all threads of the cluster: arrive, then wait (TIRx's spelling)"),
     PtxOp("ptx.fence.mbarrier_init", (), "fence.mbarrier_init.release.cluster", "cluster",
           llvm="llvm.nvvm.fence.mbarrier_init.release.cluster",
           doc="make this thread's mbarrier.init visible to the cluster (before the barrier "
@@ -370,7 +396,7 @@ _OPS = [
     # ---- barriers, warp primitives, registers
     PtxOp("cuda.cta_sync", (), "bar.sync 0", None, doc="__syncthreads()"),
     PtxOp("ptx.bar.sync", (_p("id"), _p("count")), "bar.sync id, count", None,
-          llvm="llvm.nvvm.barrier.cta.sync.aligned.count",
+          llvm="llvm.nvvm.barrier.cta.sync.aligned.count", traits=blocking(),
           doc="named barrier `id` (1..15; 0 is __syncthreads's): wait until `count` threads "
               "(a multiple of 32, whole warps) have arrived, this one included"),
     PtxOp("ptx.bar.arrive", (_p("id"), _p("count")), "bar.arrive id, count", None,
@@ -409,10 +435,11 @@ _OPS = [
     PtxOp("ptx.mbarrier.try_wait_parity", (_shared(), _p("parity")),
           "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity", "mbarrier_tx",
           returns=dt.bool_, llvm="llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta",
+          traits=blocking("mbarrier"),
           doc="one try: true when the phase of parity `parity` has completed"),
     PtxOp("ptx.mbarrier.try_wait", (_shared(), _p("parity")),
           "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity (looped until p)",
-          "mbarrier_tx", aliases=("ptx.mbarrier.wait_parity",),
+          "mbarrier_tx", aliases=("ptx.mbarrier.wait_parity",), traits=blocking("mbarrier"),
           doc="block until the phase of parity `parity` has completed: a try_wait.parity "
               "loop (TIRx's spelling; also T.ptx.mbarrier.wait_parity)"),
     PtxOp("ptx.smem_addr", (_shared("ptr"),), "mov.b64 a, ptr (its shared-window offset)", None,
@@ -425,16 +452,17 @@ _OPS = [
           doc="order the warpgroup's register accesses before the next wgmma.mma_async "
               "(needed before the first one and after writing accumulators or A registers)"),
     PtxOp("ptx.wgmma.commit_group", (), "wgmma.commit_group.sync.aligned", "wgmma",
-          llvm="llvm.nvvm.wgmma.commit_group.sync.aligned",
+          llvm="llvm.nvvm.wgmma.commit_group.sync.aligned", traits=completing("wgmma_group"),
           doc="close a group of the warpgroup's uncommitted wgmma.mma_async operations"),
     PtxOp("ptx.wgmma.wait_group", (_p("n", "imm", 0, lo=0, hi=2**31 - 1),),
-          "wgmma.wait_group.sync.aligned n", "wgmma",
+          "wgmma.wait_group.sync.aligned n", "wgmma", traits=completing("wgmma_group"),
           doc="wait until at most n wgmma groups of the warpgroup are pending; then their "
               "accumulators may be read and their shared operands reused"),
     PtxOp("ptx.wgmma.mma_async", _WGMMA,
           "wgmma.mma_async.sync.aligned.m64n<n>k<K>.<acc>.<ab>.<ab> {d}, a-desc, b-desc, "
           "scale-d, 1, 1{, trans-a, trans-b}", "wgmma",
           regs=_p("acc_regs", "regs_inout", count=_wgmma_regs), check=_wgmma_check,
+          traits=async_op("wgmma_group", "async"),
           doc="D = A @ B (+ D where scale_d): A (64 x K) and B (K x n) in shared memory by "
               "their matrix descriptors (ptx/wgmma.py), D the warpgroup's accumulator "
               "fragment (n/2 float32 or n/4 float16x2 registers per thread); trans_a / "
@@ -465,26 +493,28 @@ _OPS = [
           llvm="llvm.nvvm.tcgen05.relinq.alloc.permit.cg{cta_group}"),
     PtxOp("ptx.tcgen05.ld", _LDST + (_p("pack", "flag", False),),
           "tcgen05.ld.sync.aligned.<shape>.x<num>{.pack::16b}.b32 {regs}, [taddr]", "tcgen05",
-          regs=_ldst_regs("regs_out"), check=_ldst_check,
+          regs=_ldst_regs("regs_out"), check=_ldst_check, traits=async_op("tcgen05_ld"),
           doc="registers are destinations (32-bit buffer elements) that receive the cells"),
     PtxOp("ptx.tcgen05.st", _LDST + (_p("unpack", "flag", False),),
           "tcgen05.st.sync.aligned.<shape>.x<num>{.unpack::16b}.b32 [taddr], {regs}", "tcgen05",
-          regs=_ldst_regs("regs_in"), check=_ldst_check),
+          regs=_ldst_regs("regs_in"), check=_ldst_check, traits=async_op("tcgen05_st")),
     PtxOp("ptx.tcgen05.wait.ld", (), "tcgen05.wait::ld.sync.aligned", "tcgen05",
-          llvm="llvm.nvvm.tcgen05.wait.ld"),
+          llvm="llvm.nvvm.tcgen05.wait.ld", traits=completing("tcgen05_ld")),
     PtxOp("ptx.tcgen05.wait.st", (), "tcgen05.wait::st.sync.aligned", "tcgen05",
-          llvm="llvm.nvvm.tcgen05.wait.st"),
+          llvm="llvm.nvvm.tcgen05.wait.st", traits=completing("tcgen05_st")),
     PtxOp("ptx.tcgen05.mma", _tcgen05_mma_params(_p("a_desc", "desc64")),
           "tcgen05.mma.cta_group::N.kind::<kind> [d_tmem], a-desc, b-desc, idesc, "
-          "enable-input-d", "tcgen05", doc=_MMA_DOC.format(a="A in shared memory by its "
-                                                           "descriptor")),
+          "enable-input-d", "tcgen05", traits=async_op("tcgen05_commit", "async"),
+          doc=_MMA_DOC.format(a="A in shared memory by its descriptor")),
     PtxOp("ptx.tcgen05.mma.ts", _tcgen05_mma_params(_p("a_tmem", "taddr")),
           "tcgen05.mma.cta_group::N.kind::<kind> [d_tmem], [a_tmem], b-desc, idesc, "
-          "enable-input-d", "tcgen05", doc=_MMA_DOC.format(a="A in tensor memory at a_tmem "
-                                                           "(row-major, 256 bits a K-step)")),
+          "enable-input-d", "tcgen05", traits=async_op("tcgen05_commit", "async"),
+          doc=_MMA_DOC.format(a="A in tensor memory at a_tmem (row-major, 256 bits a "
+                                "K-step)")),
     PtxOp("ptx.tcgen05.commit", (_shared(), _CTA_GROUP),
           "tcgen05.commit.cta_group::N.mbarrier::arrive::one.shared::cluster.b64 [mbar]",
           "tcgen05", llvm="llvm.nvvm.tcgen05.commit.shared.cg{cta_group}",
+          traits=completing("tcgen05_commit"),
           doc="arrive (count 1) on mbar once every earlier tcgen05.mma / tcgen05.cp of this "
               "thread has completed"),
     PtxOp("ptx.tcgen05.cp", (_p("taddr", "taddr"), _p("s_desc", "desc64"),
@@ -492,6 +522,7 @@ _OPS = [
                                 spell=_CP_SPELL), _CTA_GROUP),
           "tcgen05.cp.cta_group::N.<shape>{.<multicast>} [taddr], s-desc", "tcgen05",
           llvm="llvm.nvvm.tcgen05.cp.{shape}.cg{cta_group}",
+          traits=async_op("tcgen05_commit", "async"),
           doc="shared -> tensor memory, issued by one thread: the rows of the shape (a "
               "K-major canonical tile by the descriptor) land in the lanes the shape and its "
               "multicast name (ptx/tcgen05.py CP_SHAPES); completion: T.ptx.tcgen05.commit"),

@@ -65,13 +65,25 @@ def swizzle_repeat(swizzle: int) -> int:
     return 8 * swizzle
 
 
-def swizzle_bytes(addr, swizzle: int):
-    """The swizzled shared byte address of ``addr`` (int or numpy array): the 16-byte
-    chunk index inside a 128-byte row XORed with the row index modulo 2, 4 or 8."""
+#: Swizzle span in bytes -> the mask ``M`` of :func:`swizzle_offset` (32B, 64B, 128B).
+SWIZZLE_MASKS = {32: 1, 64: 3, 128: 7}
+
+
+def swizzle_offset(o, swizzle: int, log2_unit: int = 0):
+    """The one swizzle formula of TMA, wgmma and tcgen05 (PTX ISA §5.5.6): on a shared byte
+    address ``a``, ``a ^ (((a >> 7) & M) << 4)`` -- the 16-byte chunk index inside a
+    128-byte line XORed with the line index modulo 2, 4 or 8 (M = 1, 3, 7 for a 32, 64,
+    128-byte swizzle; 0: none). ``o`` counts units of ``2**log2_unit`` bytes (elements:
+    log2 of their byte size, negative below a byte), so the shifts are ``7 - log2_unit``
+    and ``4 - log2_unit``. ``o`` may be an int, a numpy array or an IR expression."""
     if not swizzle:
-        return addr
-    mask = swizzle // 16 - 1
-    return addr ^ (((addr >> 7) & mask) << 4)
+        return o
+    return o ^ (((o >> (7 - log2_unit)) & SWIZZLE_MASKS[swizzle]) << (4 - log2_unit))
+
+
+def swizzle_bytes(addr, swizzle: int):
+    """The swizzled shared byte address of ``addr`` (:func:`swizzle_offset` on bytes)."""
+    return swizzle_offset(addr, swizzle)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,14 @@ K_OF = {"float16": 16, "bfloat16": 16, "tfloat32": 8, "float32": 8, "float8_e4m3
 PTX_TYPE = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "float8_e4m3": "e4m3",
             "float8_e5m2": "e5m2"}
 ACC_TYPE = {"float32": "f32", "float16": "f16"}
+#: Input types whose operands may be MN-major (the instruction's trans-a / trans-b
+#: immediates exist only for them, PTX ISA §9.7.15.5.1): 16-bit floats.
+TRANSPOSABLE = ("float16", "bfloat16")
+
+
+def transposable(ab: str) -> bool:
+    """Whether a wgmma of ``ab`` inputs takes MN-major (transposed) operands."""
+    return ab in TRANSPOSABLE
 #: Swizzle span in bytes -> the descriptor's 2-bit mode; 0 means no swizzle.
 SWIZZLE_CODE = {0: 0, 128: 1, 64: 2, 32: 3}
 SWIZZLE_OF_CODE = {v: k for k, v in SWIZZLE_CODE.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import numbers
 
 from ..errors import ScriptError, TilewiseError
@@ -9,9 +10,11 @@ from ..ir import dtype as dt
 from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, IntImm, Range, SizeVar, Var,
                        binop, cast, const)
 from ..ir.launch import CTA_KINDS
-from ..ir.stmt import SCOPES, THREAD_KINDS, Buffer, DeclBuffer, ThreadBinding, TileCall
+from ..ir.stmt import (SCOPES, THREAD_KINDS, Buffer, DeclBuffer, LetStmt, ThreadBinding,
+                       TileCall)
 from ..ptx import table as ptx_table
 from . import typerules as tr
+from .inline import BoundInline, InlineFunction, is_meta_class, is_meta_object
 from .namespace import Builtin, PtxPath, TilePrimitiveRef, TypeCtor
 from .values import LoopRange as _LoopRange
 from .values import describe as _describe
@@ -48,13 +51,21 @@ def call(p, fn, args, kwargs, node):
         return _tile_call(p, fn, args, kwargs)
     if isinstance(fn, _BoundMethod):
         return fn(p, args, kwargs)
+    if isinstance(fn, (InlineFunction, BoundInline)):
+        return p.inline_call(fn.fn, (fn.obj, *args), kwargs) if isinstance(fn, BoundInline) \
+            else p.inline_call(fn, args, kwargs)
+    if is_meta_class(fn):
+        return p.new_meta_object(fn, args, kwargs)
+    if inspect.ismethod(fn) and is_meta_object(fn.__self__):
+        return p.run_python(fn, args, kwargs)
     if fn is range:
         return _range(p, args, kwargs, "serial")
     if fn in (min, max) and any(is_ir(a) for a in args):
         return _minmax(p, fn.__name__, args)
     if any(is_ir(a) or isinstance(a, Buffer) for a in list(args) + list(kwargs.values())):
         raise p.error(f"the Python function {getattr(fn, '__name__', fn)!r} cannot take "
-                      f"run-time values", "only T.* functions run on the device")
+                      f"run-time values", "only T.* functions run on the device; decorate a "
+                      "helper with @T.inline to pass it run-time values")
     if not callable(fn):
         raise p.error(f"{_describe(fn)} is not callable")
     try:
@@ -283,17 +294,26 @@ def _launch(kind):
             raise p.error(f"T.{kind} takes a list of {most} {what}, "
                           f"got {_describe(ext) if not isinstance(ext, (list, tuple)) else ext}",
                           f"write T.{kind}([n])")
-        names = p.assign_name
         vars_ = []
         for d in range(len(ext)):
-            name = names if names and len(ext) == 1 else (
-                kind if len(ext) == 1 else f"{kind}_{'xyz'[d]}")
+            name = _launch_name(p, kind, d, len(ext))
             v = Var(name, dt.int32, span=p.span())
             p.launch.append(ThreadBinding(v, kind, tuple(ext), d, span=p.span()))
             vars_.append(v)
         return vars_[0] if len(vars_) == 1 else tuple(vars_)
 
     return h
+
+
+def _launch_name(p, kind: str, d: int, dims: int) -> str:
+    """The name of launch variable ``d`` of ``dims``: the user's (``bm = T.cta_id([n])``,
+    ``bn, bm = T.cta_id([x, y])``), else ``cta_id`` / ``cta_id_y``."""
+    if dims == 1 and p.assign_name:
+        return p.assign_name
+    names = p.assign_names or ()
+    if len(names) == dims and names[d]:
+        return names[d]
+    return kind if dims == 1 else f"{kind}_{'xyz'[d]}"
 
 
 for _k in THREAD_KINDS:
@@ -560,6 +580,36 @@ def _tile_operand(p, prim, name: str, kind: str, a):
         raise p.error(f"operand {name!r} of Tx.{prim.name} must be a buffer region or a "
                       f"scalar, got {_describe(a)}")
     return a
+
+
+# ------------------------------------------------------------------ helpers' state
+@handler("local_scalar")
+def _local_scalar(p, args, kwargs):
+    """``T.local_scalar("int32", init=0)``: a run-time local (TIRx's scalar of a
+    meta-class object); a field holding one is assigned in place by helpers."""
+    _arity(p, "local_scalar", args, kwargs, 0, 1, ("dtype", "init"))
+    t = _dtype(p, args[0] if args else kwargs.get("dtype", "int32"))
+    init = tr.coerce(p, kwargs.get("init", 0), t, "T.local_scalar's init=")
+    var = Var(p.assign_name or "scalar", t, span=p.span())
+    p.mutable[id(var)] = len(p.scopes)
+    p.field_vars.add(id(var))
+    p.emit(LetStmt(var, init, span=p.span()))
+    return var
+
+
+@handler("meta_var")
+def _meta_var(p, args, kwargs):
+    """``x = T.meta_var(v)``: ``x`` names ``v`` itself (no local is made; a run-time field
+    read through it sees later assignments)."""
+    _arity(p, "meta_var", args, kwargs, 1)
+    return MetaVar(args[0])
+
+
+class MetaVar:
+    """What ``T.meta_var`` returns: an assignment binds the name to ``value`` itself."""
+
+    def __init__(self, value):
+        self.value = value
 
 
 def handlers() -> dict:

@@ -45,6 +45,7 @@ def _check_size(p, op: str, a, b) -> None:
 
 
 class Expressions:
+    meta_target = None  # the call node of `name = T.meta_var(x)` being parsed
     def expr(self, node: ast.expr):
         method = getattr(self, "e_" + type(node).__name__, None)
         if method is None:
@@ -330,7 +331,7 @@ class Expressions:
         return Range(const(start), ext)
 
     def e_Call(self, node: ast.Call):
-        from .builtins import call
+        from .builtins import MetaVar, call
 
         fn = self.expr(node.func)
         args = self.elements(node.args)
@@ -343,7 +344,10 @@ class Expressions:
                 kwargs.update(v)
             else:
                 kwargs[kw.arg] = self.expr(kw.value)
-        return call(self, fn, args, kwargs, node)
+        v = call(self, fn, args, kwargs, node)
+        if isinstance(v, MetaVar) and node is not self.meta_target:
+            return v.value  # T.meta_var(x) anywhere but `name = T.meta_var(x)` is x
+        return v
 
     def e_Starred(self, node):
         raise self.error("* is only allowed inside a call's arguments or a list")

@@ -26,8 +26,7 @@ class Builtin:
         return f"<tilewise builtin T.{self.name}>"
 
     def __call__(self, *a, **k):
-        raise ScriptError(f"T.{self.name} can only be used inside a @T.prim_func kernel",
-                          hint="call it from the body of a function decorated with @T.prim_func")
+        return build(self, f"T.{self.name}", a, k)
 
 
 class TypeCtor(Builtin):
@@ -74,6 +73,9 @@ class PtxPath:
     def op(self):
         return ptx_table.PTX_OPS.get(self._path)
 
+    def __call__(self, *a, **k):
+        return build(self, f"T.{self._path}", a, k)
+
     def __repr__(self) -> str:
         return f"<T.{self._path}>"
 
@@ -116,6 +118,29 @@ class TilePrimitiveRef:
         self.prim = prim
         self.scope = scope
 
+    def __call__(self, *a, **k):
+        return build(self, f"Tx.{self.scope}.{self.prim.name}", a, k)
+
+
+def build(fn, what: str, args, kwargs):
+    """A ``T.*``/``Tx.*`` call made by Python code: inside a kernel being parsed (a
+    meta-class ``__init__`` or plain method, see :mod:`.inline`) it builds IR there, at the
+    Python line that called it; anywhere else it is an error."""
+    from .inline import active_parser, user_span
+
+    p = active_parser()
+    if p is None:
+        raise ScriptError(f"{what} can only be used inside a @T.prim_func kernel",
+                          hint="call it from the body of a function decorated with @T.prim_func")
+    with p.python_call_site(user_span(p)):
+        v = p.call_builtin(fn, list(args), dict(kwargs))
+        if isinstance(fn, PtxPath) and fn.op is not None and fn.op.returns is None:
+            from ..ir.stmt import Evaluate
+
+            p.emit(Evaluate(v, span=p.span()))
+            return None
+        return v
+
 
 class _Tx(_Namespace):
     _label = "Tx"
@@ -133,7 +158,9 @@ class _Tx(_Namespace):
 
 
 def _build_T(handlers: dict, prim_func) -> _Namespace:
-    entries: dict = {"prim_func": prim_func}
+    from .inline import inline, meta_class
+
+    entries: dict = {"prim_func": prim_func, "inline": inline, "meta_class": meta_class}
     for name, h in handlers.items():
         entries[name] = Builtin(name, h)
     for name, t in dt.DTYPES.items():

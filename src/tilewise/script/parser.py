@@ -24,13 +24,15 @@ from ..ir.stmt import (Assign, Break, Buffer, BufferStore, Continue, Evaluate, F
 from ..ir.visitor import walk
 from . import typerules as tr
 from .analysis import check_depth, check_source_depth, check_unroll
+from .builtins import MetaVar, call
 from .exprs import PY_BINOP, Expressions
+from .inline import Frame, InlineParsing
 from .rejected import GENERIC_HINT, REJECTED
 from .scopes import UNBOUND, Scope, Unassigned, assigned_names
 from .values import LoopRange, describe, is_ir, is_scalar, literal_type, unify_literal_types
 
 
-class Parser(Expressions):
+class Parser(Expressions, InlineParsing):
     def __init__(self, pyscope: dict, file: str, lines: list[str], line0: int, col0: int):
         self.pyscope = pyscope
         self.file = file
@@ -51,17 +53,26 @@ class Parser(Expressions):
         self.locals: set[str] = set()  # names the kernel assigns anywhere (Python's rule)
         self.node: ast.AST | None = None
         self.assign_name: str | None = None
+        self.assign_names: tuple | None = None  # the names of a tuple target, while parsing
         self.mutable: dict[int, int] = {}  # id(Var) declared by LetStmt -> its scope depth
+        self.frames: list[Frame] = []  # the T.inline helpers being parsed into the kernel
+        self.via: tuple = ()  # their call sites, innermost first (on every span)
+        self.site: Span | None = None  # the Python line running a T.* call (building mode)
+        self.meta_depth: dict[int, int] = {}  # id(meta-class object) -> rt_depth it was made at
+        self.field_vars: set[int] = set()  # ids of run-time locals held by object fields
+        self.orphans: set[int] = set()  # ids of locals of finished helpers (adoptable)
 
     # ------------------------------------------------------------------ plumbing
     def span(self, node: ast.AST | None = None) -> Span | None:
+        if self.site is not None:
+            return self.site
         node = node or self.node
         if node is None or not hasattr(node, "lineno"):
             return None
         text = self.lines[node.lineno - 1] if node.lineno - 1 < len(self.lines) else None
         pad = " " * self.col0
         return Span(self.file, node.lineno + self.line0, node.col_offset + self.col0,
-                    pad + text if text is not None else None)
+                    pad + text if text is not None else None, self.via)
 
     def line(self, node) -> str:
         return f"line {node.lineno + self.line0}" if hasattr(node, "lineno") else "another line"
@@ -69,15 +80,22 @@ class Parser(Expressions):
     def error(self, msg: str, hint: str | None = None, node=None) -> ScriptError:
         return ScriptError(msg, self.span(node), hint)
 
+    def call_builtin(self, fn, args: list, kwargs: dict):
+        """A ``T.*`` call made by Python code that builds this kernel (building mode)."""
+        return call(self, fn, args, kwargs, None)
+
     def emit(self, s: Stmt):
         self.blocks[-1].append(s)
 
     def find(self, name: str):
-        """The innermost kernel binding of ``name`` (a value or an Unassigned); UNBOUND
-        when the kernel has not bound it."""
+        """The innermost binding of ``name`` in the function being parsed (the kernel, or
+        the T.inline helper being inlined: its scopes end at its frame), a value or an
+        Unassigned; UNBOUND when the function has not bound it."""
         for scope in reversed(self.scopes):
             if name in scope.vals:
                 return scope.vals[name]
+            if scope.kind == "inline":
+                break
         return UNBOUND
 
     def lookup(self, name: str, node):
@@ -92,6 +110,9 @@ class Parser(Expressions):
                              f"assign {name!r} earlier; a name the kernel assigns is local to "
                              "the kernel (as in Python) and does not come from the enclosing "
                              "scope", node)
+        v = self.enclosing(name)
+        if v is not UNBOUND:
+            return v
         if name in self.pyscope:
             return self.outer_value(name, self.pyscope[name])
         if hasattr(builtins, name):
@@ -175,10 +196,19 @@ class Parser(Expressions):
             raise self.error("chained assignment (a = b = ...) is not supported")
         target = node.targets[0]
         self.assign_name = target.id if isinstance(target, ast.Name) else None
+        if isinstance(target, ast.Tuple):  # bn, bm = T.cta_id([...]): the names, in order
+            self.assign_names = tuple(e.id if isinstance(e, ast.Name) else None
+                                      for e in target.elts)
+        self.meta_target = node.value
         try:
             value = self.expr(node.value)
         finally:
-            self.assign_name = None
+            self.assign_name = self.assign_names = self.meta_target = None
+        if isinstance(value, MetaVar):
+            if not isinstance(target, ast.Name):
+                raise self.error("T.meta_var(...) names a value: assign it to one name")
+            self.bind(target.id, value.value, node)
+            return
         self.assign(target, value, node)
 
     def s_AnnAssign(self, node: ast.AnnAssign):
@@ -205,8 +235,14 @@ class Parser(Expressions):
         self.declare(name, value, node, t)
 
     def declare(self, name: str, value, node, t=None) -> Var:
+        if t is None and isinstance(value, Var) and id(value) in self.orphans:
+            self.orphans.discard(id(value))  # a finished helper's result: adopt it
+            self.bind(name, value, node)
+            return value
         var = Var(name, t or value.dtype, span=self.span(node))
         self.mutable[id(var)] = len(self.scopes)
+        if self.frames:
+            self.frames[-1].declared.add(id(var))
         self.emit(LetStmt(var, value, span=self.span(node)))
         self.bind(name, var, node)
         return var
@@ -227,8 +263,10 @@ class Parser(Expressions):
             return
         if isinstance(target, ast.Subscript):
             return self.store(target, value, node)
+        if isinstance(target, ast.Attribute):
+            return self.assign_field(target, value, node)
         if not isinstance(target, ast.Name):
-            raise self.error("only names, buffer elements and tuples can be assigned")
+            raise self.error("only names, buffer elements, fields and tuples can be assigned")
         name = target.id
         old = self.find(name)
         fixed = isinstance(old, Var) and id(old) not in self.mutable and old.name == name

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from ..errors import ScriptError, Span
+from ..errors import ScriptError, Span, api_boundary
 from .names import T, Tx
 
 
@@ -19,6 +19,7 @@ def script_env() -> dict:
     return env
 
 
+@api_boundary
 def from_source(text: str, env: dict | None = None, name: str | None = None,
                 filename: str = "<tilewise>"):
     """Parse kernel text (for example the output of ``func.script()``) into a PrimFunc."""

@@ -60,9 +60,9 @@ def make_load(plan, buf, span, operand: bool = False, init_check: bool = True):
                       place, d.itemsize)
         offs = place.base + idx * d.itemsize
         if place.space == LOCAL:
-            w = ctx.asyncs.wgmma_if_used
-            if w is not None and not operand:
-                w.register_access(tids, offs, d.itemsize, span, False)
+            if not operand:
+                for w in ctx.asyncs.reg_watchers:  # async work owning registers (wgmma)
+                    w.register_access(tids, offs, d.itemsize, span, False)
             if init_check:
                 check_local_read(ctx, offs, d.itemsize, tids, span, buf.name)
             return view[tids, idx]
@@ -88,9 +88,9 @@ def make_store(plan, buf, span, operand: bool = False):
                       place, d.itemsize)
         offs = place.base + idx * d.itemsize
         if place.space == LOCAL:
-            w = ctx.asyncs.wgmma_if_used
-            if w is not None and not operand:
-                w.register_access(tids, offs, d.itemsize, span, True)
+            if not operand:
+                for w in ctx.asyncs.reg_watchers:
+                    w.register_access(tids, offs, d.itemsize, span, True)
             view[tids, idx] = vals
             mark_local_write(ctx, offs, d.itemsize, tids)
             return
@@ -199,7 +199,7 @@ def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None) -> None:
     mem.owner[span_b] = who
     if owner is not None:
         mem.warp_owned = True
-    if mem.gen_writer is not None:  # a generic-proxy write (see async_bulk's proxies)
+    if mem.gen_writer is not None:  # a generic-proxy write (see the bulk family's proxies)
         mem.gen_writer[span_b] = np.broadcast_to(tids[:, None], span_b.shape)
         mem.gen_dirty = True
 

@@ -1,39 +1,31 @@
 """The simulator's asynchronous core: what one CTA has in flight, and when it completes
-(ptx-semantics.md §4-§6). The op modules (:mod:`tilewise.sim.ops`) check operands and
-call this core through ``ctx.asyncs``; the shared-memory checks of :mod:`.access` ask it
-about bytes in flight. No op module reaches into another.
+(ptx-semantics.md §4-§6), as ``ctx.asyncs``.
 
-**mbarriers** (§6). State lives out of band, keyed by the barrier's shared address:
-``phase``, ``expected`` and ``pending`` arrivals, the ``tx`` count. A phase completes
-(``phase += 1``, ``pending = expected``) when ``pending == 0 and tx == 0``.
-``wait(parity P)`` is satisfied iff ``P != phase & 1``. A completed phase releases what
-its arriving threads wrote to shared memory: it becomes visible to every thread.
+**mbarriers** (§6) are the core's own, the completion every family can use. State lives out
+of band, keyed by the barrier's shared address: ``phase``, ``expected`` and ``pending``
+arrivals, the ``tx`` count. A phase completes (``phase += 1``, ``pending = expected``) when
+``pending == 0 and tx == 0``. ``wait(parity P)`` is satisfied iff ``P != phase & 1``. A
+completed phase releases what its arriving threads wrote to shared memory: it becomes
+visible to every thread.
 
-**cp.async** (§4). Per thread: ``committed`` groups so far and ``completed`` groups. An
-issued copy belongs to group ``committed[t]`` (the group the next commit closes);
-``wait_group N`` completes every group below ``committed[t] - N``; copies of the open
-group are never waited for. Copies are performed lazily, at completion, reading the
-source then; until then their destination bytes are *pending* (``mem.pending``) and a
-read of them is a hazard. A completed copy is visible to its thread only, until the next
-``bar.sync``. ``cp.async.mbarrier.arrive.noinc`` arrives when all of the thread's earlier
-copies have completed (a *trigger*).
+**Families.** Each stateful family of instructions keeps its per-CTA state in one *part*
+(:class:`Part`), defined with the family's semantics in its package under
+:mod:`tilewise.sim.ops` (``cp_async``, ``bulk``, ``wgmma``, ``tcgen05``, ``tmem``) and
+registered with :func:`async_part`; ``ctx.asyncs.part(name)`` makes it on first use, so a
+kernel pays nothing for the families it does not use. The core knows no family: it calls
+the hooks of every part in use -- a shared-memory read or write (:meth:`Part.check_read`,
+:meth:`Part.check_write`: bytes in flight), a register access (:attr:`Part.watches_registers`),
+a wait that is not satisfied (:meth:`Part.drain`: complete the copies the mbarrier
+tracks), a successful wait (:meth:`Part.observe`), ``bar.sync`` (:meth:`Part.barrier`) and
+the end of the CTA (:meth:`Part.at_exit`). Op modules reach another family only through
+the core.
 
-**Copy-engine copies** (§5: bulk and tensor copies, multicast, copies between the CTAs
-of a cluster) and the generic/async proxy split are :mod:`.async_bulk`'s, mixed in.
-
-**tcgen05.mma / tcgen05.cp** in flight, their commits and the tensor-memory cells and shared
-operands they own are :mod:`.async_tcgen05` (``ctx.asyncs.tcgen05``); wgmma's are
-:mod:`.async_wgmma`. Both are asked about shared writes; a successful wait and a ``bar.sync``
-tell the tcgen05 part what threads have observed.
-
-**Drains.** Threads run in program order, warp-synchronously: a wait that is not
-satisfied when it executes first completes the cp.async copies its mbarrier tracks (they
-may complete at any time, so this is a legal schedule); if it is still unsatisfied, the
-the other sides of a forked warp-specialised branch run until it is (:mod:`.fibers`), and
-the other CTAs of the cluster until they block too (:mod:`.cluster`); a wait nothing can
-satisfy any more is reported as a deadlock, naming the barrier and what it still waits
-for (arrivals, or transaction bytes that were announced and never arrived, or arrived
-without being announced).
+**Waits.** Threads run in program order, warp-synchronously: a wait that is not satisfied
+when it executes first drains the copies its mbarrier tracks (they may complete at any time,
+so this is a legal schedule); if it is still unsatisfied, the other thread sets and CTAs
+run (:mod:`.scheduler`); a wait nothing can satisfy any more is reported as a deadlock,
+naming the barrier and what it still waits for (arrivals, or transaction bytes that were
+announced and never arrived, or arrived without being announced).
 """
 
 from __future__ import annotations
@@ -42,11 +34,72 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .async_bulk import BulkCore, shared_addr as _shared_addr
-from .memory import VISIBLE, byte_span
-from .races import overlap
+from .memory import SHARED, SPACE_SHIFT
+from .registry import at_cta_exit
+from .scheduler import Wait
 
 MAX_COUNT = (1 << 20) - 1  # mbarrier counts are 20-bit
+
+
+def shared_addr(off: int) -> int:
+    """The simulator address of shared byte ``off``."""
+    return (SHARED << SPACE_SHIFT) + off
+
+
+class Part:
+    """One family's asynchronous state of one CTA (``ctx.asyncs.part(name)``). The core
+    calls the hooks of every part in use; a family overrides those it needs. ``order``
+    (class attribute, from :func:`async_part`) fixes the order the hooks run in, so the
+    first hazard of several on one access is always the same one."""
+
+    name = ""
+    order = 0
+    watches_registers = False  # True: :meth:`register_access` sees every register access
+
+    def __init__(self, core):
+        self.core, self.ctx = core, core.ctx
+
+    def check_read(self, span_b, tids, bad, own, span) -> np.ndarray:
+        """``tids`` read the shared bytes ``span_b`` (rows per thread); ``bad`` marks the
+        bytes the reader may not see. Report a hazard of this family's work in flight, and
+        return ``bad`` without the bytes this family makes visible."""
+        return bad
+
+    def check_write(self, span_b, tids, span) -> None:
+        """``tids`` write the shared bytes ``span_b``: a hazard when this family's work in
+        flight writes or reads them."""
+
+    def register_access(self, tids, offs, nbytes, span, write: bool) -> None:
+        """An ordinary access of registers (local memory) ``offs`` by ``tids``."""
+
+    def drain(self, addr: int) -> bool:
+        """A wait on the mbarrier at ``addr`` is not satisfied: complete what it tracks of
+        this family; True if anything was waiting."""
+        return False
+
+    def observe(self, tids, addrs) -> None:
+        """Threads ``tids`` waited successfully on the mbarriers ``addrs``."""
+
+    def barrier(self) -> None:
+        """``bar.sync``: what one thread has observed, every thread has."""
+
+    def at_exit(self) -> None:
+        """Hazards of a CTA that exits with this family's work in flight."""
+
+
+#: Part name -> its class, registered by the family packages (:func:`async_part`).
+PARTS: dict[str, type] = {}
+
+
+def async_part(name: str, order: int = 50):
+    """Register a :class:`Part` subclass as the family state ``name``."""
+    def deco(cls):
+        if name in PARTS:
+            raise RuntimeError(f"two asynchronous parts named {name!r}")
+        cls.name, cls.order = name, order
+        PARTS[name] = cls
+        return cls
+    return deco
 
 
 # ------------------------------------------------------------------------ mbarriers
@@ -68,87 +121,53 @@ class _Mbar:
             self.arrivers = None
 
 
-# ------------------------------------------------------------------------ cp.async
-@dataclass
-class _Batch:
-    """The copies one cp.async statement issued (one per active thread)."""
-
-    tids: np.ndarray
-    group: np.ndarray
-    seq: np.ndarray
-    dst: np.ndarray  # shared offsets
-    src_sp: np.ndarray
-    src_off: np.ndarray
-    size: int
-    src_size: np.ndarray
-    epoch: int
-    span: object
-    done: np.ndarray
-
-
-class _CpAsync:
-    def __init__(self, n):
-        self.committed = np.zeros(n, np.int64)
-        self.completed = np.zeros(n, np.int64)
-        self.issued = np.zeros(n, np.int64)
-        self.wait_epoch = np.full(n, -1, np.int64)
-        self.wait_spans: dict[int, tuple] = {}  # tid -> (n, span) of its last wait
-        self.epoch = 0
-        self.batches: list[_Batch] = []
-        self.triggers: list[tuple[int, int, int, object]] = []  # (tid, mbar, seq, span)
-
-
-class AsyncCore(BulkCore):
-    """The asynchronous state of one CTA (``ctx.asyncs``); each part is created on first
-    use, so a kernel without cp.async or bulk copies pays nothing for them. The copy
-    engine's half (bulk and tensor copies, proxies) is :class:`~.async_bulk.BulkCore`."""
+class AsyncCore:
+    """The asynchronous state of one CTA (``ctx.asyncs``): the mbarriers, and one part per
+    family in use (see the module docstring)."""
 
     def __init__(self, ctx):
         self.ctx = ctx
         self.mbars: dict[int, _Mbar] = {}
-        self._cp: _CpAsync | None = None
-        self._bulk = None
-        self._wgmma = None
-        self._tcgen05 = None
+        self.parts: dict[str, Part] = {}
+        self._live: list[Part] = []  # the parts in use, in hook order
+        self.reg_watchers: list[Part] = []  # the parts that see register accesses
 
-    @property
-    def cp(self) -> _CpAsync:
-        if self._cp is None:
-            self._cp = _CpAsync(self.ctx.n)
-        return self._cp
+    def part(self, name: str) -> Part:
+        """The state of family ``name``, made on first use."""
+        p = self.parts.get(name)
+        if p is None:
+            p = self.parts[name] = PARTS[name](self)
+            self._live = sorted(self.parts.values(), key=lambda q: q.order)
+            self.reg_watchers = [q for q in self._live if q.watches_registers]
+        return p
 
-    @property
-    def wgmma(self):
-        """The wgmma groups, accumulators in flight and operands being read
-        (:mod:`.async_wgmma`)."""
-        if self._wgmma is None:
-            from .async_wgmma import WgmmaState
+    def part_if_used(self, name: str) -> Part | None:
+        return self.parts.get(name)
 
-            self._wgmma = WgmmaState(self.ctx)
-        return self._wgmma
+    # ================================================================== hooks
+    def check_read(self, span_b, tids, bad, own, span) -> np.ndarray:
+        """Hazards of ``tids`` reading the shared bytes ``span_b`` (rows per thread) that
+        are in flight; returns ``bad`` (bytes the reader may not see) without those some
+        family makes visible to it. Called by :func:`tilewise.sim.access.check_shared_read`."""
+        for p in self._live:
+            bad = p.check_read(span_b, tids, bad, own, span)
+        return bad
 
-    @property
-    def wgmma_if_used(self):
-        return self._wgmma
-
-    @property
-    def tcgen05(self):
-        """tcgen05.mma / tcgen05.cp in flight, their commits, the tensor-memory cells and
-        shared operands they own (:mod:`.async_tcgen05`)."""
-        if self._tcgen05 is None:
-            from .async_tcgen05 import Tcgen05State
-
-            self._tcgen05 = Tcgen05State(self.ctx)
-        return self._tcgen05
-
-    @property
-    def tcgen05_if_used(self):
-        return self._tcgen05
+    def check_write(self, span_b, tids, span) -> None:
+        """Hazards of ``tids`` writing the shared bytes ``span_b`` while something in
+        flight writes or reads them."""
+        for p in self._live:
+            p.check_write(span_b, tids, span)
 
     def barrier(self) -> None:
         """``bar.sync``: completions observed by one thread are observed by all."""
-        if self._tcgen05 is not None:
-            self._tcgen05.barrier()
+        for p in self._live:
+            p.barrier()
+
+    def at_exit(self) -> None:
+        """Hazards of a CTA that exits with work in flight."""
+        for p in self._live:
+            p.at_exit()
 
     # ================================================================== mbarriers
     def mbar_init(self, addr: int, count: int, tid: int, span) -> None:
@@ -238,11 +257,12 @@ class AsyncCore(BulkCore):
                      "expect_tx count does not match the copies)")
         return text
 
-    def wait_parity(self, tids, addrs, parity, span) -> np.ndarray:
+    def wait_parity(self, tids, addrs, parity, span, what: str = "an mbarrier wait"
+                    ) -> np.ndarray:
         """Which threads' ``try_wait.parity`` succeed: polled, then (for those that do not)
-        after draining the cp.async copies their mbarriers track, and while other forked
-        thread sets run (:mod:`.fibers`); a wait no thread set can satisfy is a deadlock.
-        Successful waits observe the bulk copies of the completed phases."""
+        after draining the copies their mbarriers track, and while other thread sets and
+        CTAs run (:mod:`.scheduler`); a wait nothing can satisfy is a deadlock. Successful
+        waits are observed by every family (bulk copies, tcgen05 commits)."""
         for t, a in zip(tids.tolist(), addrs.tolist()):  # uninitialised: reported once
             self._mbar(a, t, span, "mbarrier.try_wait")
         ok = None
@@ -250,16 +270,22 @@ class AsyncCore(BulkCore):
         def poll():
             nonlocal ok
             ok = self._done(addrs, parity)
-            if not ok.all() and any(self._drain(a) for a in np.unique(addrs[~ok]).tolist()):
+            if not ok.all() and any(p.drain(a) for a in np.unique(addrs[~ok]).tolist()
+                                    for p in self._live):
+                self.ctx.sched.note_progress()
                 ok = self._done(addrs, parity)
             return bool(ok.all())
 
-        if not self.ctx.block(poll, lambda: self._waiting(tids, addrs, parity, ok, span)):
+        def state():
+            k = int(np.argmin(ok))
+            return (int(tids[k]), int(addrs[k]),
+                    f"parity {int(parity[k])}, {self.describe(int(addrs[k]))}")
+
+        if not self.ctx.block(poll, Wait(self.ctx, what, span, state)):
             self._deadlock(tids, addrs, parity, ok, span)
-        if self._bulk is not None and ok.any():
-            self._acquire(tids[ok], addrs[ok])
-        if self._tcgen05 is not None and ok.any():
-            self._tcgen05.observe(tids[ok], addrs[ok])
+        if ok.any():
+            for p in self._live:
+                p.observe(tids[ok], addrs[ok])
         return ok
 
     def _done(self, addrs, parity) -> np.ndarray:
@@ -269,12 +295,6 @@ class AsyncCore(BulkCore):
             m = self.mbars.get(int(a))
             out[k] = m is not None and p != (m.phase & 1)
         return out
-
-    def _waiting(self, tids, addrs, parity, ok, span) -> str:
-        k = int(np.argmin(ok))
-        return (f"{self.ctx.where(int(tids[k]), int(addrs[k]))} waits at line {span.line} "
-                f"for parity {int(parity[k])}, {self.describe(int(addrs[k]))}"
-                if span is not None else "")
 
     def _deadlock(self, tids, addrs, parity, ok, span) -> None:
         k = int(np.argmin(ok))
@@ -292,193 +312,7 @@ class AsyncCore(BulkCore):
                         f"arrive{self.ctx.blocked_elsewhere()}", span, hint,
                         tid=int(tids[k]), addr=a)
 
-    # ================================================================== cp.async
-    def cp_issue(self, tids, dst, src_sp, src_off, size: int, src_size, span) -> None:
-        """One cp.async per thread of ``tids``: ``src_size`` bytes read (0: none), the rest
-        of ``size`` zero-filled, performed when its group completes."""
-        st, mem = self.cp, self.ctx.mem
-        if self._tcgen05 is not None:  # the copy may land at any time from now
-            self._tcgen05.check_shared_write(byte_span(dst, size), tids, span)
-        _count(mem.pending, dst, size, 1)
-        mem.n_pending += len(dst) * size
-        seq = st.issued[tids].copy()
-        st.issued[tids] += 1
-        st.batches.append(_Batch(tids.copy(), st.committed[tids].copy(), seq, dst, src_sp,
-                                 src_off, size, src_size, st.epoch, span,
-                                 np.zeros(len(tids), bool)))
 
-    def cp_commit(self, tids) -> None:
-        self.cp.committed[tids] += 1
-
-    def cp_wait(self, tids, n: int, span) -> None:
-        """``cp.async.wait_group n`` by ``tids``."""
-        st = self.cp
-        st.completed[tids] = np.maximum(st.completed[tids], st.committed[tids] - n)
-        st.epoch += 1
-        st.wait_epoch[tids] = st.epoch
-        for t in tids.tolist():
-            st.wait_spans[t] = (n, span)
-        self._complete(lambda b: b.group < st.completed[b.tids])
-
-    def cp_track(self, tids, addrs, span) -> None:
-        """``cp.async.mbarrier.arrive.noinc``: arrive on ``addrs`` once each thread's
-        earlier copies have completed."""
-        st = self.cp
-        for t, a in zip(tids.tolist(), addrs.tolist()):
-            st.triggers.append((t, a, int(st.issued[t]), span))
-        self._fire_triggers()
-
-    def _complete(self, pred, visible_to_all=False) -> None:
-        """Perform every pending copy ``pred(batch)`` selects (a per-copy bool array)."""
-        st = self.cp
-        for b in st.batches:
-            sel = ~b.done & pred(b)
-            if sel.any():
-                self._perform(b, sel, visible_to_all)
-        st.batches = [b for b in st.batches if not b.done.all()]
-        self._fire_triggers()
-
-    def _perform(self, b, sel, visible_to_all) -> None:
-        mem = self.ctx.mem
-        _race_reads(self.ctx, b, sel)
-        data = _gather_sources(mem, b.src_sp[sel], b.src_off[sel], b.src_size[sel], b.size)
-        cols = byte_span(b.dst[sel], b.size)
-        mem.shared[cols] = data
-        _count(mem.pending, b.dst[sel], b.size, -1)
-        mem.n_pending -= cols.size
-        owner = VISIBLE if visible_to_all else b.tids[sel][:, None]
-        mem.owner[cols] = np.broadcast_to(owner, cols.shape)
-        if mem.gen_writer is not None:  # cp.async writes through the generic proxy
-            mem.gen_writer[cols] = np.broadcast_to(b.tids[sel][:, None], cols.shape)
-            mem.gen_dirty = True
-        b.done |= sel
-
-    def _fire_triggers(self) -> None:
-        st = self._cp
-        if st is None or not st.triggers:
-            return
-        low = np.full(self.ctx.n, np.iinfo(np.int64).max, np.int64)  # oldest pending, per thread
-        for b in st.batches:
-            live = ~b.done
-            if live.any():
-                np.minimum.at(low, b.tids[live], b.seq[live])
-        keep = []
-        for t, addr, seq, span in st.triggers:
-            if low[t] < seq:  # an earlier copy of the thread is still pending
-                keep.append((t, addr, seq, span))
-            else:
-                self.arrive(addr, 1, t, span)
-        st.triggers = keep
-
-    def _drain(self, addr: int) -> bool:
-        """Complete the copies an mbarrier at ``addr`` tracks; True if any was waiting."""
-        st = self._cp
-        waiting = [] if st is None else [(t, s) for t, a, s, _ in st.triggers if a == addr]
-        for t, s in waiting:
-            self._complete(lambda b, t=t, s=s: (b.tids == t) & (b.seq < s),
-                           visible_to_all=True)
-        return bool(waiting)
-
-    # ================================================================== memory checks
-    def check_read(self, span_b, tids, bad, own, span) -> np.ndarray:
-        """Hazards of ``tids`` reading the shared bytes ``span_b`` (rows per thread) that
-        are in flight; returns ``bad`` (bytes the reader may not see) without the bulk
-        bytes it has observed. Called by :func:`tilewise.sim.access.check_shared_read`."""
-        mem = self.ctx.mem
-        if mem.n_pending and np.any(mem.pending[span_b]):
-            k, j = np.argwhere(mem.pending[span_b] > 0)[0]
-            self._report_pending_read(int(span_b[k, j]), int(tids[k]), span)
-            return np.zeros_like(bad)
-        if np.any(bad) and mem.bulk_tagged:
-            return self._filter_bulk_reads(own, tids, bad, span_b, span)
-        return bad
-
-    def check_write(self, span_b, tids, span) -> None:
-        """Hazards of ``tids`` writing the shared bytes ``span_b`` while something in
-        flight writes or reads them."""
-        mem = self.ctx.mem
-        if mem.n_pending and np.any(mem.pending[span_b]):
-            k, j = np.argwhere(mem.pending[span_b] > 0)[0]
-            self._report_pending_write(int(span_b[k, j]), int(tids[k]), span)
-        if self._bulk is not None:
-            self._check_bulk_write(span_b, tids, span)
-        if self._wgmma is not None:
-            self._wgmma.check_shared_write(span_b, tids, span)
-        if self._tcgen05 is not None:
-            self._tcgen05.check_shared_write(span_b, tids, span)
-
-    # ================================================================== exit
-    def at_exit(self) -> None:
-        """Hazards of a CTA that exits with work in flight."""
-        if self._wgmma is not None:
-            self._wgmma.at_exit()
-        if self._tcgen05 is not None:
-            self._tcgen05.at_exit()
-        self.bulk_at_exit()
-
-    # ================================================================== messages
-    def _find_pending(self, off):
-        for b in self.cp.batches:
-            hit = ~b.done & (b.dst <= off) & (off < b.dst + b.size)
-            if hit.any():
-                return b, int(np.argmax(hit))
-        return None, 0
-
-    def _report_pending_read(self, off, reader, span) -> None:
-        b, k = self._find_pending(off)
-        writer = int(b.tids[k])
-        who = "its own" if writer == reader else f"thread {writer}'s"
-        msg, hint = self._why_pending(b, k)
-        self.ctx.hazard(f"read before the cp.async completed: the bytes are still being "
-                        f"written by {who} cp.async (issued at {b.span}); {msg}", span, hint,
-                        tid=reader, addr=_shared_addr(off))
-
-    def _report_pending_write(self, off, writer, span) -> None:
-        b, k = self._find_pending(off)
-        self.ctx.hazard(f"write to shared memory that a pending cp.async of thread "
-                        f"{int(b.tids[k])} (issued at {b.span}) will overwrite", span,
-                        "wait for the cp.async (cp.async.wait_group) before reusing the "
-                        "buffer", tid=writer, addr=_shared_addr(off))
-
-    def _why_pending(self, b, k):
-        st, t = self.cp, int(b.tids[k])
-        if b.group[k] >= st.committed[t]:
-            return ("it was never committed (missing cp.async.commit_group)",
-                    "call T.ptx.cp_async.commit_group() after the copies, then wait_group")
-        if st.wait_epoch[t] > b.epoch:
-            n, wspan = st.wait_spans[t]
-            return (f"cp.async.wait_group({n}) at {wspan} leaves up to {n} group(s) in flight "
-                    f"and this copy's group is one of them",
-                    "use cp.async.wait_group(0) here (or a count small enough to complete "
-                    "this copy's group) before reading")
-        return ("no cp.async.wait_group completed it (missing cp.async.wait_group)",
-                "call T.ptx.cp_async.wait_group(0) (then T.cuda.cta_sync()) before reading")
-
-
-def _count(counts: np.ndarray, starts: np.ndarray, width: int, step: int) -> None:
-    """``counts[b] += step`` for the ``width`` bytes from each of ``starts``, counting a byte
-    two rows share twice (``np.add.at``, ~10x slower, only then)."""
-    idx = byte_span(starts, width)
-    if len(starts) > 1 and overlap(starts, width, starts) is not None:
-        np.add.at(counts, idx.ravel(), step)
-    else:
-        counts[idx] += step
-
-
-def _race_reads(ctx, b, sel) -> None:
-    """A completing cp.async reads its global source now (the race shadows)."""
-    reads = sel & (b.src_size > 0)
-    for s in np.unique(b.src_sp[reads]).tolist():
-        rows = reads & (b.src_sp == s)
-        ctx.mem.races.read(ctx, s, b.src_off[rows], b.size, b.tids[rows], b.span)
-
-
-def _gather_sources(mem, sp, off, ss, size):
-    """Rows of ``size`` bytes: ``ss`` bytes read from the source, then zero fill."""
-    data = np.zeros((len(sp), size), np.uint8)
-    for s in np.unique(sp[ss > 0]):
-        rows = (sp == s) & (ss > 0)
-        arr = mem.space_bytes(int(s))
-        data[rows] = arr[np.minimum(byte_span(off[rows], size), arr.size - 1)]
-    data[np.arange(size) >= ss[:, None]] = 0
-    return data
+@at_cta_exit
+def _in_flight_at_exit(ctx, span) -> None:
+    ctx.asyncs.at_exit()

@@ -21,23 +21,25 @@ from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
 from ..ir.launch import CTA_KINDS, cta_value, thread_value
 from ..ir.visitor import jumps_out
-from ..ptx.operands import regs_read, regs_written
 from ..ptx.table import PTX_OPS
 from . import values as V
 from .access import make_address, make_load, make_store
 from .memory import StoragePlan
 from .registry import Site, load_all
-from .fibers import blocks
+from .scheduler import blocks
 from .state import masked
 
 
 class Program:
     """A compiled kernel: ``body(ctx)`` runs one CTA; ``bind_launch(ctx, cta)`` sets the
-    launch variables; ``plan`` places its buffers; ``n_slots`` scalar slots."""
+    launch variables; ``plan`` places its buffers (shared ones where ``shared``, the
+    pipeline's SharedPlan, says); ``n_slots`` scalar slots. ``perf``: a
+    :class:`~.perf.PerfObserver` that sees every shared / global access (None: none)."""
 
-    def __init__(self, func):
+    def __init__(self, func, shared=None, perf=None):
         self.func = func
-        self.plan = StoragePlan(func)
+        self.perf = perf
+        self.plan = StoragePlan(func, shared)
         self.slots: dict[int, int] = {}
         self.semantics = load_all()
         self._launch = [(self.slot(b.var), b) for b in func.launch]
@@ -133,6 +135,8 @@ class Program:
 
     def s_BufferStore(self, s):
         store, idx = make_store(self.plan, s.buffer, self.span), self.expr(s.indices[0])
+        if self.perf is not None:
+            store = self.perf.wrap_access(store, self.plan, s.buffer, self.span, "st")
         val, d = self.expr(s.value), V.np_dtype(s.buffer.dtype)
         return lambda ctx: store(ctx, idx(ctx), V.as_type(val(ctx), d))
 
@@ -158,7 +162,7 @@ class Program:
             else:
                 act = ctx.active()
                 if fork:  # each side may wait for the other: run them as fibers
-                    ctx.fibers.fork([(act[c], then), (act[~c], other)])
+                    ctx.sched.fork(ctx, [(act[c], then), (act[~c], other)])
                     return
                 masked(ctx, act[c], then)
                 masked(ctx, act[~c], other)
@@ -243,6 +247,8 @@ class Program:
 
     def e_BufferLoad(self, e):
         load, idx = make_load(self.plan, e.buffer, e.span or self.span), self.expr(e.indices[0])
+        if self.perf is not None:
+            load = self.perf.wrap_access(load, self.plan, e.buffer, e.span or self.span, "ld")
         return lambda ctx: load(ctx, idx(ctx))
 
     def e_AddressOf(self, e):
@@ -257,6 +263,8 @@ class Program:
             raise SimulationError(f"{e.op!r} has no simulator semantics", e.span)
         site = Site(e, e.span, op)
         operands = self._operands(op, e, site)
+        if self.perf is not None:
+            fn = self.perf.wrap_call(fn, site)
         report_key = e.op
 
         def call(ctx):
@@ -270,12 +278,12 @@ class Program:
         for p, a in zip(op.params, e.args[:fixed]):
             out.append(_const_fn(_immediate(a)) if p.static or a is None else self.expr(a))
         regs = e.args[fixed:]
-        if regs_written(op.regs):
+        if op.writes_regs:
             site.regs = tuple(self._lvalue(r) for r in regs)
             site.reg_addrs = tuple(self._reg_address(r) for r in regs)
-        if regs_read(op.regs):
+        if op.reads_regs:
             # read-write registers (accumulators): the instruction checks what it reads
-            checked = not regs_written(op.regs)
+            checked = not op.writes_regs
             out.extend(self._reg_value(r, checked) for r in regs)
         return out
 

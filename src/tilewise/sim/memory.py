@@ -5,7 +5,10 @@ the CTA's shared window, space 2 a thread's local memory, space ``3 + k`` the k-
 global parameter (its base is therefore aligned like a ``cudaMalloc`` allocation).
 
 * global: the user's numpy arrays, seen as one ``uint8`` view each (written in place);
-* shared: one ``uint8`` array per CTA; buffers are placed at compile time, 16-aligned;
+* shared: one ``uint8`` array per CTA; buffers are where the pipeline's
+  :class:`~tilewise.passes.shared_plan.SharedPlan` puts them (the static ones from byte 0,
+  the dynamic window from the first 1024-aligned byte after them: every dynamic buffer at
+  the GPU's offset and alignment);
 * local: an ``(n_threads, bytes)`` ``uint8`` array per CTA (one row per thread).
 
 Shared memory has two shadow arrays, one entry per byte:
@@ -24,7 +27,7 @@ Shared memory has two shadow arrays, one entry per byte:
   cp.async) no ``fence.proxy.async`` of that thread has yet ordered before the async proxy
   (``-1``: none; ``gen_dirty`` says whether any is set). A store by the copy engine (async
   proxy) reading such a byte is missing the fence (:mod:`tilewise.sim.async_bulk`). None in
-  a kernel that uses no async-proxy instruction (:data:`ASYNC_PROXY_PREFIXES`).
+  a kernel that uses no async-proxy instruction (the table's ``traits.proxy``).
 
 Local memory has ``local_set``, one flag per byte and thread: written (a read of an unset
 byte reads an uninitialised register). Global memory's race shadows are the launch's
@@ -36,6 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from ..passes.shared_plan import plan_shared
 
 SPACE_SHIFT = 40
 OFFSET_MASK = (1 << SPACE_SHIFT) - 1
@@ -73,31 +78,33 @@ class Placement:
     nbytes: int
 
 
-#: Instructions of the async proxy (they read or write shared memory through it): a kernel
-#: with none of them cannot miss a fence.proxy.async, and skips the ``gen_writer`` shadow.
-ASYNC_PROXY_PREFIXES = ("ptx.cp_async.bulk", "ptx.wgmma", "ptx.tcgen05.mma", "ptx.tcgen05.cp",
-                        "ptx.fence.proxy_async")
-
-
 def _uses_async_proxy(func) -> bool:
+    """Whether ``func`` has an instruction that accesses shared memory through the async
+    proxy (its row's ``traits.proxy``): a kernel with none cannot miss a fence.proxy.async,
+    and skips the ``gen_writer`` shadow."""
     from ..ir.expr import Call
     from ..ir.visitor import walk
+    from ..ptx.table import PTX_OPS
+    from ..ptx.traits import ASYNC
 
     found = []
     walk(func.body, lambda n: found.append(n) if isinstance(n, Call)
-         and n.op.startswith(ASYNC_PROXY_PREFIXES) else None)
+         and PTX_OPS[n.op].traits.proxy == ASYNC else None)
     return bool(found)
 
 
 class StoragePlan:
-    """Compile-time placement of every buffer of a flat PrimFunc; ``async_proxy``: whether
-    the kernel uses the async proxy (see :data:`ASYNC_PROXY_PREFIXES`)."""
+    """Compile-time placement of every buffer of a flat PrimFunc: shared ones as ``shared``
+    (the pipeline's SharedPlan; laid out here when None) says, local ones here;
+    ``async_proxy``: whether the kernel uses the async proxy (an instruction whose
+    ``traits.proxy`` is ``"async"``)."""
 
-    def __init__(self, func):
+    def __init__(self, func, shared=None):
         self.places: dict[int, Placement] = {}
         self.async_proxy = _uses_async_proxy(func)
         self.param_names = [b.name for b in func.param_buffers()]
-        self.shared_bytes = 0
+        self.shared = plan_shared(func) if shared is None else shared
+        self.shared_bytes = self.shared.simulated_bytes
         self.local_bytes = 0
         self.shared_names: list[tuple[int, int, str, int]] = []  # base, bytes, name, elem
         for k, b in enumerate(func.param_buffers()):  # nbytes -1: the array's, at launch
@@ -118,13 +125,11 @@ class StoragePlan:
 
     def _allocate(self, buf) -> Placement:
         n = buf.size * buf.dtype.bytes
-        align = max(_ALIGN, buf.align)
-        if buf.scope in ("shared", "shared.dyn"):
-            base = -(-self.shared_bytes // align) * align
-            self.shared_bytes = base + n
+        if self.shared.slot(buf) is not None:
+            base = self.shared.address(buf)
             self.shared_names.append((base, n, buf.name, buf.dtype.bytes))
             return Placement(SHARED, base, n)
-        base = -(-self.local_bytes // align) * align
+        base = -(-self.local_bytes // max(_ALIGN, buf.align)) * max(_ALIGN, buf.align)
         self.local_bytes = base + n
         return Placement(LOCAL, base, n)
 

@@ -49,6 +49,26 @@ def semantics(*names: str):
     return deco
 
 
+#: The mechanisms an instruction's semantics may reach, marked where they are implemented
+#: (:func:`mechanism`); the row must declare the matching trait (tests/sim/test_traits.py
+#: derives, from the semantics' calls, which instructions reach which mechanism).
+MECHANISMS = {"blocks": "traits.blocks (waits while other threads run)",
+              "async_proxy": 'traits.proxy == "async" (shared memory through the async proxy)'}
+
+
+def mechanism(kind: str):
+    """Mark ``fn`` as the implementation of a mechanism of :data:`MECHANISMS`: waiting for
+    other threads (the scheduler's wait) or an access of shared memory by the async proxy."""
+    if kind not in MECHANISMS:
+        raise ValueError(f"unknown mechanism {kind!r}")
+
+    def deco(fn):
+        fn.__tw_mechanism__ = kind
+        return fn
+
+    return deco
+
+
 def at_cta_exit(fn):
     """Register ``fn(ctx, span)``, run after each CTA (leak checks)."""
     EXIT_CHECKS.append(fn)

@@ -6,18 +6,20 @@ import time
 
 import numpy as np
 
-from ..errors import LaunchError, SimulationError
+from ..errors import LaunchError, SimulationError, api_boundary
 from ..ir import signature as sig
 from ..ir.launch import LaunchConfig, cluster_rank
 from ..ir.stmt import PrimFunc
 from .cluster import Cluster
 from .compiler import Program
 from .memory import CtaMemory
+from .perf import PerfObserver
 from .races import GlobalRaces
 from .registry import EXIT_CHECKS
+from .scheduler import Scheduler
 from . import values as V
 from .state import Ctx, SimReport
-from .tensormap import bind_tensor_maps
+from .ops.bulk.tensormap import bind_tensor_maps
 
 
 def lower_for_sim(func, target):
@@ -179,17 +181,19 @@ class _Run:
         return [(x, y, z) for z in range(g[2]) for y in range(g[1]) for x in range(g[0])]
 
     def alone(self) -> None:
-        """Every CTA after another, one memory reused."""
+        """Every CTA after another, one memory reused; each is a scheduler of its own (its
+        forked thread sets take turns)."""
         mem = self.memory()
         for cta in self.ctas():
             mem.reset()
             self.races.begin_cta(cta)
             ctx = self.ctx(cta, mem)
-            self.execute(ctx)
+            Scheduler().run([(ctx, self.execute)])
             self.report.ctas.append(ctx.stats)
 
     def clustered(self) -> None:
-        """Cluster after cluster; the CTAs of one run together (:mod:`.cluster`)."""
+        """Cluster after cluster; the CTAs of one run together, as the root tasks of one
+        scheduler (:mod:`.cluster`, :mod:`.scheduler`)."""
         size = self.cluster[0] * self.cluster[1] * self.cluster[2]
         groups: dict = {}
         for cta in self.ctas():
@@ -203,8 +207,15 @@ class _Run:
                 ctx = self.ctx(cta, self.memory(rank))
                 ctx.cluster, ctx.rank = cl, rank
                 cl.ctxs[ctx.rank] = ctx
-            cl.run(lambda r, cl=cl: self.execute(cl.ctxs[r]))
+            Scheduler().run([(ctx, lambda c, cl=cl: self._cluster_cta(cl, c))
+                             for ctx in cl.ctxs])
             self.report.ctas.extend(c.stats for c in cl.ctxs)
+
+    def _cluster_cta(self, cl: Cluster, ctx) -> None:
+        try:
+            self.execute(ctx)
+        finally:  # an exited CTA counts as arrived at the cluster barrier
+            cl.exited(ctx.rank)
 
 
 def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = False,
@@ -226,8 +237,9 @@ def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = F
     return run.report
 
 
+@api_boundary
 def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
-             keep_tmem: bool = False) -> SimReport:
+             keep_tmem: bool = False, perf: bool = False) -> SimReport:
     """Run a kernel on the CPU, writing results into the argument arrays in place.
 
     ``func``: a ``@T.prim_func`` (lowered here for ``target``, default sm_90a) or a
@@ -238,7 +250,9 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     override the CTA grid; ``strict``: raise the first :class:`HazardError` (default, or
     ``knobs.sim_strict`` from TILEWISE_SIM_STRICT) or record every hazard in the report
     and carry on; ``keep_tmem``: keep each CTA's tensor memory at exit in
-    ``report.ctas[i].tmem`` (to check which cells a tcgen05 program wrote). Returns a
+    ``report.ctas[i].tmem`` (to check which cells a tcgen05 program wrote); ``perf``:
+    count shared-memory bank conflicts and global sectors per access site, and collect the
+    dispatch's warnings, in ``report.perf`` (:mod:`tilewise.sim.perf`). Returns a
     :class:`SimReport`.
     """
     from ..knobs import knobs
@@ -249,5 +263,9 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     kernel, flat = lowered.kernel or lowered.func, lowered.func
     globals_, values, binding = bind_arguments(kernel, args)
     values.update(_at(flat, bind_tensor_maps, flat, binding))
-    prog = Program(flat)
-    return run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)
+    observer = PerfObserver() if perf else None
+    prog = Program(flat, lowered.shared, observer)
+    report = run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)
+    if observer is not None:
+        report.perf_report = observer.report(lowered.dispatch_log)
+    return report

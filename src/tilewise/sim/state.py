@@ -16,7 +16,7 @@ from ..errors import HazardError
 from ..ir.launch import WARP
 from .async_core import AsyncCore
 from .memory import SHARED, offset_of, space_name, space_of
-from .tmem import TensorMemory
+from .registry import mechanism
 
 _MAX_RECORDED = 200
 
@@ -41,7 +41,9 @@ class SimReport:
 
     ``instructions``: PTX-table op -> thread-level executions; ``hazards``: the
     HazardErrors found (non-strict mode only; strict mode raises the first); ``ctas``:
-    one :class:`CtaStats` per CTA; ``grid``/``block``: the launch simulated.
+    one :class:`CtaStats` per CTA; ``grid``/``block``: the launch simulated; ``perf``:
+    the performance counters (:class:`tilewise.sim.perf.PerfReport`) of a run with
+    ``perf=True``.
     """
 
     grid: tuple
@@ -50,10 +52,23 @@ class SimReport:
     hazards: list = field(default_factory=list)
     ctas: list = field(default_factory=list)
     seconds: float = 0.0
+    perf_report: object = None
 
     @property
     def ok(self) -> bool:
         return not self.hazards
+
+    @property
+    def perf(self):
+        """The :class:`~tilewise.sim.perf.PerfReport` (bank conflicts, sectors per request,
+        dispatch warnings); a SimulationError when the run did not count them."""
+        if self.perf_report is None:
+            from ..errors import SimulationError
+
+            raise SimulationError("this run did not count performance hazards",
+                                  hint="run tw.simulate(kernel, ..., perf=True) to get "
+                                       "report.perf")
+        return self.perf_report
 
     def __str__(self) -> str:
         ops = ", ".join(f"{k} x{v}" for k, v in sorted(self.instructions.items()))
@@ -77,38 +92,25 @@ class Ctx:
         self.strict = strict
         self.params = params
         self.asyncs = AsyncCore(self)
-        self._tmem: TensorMemory | None = None
         self.loop = None  # the innermost executing loop (break/continue)
         self.parked: np.ndarray | None = None  # threads that broke/continued, per thread
         self.stats = CtaStats(cta)
-        self._fibers = None
-        self.named_barriers: dict = {}  # bar.sync id -> {"gen", "arrived", "count"}
+        self.sched = None  # the Scheduler running this CTA (sim/scheduler.py), set at start
         self.cluster = None  # sim/cluster.Cluster when the kernel declares one
         self.rank = 0  # %cluster_ctarank
 
-    @property
-    def fibers(self):
-        """The :class:`~.fibers.Scheduler` of divergent thread sets (made on first use)."""
-        if self._fibers is None:
-            from .fibers import Scheduler
-            self._fibers = Scheduler(self)
-        return self._fibers
-
-    def block(self, poll, what: str = "") -> bool:
-        """Wait for ``poll()`` while other thread sets run (:meth:`Scheduler.block`) and,
-        in a cluster, other CTAs (:meth:`Cluster.block`); False when nothing can make it
-        hold (a deadlock)."""
-        if self._fibers is not None:
-            return self._fibers.block(poll, what)
-        if poll():
-            return True
-        return self.cluster is not None and self.cluster.block(self, poll)
+    @mechanism("blocks")
+    def block(self, poll, wait) -> bool:
+        """Wait for ``poll()`` while the other thread sets of this CTA and the other CTAs of
+        its cluster run (:meth:`~.scheduler.Scheduler.block`; ``wait``: a
+        :class:`~.scheduler.Wait` describing it); False when nothing can make it hold (a
+        deadlock)."""
+        return self.sched.block(poll, wait)
 
     def blocked_elsewhere(self) -> str:
-        """'; meanwhile <what each other forked thread set waits for>', or '' (for the
-        message of a deadlock)."""
-        waits = [] if self._fibers is None else self._fibers.blocked_elsewhere()
-        texts = [t for t in (w() for w in waits) if t]
+        """'; meanwhile <every other blocked wait, of any thread set of any CTA>', or ''
+        (for the message of a deadlock)."""
+        texts = self.sched.blocked_elsewhere()
         return "; meanwhile " + "; ".join(texts) if texts else ""
 
     def peer(self, rank: int, span, what: str):
@@ -124,15 +126,15 @@ class Ctx:
         return self
 
     @property
-    def tmem(self) -> TensorMemory:
-        if self._tmem is None:
-            self._tmem = TensorMemory()
-        return self._tmem
+    def tmem(self):
+        """The CTA's tensor memory (:mod:`tilewise.sim.ops.tcgen05.tmem`, made on first
+        use)."""
+        return self.asyncs.part("tmem")
 
     @property
-    def tmem_if_used(self) -> TensorMemory | None:
+    def tmem_if_used(self):
         """The CTA's tensor memory, None when no instruction touched it."""
-        return self._tmem
+        return self.asyncs.part_if_used("tmem")
 
     # -- threads ---------------------------------------------------------------
     def active(self) -> np.ndarray:

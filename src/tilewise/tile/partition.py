@@ -28,9 +28,10 @@ import numpy as np
 
 from ..ir.expr import BufferRegion, Expr, FloatImm, IntImm, Var, as_int, binop, cmp
 from ..ir.stmt import For, IfThenElse, Stmt
+from ..layout.axes import rowmajor
 from ..passes.indexing import memory_offset
 from ..passes.simplify import simplify_expr
-from ..script.analysis import affine, known_multiple
+from ..ir.analysis import affine, known_multiple
 from .registry import DispatchFail
 
 BASE_ALIGN = 16  # bytes; see the module docstring
@@ -123,14 +124,6 @@ def _text(e) -> str:
     from ..ir.printer import script
 
     return script(e)
-
-
-def _row_major(shape: Sequence[int]) -> list[int]:
-    out, acc = [], 1
-    for e in reversed(shape):
-        out.append(acc)
-        acc *= e
-    return out[::-1]
 
 
 def unravel(p: np.ndarray, extents: Sequence[int]) -> np.ndarray:
@@ -271,7 +264,7 @@ def _src_rel(src: Side, rel: np.ndarray, dst_shape) -> np.ndarray:
 def abs_coords(side: Side, plan: Plan, p: Expr) -> tuple[Expr, ...]:
     rel = plan.rel_coords(p)
     if side.region.shape != plan.shape:
-        lin = sum((c * s for c, s in zip(rel, _row_major(plan.shape))), IntImm(0))
+        lin = sum((c * s for c, s in zip(rel, rowmajor(plan.shape))), IntImm(0))
         rel = Plan(1, 1, 1, tuple(range(len(side.region.shape))), side.region.shape,
                    1).rel_coords(lin)
     return tuple(r.start + c for r, c in zip(side.region.region, rel))

@@ -64,12 +64,6 @@ def same_size(ctx):
                    f"{ctx.src.size} ({ctx.src.shape})")
 
 
-def no_option(ctx, option: str, why: str):
-    if ctx.option(option) is None:
-        return True
-    return False, why
-
-
 def whole_bytes(ctx):
     if ctx.dst.buffer.dtype.bits % 8 == 0:
         return True
@@ -107,21 +101,6 @@ def option_needs_feature(ctx, option: str, feature: str, what: str):
     if ctx.option(option) is None or ctx.target.has(feature):
         return True
     return False, f"{what} needs {FEATURES[feature].needs}; target is {ctx.target}"
-
-
-#: Options only the TMA tensor copy (``tma``) and the cluster copy (``dsmem``) take.
-TMA_OPTIONS = ("cta_mask", "oob", "l2_promotion", "prefetch_tensormap", "use_tma_reduce")
-DSMEM_OPTIONS = ("remote_cta_id",)
-
-
-def no_foreign_options(ctx, options: tuple[str, ...], owner: str):
-    """None of ``options`` is given: they belong to variant ``owner`` (never silently
-    ignored by another variant)."""
-    given = [o for o in options if ctx.option(o) is not None]
-    if not given:
-        return True
-    return False, (f"{given[0]}= is an option of the {owner} variant; this variant does not "
-                   f"implement it (pass dispatch=\"{owner}\")")
 
 
 def register_tiles(ctx, roles: tuple[str, ...] = ("dst", "src")):

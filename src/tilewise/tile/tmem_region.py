@@ -30,7 +30,7 @@ import numpy as np
 
 from ..ir.expr import BufferRegion, Expr, IntImm, as_int
 from ..ptx import tcgen05
-from ..script.analysis import known_multiple
+from ..ir.analysis import known_multiple
 from .registry import DispatchFail
 
 

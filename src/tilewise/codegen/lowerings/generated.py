@@ -18,7 +18,6 @@ import string
 
 from llvmlite import ir
 
-from ...ptx.operands import regs_read, regs_written
 from ...ptx.table import ROWS, Asm, PtxOp
 from .. import types as ty
 from ..registry import lowering
@@ -66,9 +65,9 @@ def asm_lowering(op: PtxOp):
         text = op.llvm.text.format(**_spellings(op, c, names))
         args = _operands(em, op, c, names)
         regs = c.args[len(op.params):]
-        if regs_written(op.regs):
+        if op.writes_regs:
             return _asm_regs(em, c, op, text, args, regs)
-        if regs_read(op.regs):
+        if op.reads_regs:
             args += [em.expr(r) for r in regs]
         fnty = ir.FunctionType(_ret_type(op), [a.type for a in args])
         return em.b.call(ir.InlineAsm(fnty, text, op.llvm.constraints, side_effect=True), args)
@@ -81,7 +80,7 @@ def _asm_regs(em, c, op: PtxOp, text: str, args: list, regs) -> None:
     """Registers read and written: outputs ``=r`` first, each tied to its input."""
     n = len(regs)
     ptrs = [em.element_ptr(r.buffer, r.indices, c) for r in regs]
-    ins = [em.b.load(p, typ=ty.I32, align=4) for p in ptrs] if regs_read(op.regs) else []
+    ins = [em.b.load(p, typ=ty.I32, align=4) for p in ptrs] if op.reads_regs else []
     ties = ",".join(str(k) for k in range(len(ins)))
     cons = ",".join(["=r"] * n + ([ties] if ties else []) + ([op.llvm.constraints]
                                                               if op.llvm.constraints else []))

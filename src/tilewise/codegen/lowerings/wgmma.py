@@ -29,7 +29,7 @@ def mma_async_text(n: int, ab: str, acc: str, trans_a: bool, trans_b: bool, nreg
     t = wgmma.PTX_TYPE[ab]
     regs = ", ".join(f"${i}" for i in range(nregs))
     a, b, scale = 2 * nregs, 2 * nregs + 1, 2 * nregs + 2
-    trans = f", {int(trans_a)}, {int(trans_b)}" if ab in ("float16", "bfloat16") else ""
+    trans = f", {int(trans_a)}, {int(trans_b)}" if wgmma.transposable(ab) else ""
     return ("{\n.reg .pred p;\n"
             f"setp.ne.b32 p, ${scale}, 0;\n"
             f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{wgmma.ACC_TYPE[acc]}.{t}.{t} "

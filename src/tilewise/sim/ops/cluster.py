@@ -1,8 +1,8 @@
-"""Simulator semantics of the cluster instructions: ``barrier.cluster`` (PTX ISA §9.7.13.4),
-``fence.mbarrier_init`` and the shared -> shared copy into another CTA of the cluster
-(``cp.async.bulk.shared::cluster.shared::cta``, §9.7.9.25.4). The CTAs of a cluster run
-together (:mod:`tilewise.sim.cluster`); a kernel that declares no cluster is a cluster of
-one CTA, rank 0.
+"""Simulator semantics of the cluster instructions: ``barrier.cluster`` (PTX ISA §9.7.13.4)
+and ``fence.mbarrier_init`` (the shared -> shared copy into another CTA of the cluster is
+the bulk family's, :mod:`.bulk.copies`). The CTAs of a cluster run together
+(:mod:`tilewise.sim.cluster`); a kernel that declares no cluster is a cluster of one CTA,
+rank 0.
 
 * ``barrier.cluster.arrive`` counts one arrival per executing thread; ``wait`` blocks each
   thread until every thread of every CTA of the cluster has arrived as often (other CTAs
@@ -12,29 +12,21 @@ one CTA, rank 0.
   their arrive is visible (the CTA's own shared memory: as after ``bar.sync``).
 * ``fence.mbarrier_init`` orders this thread's ``mbarrier.init`` before later cluster
   operations: no effect in the simulator, where an init is seen at once.
-* ``s2c``: the source must be visible to the issuing thread and fenced for the async
-  proxy; the bytes land at the same shared offset in CTA ``rank``, owned by the copy, and
-  ``complete_tx(nbytes)`` counts on that CTA's mbarrier at ``mbar``'s offset. The source is
-  read at issue; the copy completes on the mbarrier, not through bulk groups.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..access import check_pointer, check_shared_read, mbarrier_addrs
 from ..collective import whole_groups
-from ..memory import SHARED
 from ..registry import semantics
-
-_ALIGN = 16
 
 
 def _arrive(ctx, site, aligned: bool) -> None:
     if aligned:
         whole_groups(ctx, site.span, "barrier.cluster.arrive.aligned", 32, "warp")
     if ctx.cluster is not None:
-        ctx.cluster.arrive(ctx, ctx.active())
+        ctx.cluster.barrier_arrive(ctx, ctx.active())
 
 
 def _wait(ctx, site, aligned: bool) -> None:
@@ -55,10 +47,11 @@ def _wait(ctx, site, aligned: bool) -> None:
                    "thread", site.span, "call T.ptx.barrier.cluster.arrive() first (or "
                    "T.cuda.cluster_sync())", tid=int(tids[0]))
         return
-    if not cl.wait(ctx, tids):
+    if not cl.barrier_wait(ctx, tids, site.span, f"T.{site.name}"):
         behind = np.argwhere(cl.arrived < cl.arrived[ctx.rank, tids].max())[0]
         ctx.hazard(f"barrier.cluster.wait can never complete (deadlock): thread "
-                   f"{int(behind[1])} of CTA rank {int(behind[0])} never arrives",
+                   f"{int(behind[1])} of CTA rank {int(behind[0])} never arrives"
+                   + ctx.blocked_elsewhere(),
                    site.span, "every thread of every CTA of the cluster must arrive "
                    "(T.ptx.barrier.cluster.arrive / T.cuda.cluster_sync) the same number "
                    "of times", tid=int(tids[0]))
@@ -85,35 +78,3 @@ def cluster_sync(ctx, site, args):
 @semantics("ptx.fence.mbarrier_init")
 def fence_mbarrier_init(ctx, site, args):
     """No effect: an mbarrier.init is visible at once in the simulator."""
-
-
-@semantics("ptx.cp_async.bulk.s2c")
-def s2c(ctx, site, args):
-    dst, src, nbytes, mbar, rank = args
-    tids = ctx.active()
-    sizes = np.broadcast_to(np.asarray(nbytes, np.int64), tids.shape)
-    ranks = np.broadcast_to(np.asarray(rank, np.int64), tids.shape)
-    what = "cp.async.bulk (shared -> shared::cluster)"
-    for k, t in enumerate(tids.tolist()):
-        size = int(sizes[k])
-        if size <= 0 or size % _ALIGN:
-            ctx.hazard(f"{what}: size {size} is not a positive multiple of 16 bytes",
-                       site.span, "copy a multiple of 16 bytes", tid=t)
-            return
-    s = check_pointer(ctx, src, int(sizes.max()), site.span, what + " source", (SHARED,),
-                      _ALIGN)
-    d = s and check_pointer(ctx, dst, int(sizes.max()), site.span, what + " destination",
-                            (SHARED,), _ALIGN)
-    bars = d and mbarrier_addrs(ctx, mbar, site.span, what + " mbarrier", read=False)
-    if bars is None or d is None or s is None:
-        return
-    for k, t in enumerate(tids.tolist()):
-        size, off, doff = int(sizes[k]), int(s[1][k]), int(d[1][k])
-        offs = np.arange(off, off + size)
-        check_shared_read(ctx, offs[::16], 16, np.full(size // 16, t), site.span)
-        ctx.asyncs.check_async_read(offs, t, what, site.span)
-        peer = ctx.peer(int(ranks[k]), site.span, what)
-        data = ctx.mem.shared[offs].copy()
-        source = "" if peer is ctx else f" of CTA rank {ctx.rank}"
-        peer.asyncs.bulk_land(t, np.arange(doff, doff + size), data, int(bars[k]),
-                              site.span, "cp.async.bulk (dsmem)", source)

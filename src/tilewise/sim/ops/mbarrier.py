@@ -95,7 +95,7 @@ def try_wait_parity(ctx, site, args):
     if addrs is None:
         return False
     parity = np.broadcast_to(np.asarray(args[1], np.int64) & 1, addrs.shape)
-    return ctx.asyncs.wait_parity(ctx.active(), addrs, parity, site.span)
+    return ctx.asyncs.wait_parity(ctx.active(), addrs, parity, site.span, f"T.{site.name}")
 
 
 @semantics("ptx.mbarrier.try_wait")

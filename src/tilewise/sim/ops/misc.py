@@ -8,7 +8,8 @@
   arrivals complete the barrier, which then makes the participants' shared writes
   visible to every thread and orders their accesses for the race checks
   (:meth:`~tilewise.sim.memory.CtaMemory.release`); an incomplete ``bar.sync`` waits
-  while other forked thread sets run (:mod:`tilewise.sim.fibers`), else it is a deadlock.
+  while other forked thread sets and CTAs run (:mod:`tilewise.sim.scheduler`), else it is a
+  deadlock.
 * ``ptx.elect_sync``: true for the lowest active lane of each warp.
 * ``ptx.setmaxnreg``: no effect on values; the whole warpgroup must execute it.
 * ``ptx.ld_st``: a synchronous vector load then store, naturally aligned, any spaces; a
@@ -26,10 +27,12 @@ import numpy as np
 from ...ir import alu
 from ...ir.launch import WARP, WARPGROUP
 from ...ptx.table import MATH_OPS
+from ..async_core import Part, async_part
 from ..access import check_pointer, check_shared_read, mark_shared_write, read_bytes, write_bytes
 from ..collective import whole_groups
 from ..memory import LOCAL, SHARED
 from ..registry import semantics
+from ..scheduler import Wait
 from ..values import np_dtype
 
 
@@ -49,21 +52,21 @@ def cta_sync(ctx, site, args):
 
 @semantics("ptx.bar.sync")
 def bar_sync(ctx, site, args):
-    _named_barrier(ctx, site, args, wait=True)
+    for bid, count, bar, gen, tid0 in _named_barrier(ctx, site, args, "bar.sync"):
+        _wait_named(ctx, site, bid, count, bar, gen, tid0)
 
 
 @semantics("ptx.bar.arrive")
 def bar_arrive(ctx, site, args):
-    _named_barrier(ctx, site, args, wait=False)
+    _named_barrier(ctx, site, args, "bar.arrive")
 
 
-def _named_barrier(ctx, site, args, wait: bool) -> None:
+def _named_barrier(ctx, site, args, what: str) -> list:
     """Named barrier ``id``: the active warps arrive; when ``count`` threads have, the
-    barrier completes (the participants' shared writes become visible) and resets. A
-    ``bar.sync`` that is not complete waits while other forked thread sets run. Warps of
+    barrier completes (the participants' shared writes become visible) and resets. Warps of
     one statement may name different barriers (``bar.sync(1 + wg, 128)``): each group
-    arrives on its own, and the statement waits until every one it arrived on completes."""
-    what = "bar.sync" if wait else "bar.arrive"
+    arrives on its own. Returns the barriers still open after the arrivals, ``(id, count,
+    state, generation, first thread)`` each: a ``bar.sync`` waits until each completes."""
     whole_groups(ctx, site.span, what)
     act = ctx.active()
     ids = np.broadcast_to(np.asarray(args[0], np.int64), act.shape)
@@ -80,24 +83,36 @@ def _named_barrier(ctx, site, args, wait: bool) -> None:
         bar = _arrive_named(ctx, site, what, bid, count, tids)
         if bar is not None:
             pending.append((bid, count, bar, bar["gen"], int(tids[0])))
-    if not wait or not pending:
-        return
-    for bid, count, bar, gen, tid0 in pending:
-        if not ctx.block(lambda bar=bar, gen=gen: bar["gen"] != gen,
-                         lambda bar=bar, bid=bid, count=count, tid0=tid0: (
-                             f"{ctx.where(tid0)} waits at line {site.span.line} on barrier "
-                             f"{bid} ({len(bar['arrived'])} of {count} threads arrived)")):
-            ctx.hazard(f"bar.sync {bid}, {count} can never complete (deadlock): "
-                       f"{len(bar['arrived'])} of {count} threads arrived and no other thread "
-                       "can reach it" + ctx.blocked_elsewhere(), site.span,
-                       "make the count the number of threads that execute this barrier",
-                       tid=tid0)
+    return pending
+
+
+def _wait_named(ctx, site, bid, count, bar, gen, tid0) -> None:
+    """A ``bar.sync`` waits while other forked thread sets run; a barrier nothing can
+    complete is a deadlock."""
+    wait = Wait(ctx, f"T.{site.name}({bid}, {count})", site.span,
+                lambda: (tid0, None, f"{len(bar['arrived'])} of {count} threads arrived"))
+    if not ctx.block(lambda: bar["gen"] != gen, wait):
+        ctx.hazard(f"bar.sync {bid}, {count} can never complete (deadlock): "
+                   f"{len(bar['arrived'])} of {count} threads arrived and no other thread "
+                   "can reach it" + ctx.blocked_elsewhere(), site.span,
+                   "make the count the number of threads that execute this barrier",
+                   tid=tid0)
+
+
+@async_part("named_barriers", order=5)
+class NamedBarriers(Part):
+    """The CTA's named barriers: id -> {"gen", "arrived", "count"} (made on first use)."""
+
+    def __init__(self, core):
+        super().__init__(core)
+        self.bars: dict = {}
 
 
 def _arrive_named(ctx, site, what, bid: int, count: int, tids):
     """``tids`` arrive on barrier ``bid``; returns its state while it is still open (None
     once this arrival completed it)."""
-    bar = ctx.named_barriers.setdefault(bid, {"gen": 0, "arrived": [], "count": count})
+    bar = ctx.asyncs.part("named_barriers").bars.setdefault(
+        bid, {"gen": 0, "arrived": [], "count": count})
     if bar["arrived"] and bar["count"] != count:
         ctx.hazard(f"{what} {bid} with count {count} while threads already waiting there "
                    f"expect {bar['count']}", site.span, "use one count per barrier phase",
@@ -156,10 +171,10 @@ def ld_st(ctx, site, args):
 def _registers(ctx, place, nbytes, tids, span, write):
     """A vector move to or from registers is an ordinary register access (the wgmma
     accumulator checks see it as they see element loads and stores)."""
-    w = ctx.asyncs.wgmma_if_used
     local = place[0] == LOCAL
-    if w is not None and local.any():
-        w.register_access(tids[local], place[1][local], nbytes, span, write)
+    if local.any():
+        for w in ctx.asyncs.reg_watchers:
+            w.register_access(tids[local], place[1][local], nbytes, span, write)
 
 
 # ------------------------------------------------------------------------- math

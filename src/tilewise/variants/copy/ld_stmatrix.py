@@ -86,11 +86,6 @@ def matching_extents(ctx):
     return True
 
 
-def no_options(ctx):
-    extra = [k for k, _ in ctx.call.options if k != "dispatch"]
-    return True if not extra else (False, f"option {extra[0]}= does not apply to ldmatrix")
-
-
 # ---- steps 2-3: the plan -------------------------------------------------------------------
 @dataclass(frozen=True)
 class Issue:
@@ -278,7 +273,8 @@ def _describe(c: _Copy, issues: list[Issue]) -> str:
     return f"{what}: {parts}"
 
 
-@register_dispatch("copy", "cuda", variant="ld_stmatrix", priority=40, when=[
+@register_dispatch("copy", "cuda", variant="ld_stmatrix", priority=40,
+                   declines={"*": "option {option}= does not apply to ldmatrix"}, when=[
     predicate("operands are regions", P.operands_are_regions),
     predicate("registers <-> shared", P.direction, pairs=PAIRS),
     predicate("target has the instruction", has_instruction),
@@ -287,7 +283,6 @@ def _describe(c: _Copy, issues: list[Issue]) -> str:
     predicate("same dtype", P.same_dtype),
     predicate("element size", element_size),
     predicate("extents", matching_extents),
-    predicate("no options", no_options),
 ])
 def ld_stmatrix(ctx):
     c = _Copy(ctx)

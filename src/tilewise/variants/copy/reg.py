@@ -83,13 +83,39 @@ def _nonzero(e) -> bool:
     return as_int(e) != 0
 
 
-def _vector(tile: RegTile, mem: Side, ctx) -> int:
+def _matching_dims(mem_shape, tile_shape):
+    """The memory region's dimension for each of the register view's, when the two shapes
+    are equal but for extent-1 dimensions (``R[cw, :, :]`` against a (64, N) tile); None
+    when they differ otherwise."""
+    md = [d for d, e in enumerate(mem_shape) if e != 1]
+    td = [d for d, e in enumerate(tile_shape) if e != 1]
+    if [mem_shape[d] for d in md] != [tile_shape[d] for d in td]:
+        return None
+    out = [None] * len(tile_shape)
+    for m, t in zip(md, td):
+        out[t] = m
+    return out
+
+
+def _expand(coords, dims, rank):
+    """Register-view coordinates as coordinates of the memory region (0 where it has an
+    extent-1 dimension the view lacks)."""
+    out = [0] * rank
+    for c, d in zip(coords, dims):
+        if d is not None:
+            out[d] = c
+    return out
+
+
+def _vector(tile: RegTile, mem: Side, ctx, dims) -> int:
     """Elements per vector: the widest run every thread's registers keep contiguous and
     aligned in memory."""
     eb = mem.elem_bytes
     t = np.arange(tile.threads)
+    rank = len(mem.region.shape)
+    coords = _expand(_all_coords(tile, t), dims, rank)
     rel = np.stack([np.broadcast_to(np.asarray(c, np.int64), (tile.threads, tile.regs))
-                    for c in _all_coords(tile, t)], axis=-1)
+                    for c in coords], axis=-1)
     offs = mem.offsets(rel.reshape(-1, rel.shape[-1])).reshape(tile.threads, tile.regs)
     for nbytes in VEC_BYTES:
         v = nbytes // eb
@@ -127,16 +153,18 @@ def reg(ctx):
     into_regs = regside is ctx.dst
     memr = ctx.src if into_regs else ctx.dst
     tile = RegTile.of(regside, ctx.thread_count, "register buffer")
-    if memr.shape != tile.shape:
+    dims = _matching_dims(memr.shape, tile.shape)
+    if dims is None:
         raise DispatchFail(f"the memory side has shape {memr.shape} but the register view "
                            f"{tile.shape}; copy regions of the register view's shape")
     mem = Side("src" if into_regs else "dst", memr)
-    v = _vector(tile, mem, ctx)
+    v = _vector(tile, mem, ctx, dims)
     flat = tile.flat()
     body = [DeclBuffer(flat)]
     op = PTX_OPS["ptx.ld_st"]
     for r0 in range(0, tile.regs, v):
-        idx = tuple(rg.start + c for rg, c in zip(memr.region, tile.coords(r0, ctx.scope_tid)))
+        rel = _expand(tile.coords(r0, ctx.scope_tid), dims, len(memr.shape))
+        idx = tuple(rg.start + c for rg, c in zip(memr.region, rel))
         regs, memx = (flat, (IntImm(r0),)), (memr.buffer, idx)
         d, sx = (regs, memx) if into_regs else (memx, regs)
         if v == 1:

@@ -36,6 +36,7 @@ import numpy as np
 from tilewise.ir.expr import AddressOf, IntImm, cmp
 from tilewise.ir.stmt import Evaluate, IfThenElse
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.partition import Plan, Side, emit, unravel
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
@@ -115,10 +116,10 @@ def _emit(ctx):
 
 
 #: The rules every copy-engine variant shares (bulk, tma, dsmem): one thread of the scope
-#: issues the whole copy, of one dtype and one size, and it is not predicated per element.
+#: issues the whole copy, of one dtype and one size (and none honours predicate=: the
+#: copy engine cannot predicate per element, NO_PREDICATE).
+NO_PREDICATE = {"predicate": "a copy by the copy engine cannot be predicated per element"}
 ISSUED_BY_ONE_THREAD = (
-    predicate("no predicate", P.no_option, option="predicate",
-              why="a copy by the copy engine cannot be predicated per element"),
     predicate("scope", P.scope_in, scopes=SCOPES),
     predicate("first thread active", P.first_thread_active),
     predicate("same dtype", P.same_dtype),
@@ -126,20 +127,17 @@ ISSUED_BY_ONE_THREAD = (
 )
 
 
-@register_dispatch("copy_async", "cuda", variant="bulk", priority=25, when=[
+@register_dispatch("copy_async", "cuda", variant="bulk", priority=25, options=(O.MBAR,),
+                   declines={
+    **NO_PREDICATE,
+    "cache_hint": "bulk does not implement cache_hint= (.L2::cache_hint) yet",
+    "prefetch_size": "prefetch_size= is a cp.async hint; bulk copies have none"}, when=[
     predicate("target has TMA", P.has_feature, feature="tma",
               what="cp.async.bulk"),
     predicate("operands are regions", P.operands_are_regions),
-    predicate("no TMA options", P.no_foreign_options, options=P.TMA_OPTIONS, owner="tma"),
-    predicate("no dsmem options", P.no_foreign_options, options=P.DSMEM_OPTIONS,
-              owner="dsmem"),
     predicate("compile-time sizes", P.static_sizes),
     predicate("global <-> shared", P.direction, pairs=PAIRS),
     predicate("completion", _direction),
-    predicate("no cache policy", P.no_option, option="cache_hint",
-              why="bulk does not implement cache_hint= (.L2::cache_hint) yet"),
-    predicate("no prefetch size", P.no_option, option="prefetch_size",
-              why="prefetch_size= is a cp.async hint; bulk copies have none"),
     *ISSUED_BY_ONE_THREAD,
     predicate("plain shared layout", _plain_shared),
 ])

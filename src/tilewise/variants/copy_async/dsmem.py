@@ -30,11 +30,12 @@ from __future__ import annotations
 from tilewise.ir.expr import AddressOf, IntImm, cmp
 from tilewise.ir.stmt import Evaluate, IfThenElse
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.partition import Side, emit
 from tilewise.tile.registry import predicate, register_dispatch
 
-from .bulk import ISSUED_BY_ONE_THREAD, plan_runs
+from .bulk import ISSUED_BY_ONE_THREAD, NO_PREDICATE, plan_runs
 
 
 def _options(ctx):
@@ -76,19 +77,17 @@ def _emit(ctx):
     return IfThenElse(cmp("==", ctx.scope_tid, 0), body, span=ctx.span)
 
 
-@register_dispatch("copy_async", "cuda", variant="dsmem", priority=11, when=[
+@register_dispatch("copy_async", "cuda", variant="dsmem", priority=11,
+                   options=(O.REMOTE_CTA_ID, O.MBAR), declines={
+    **NO_PREDICATE,
+    "cache_hint": "dsmem does not implement cache_hint=",
+    "prefetch_size": "prefetch_size= is a cp.async hint",
+    "cta_group": "cta_group= is for TMA and tcgen05 copies"}, when=[
     predicate("target has clusters", P.has_feature, feature="cluster",
               what="distributed shared memory (clusters)"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("shared -> shared", P.direction, pairs=(("shared*", "shared*"),)),
-    predicate("no TMA options", P.no_foreign_options, options=P.TMA_OPTIONS, owner="tma"),
     predicate("options", _options),
-    predicate("no cache policy", P.no_option, option="cache_hint",
-              why="dsmem does not implement cache_hint="),
-    predicate("no prefetch size", P.no_option, option="prefetch_size",
-              why="prefetch_size= is a cp.async hint"),
-    predicate("no cta_group", P.no_option, option="cta_group",
-              why="cta_group= is for TMA and tcgen05 copies"),
     *ISSUED_BY_ONE_THREAD,
     predicate("memory layouts", _memory_layouts),
 ])

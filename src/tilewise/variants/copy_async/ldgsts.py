@@ -29,6 +29,7 @@ from __future__ import annotations
 from tilewise.ir.expr import AddressOf, UnaryOp
 from tilewise.ir.stmt import Evaluate
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.partition import Side, emit, plan_partition
 from tilewise.tile.registry import predicate, register_dispatch
@@ -59,20 +60,17 @@ def _emit(ctx):
     return emit(plan, ctx.scope_tid, dst, src, make, source_guard_operand=True)
 
 
-@register_dispatch("copy_async", "cuda", variant="ldgsts", priority=20, when=[
+@register_dispatch("copy_async", "cuda", variant="ldgsts", priority=20,
+                   options=(O.PREFETCH_SIZE,), declines={
+    "mbar": "completion by mbarrier needs a TMA variant; cp.async groups cannot signal an "
+            "mbarrier",
+    "cache_hint": "ldgsts does not implement cache_hint= (cp.async .L2::cache_hint) yet",
+    "predicate": "ldgsts does not implement predicate= (zero-fill by src-size) yet",
+    "cta_group": "cta_group= is for TMA and tcgen05 copies; cp.async has no CTA pair"},
+                   when=[
     predicate("target has cp.async", P.has_feature, feature="cp_async",
               what="cp.async"),
     predicate("operands are regions", P.operands_are_regions),
-    predicate("no TMA options", P.no_foreign_options, options=P.TMA_OPTIONS, owner="tma"),
-    predicate("no dsmem options", P.no_foreign_options, options=P.DSMEM_OPTIONS,
-              owner="dsmem"),
-    predicate("no mbarrier", P.no_option, option="mbar",
-              why="completion by mbarrier needs a TMA variant; cp.async groups cannot "
-              "signal an mbarrier"),
-    predicate("no cache policy", P.no_option, option="cache_hint",
-              why="ldgsts does not implement cache_hint= (cp.async .L2::cache_hint) yet"),
-    predicate("no predicate", P.no_option, option="predicate",
-              why="ldgsts does not implement predicate= (zero-fill by src-size) yet"),
     predicate("global -> shared", P.direction, pairs=PAIRS),
     predicate("scope", P.scope_in, scopes=SCOPES),
     predicate("all threads active", P.all_active),

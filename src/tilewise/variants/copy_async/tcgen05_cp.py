@@ -45,6 +45,7 @@ from tilewise.ir.expr import Cast, IntImm, as_int
 from tilewise.ir.stmt import Evaluate, seq
 from tilewise.ptx import tcgen05
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.matrix_desc import descriptor_expr, plan_operand
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
@@ -63,14 +64,6 @@ def _same_shape(ctx):
     if d == s and len(d) == 2:
         return True
     return False, f"dst is {d} but src is {s}; tcgen05.cp copies 2-D tiles of one shape"
-
-
-def _options(ctx):
-    extra = [k for k, _ in ctx.call.options if k not in ("dispatch", "cta_group")]
-    if not extra:
-        return True
-    return False, (f"option {extra[0]}= does not apply to tcgen05.cp (completion is "
-                   "T.ptx.tcgen05.commit, issued by the caller)")
 
 
 def _places(region):
@@ -154,7 +147,10 @@ def _emit(ctx):
     return seq(*out)
 
 
-@register_dispatch("copy_async", "cuda", variant="tcgen05_cp", priority=13, when=[
+@register_dispatch("copy_async", "cuda", variant="tcgen05_cp", priority=13,
+                   options=(O.CTA_GROUP,),
+                   declines={"*": "option {option}= does not apply to tcgen05.cp (completion "
+                             "is T.ptx.tcgen05.commit, issued by the caller)"}, when=[
     predicate("target has tcgen05", P.has_feature, feature="tcgen05", what="tcgen05.cp"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("shared -> tmem", P.direction, pairs=PAIRS),
@@ -162,7 +158,6 @@ def _emit(ctx):
     predicate("one issuing thread", P.one_issuer, what="tcgen05.cp"),
     predicate("same dtype", P.same_dtype),
     predicate("same shape", _same_shape),
-    predicate("options", _options),
 ])
 def tcgen05_cp(ctx):
     return _emit(ctx)

@@ -123,14 +123,6 @@ def same_shape(ctx):
     return False, f"dst is {d} but src is {s}; tcgen05.ld/st copies tiles of one shape"
 
 
-def no_options(ctx):
-    extra = [k for k, _ in ctx.call.options if k != "dispatch"]
-    if not extra:
-        return True
-    return False, (f"option {extra[0]}= does not apply to tcgen05.ld/st (completion is "
-                   "T.ptx.tcgen05.wait.ld/st, issued by the caller)")
-
-
 # ---- the copy's operands -------------------------------------------------------------------
 def _operands(ctx) -> Copy:
     load = ctx.src.buffer.scope == "tmem"
@@ -365,7 +357,10 @@ def _describe(c: Copy, dp: str, issues: list[Issue]) -> str:
     return f"{kind} datapath {dp}{where}{rt}: {parts}"
 
 
-@register_dispatch("copy_async", "cuda", variant="tcgen05_ldst", priority=12, when=[
+@register_dispatch("copy_async", "cuda", variant="tcgen05_ldst", priority=12,
+                   declines={"*": "option {option}= does not apply to tcgen05.ld/st "
+                             "(completion is T.ptx.tcgen05.wait.ld/st, issued by the caller)"},
+                   when=[
     predicate("target has tcgen05", P.has_feature, feature="tcgen05",
               what="tcgen05 tensor memory"),
     predicate("operands are regions", P.operands_are_regions),
@@ -374,7 +369,6 @@ def _describe(c: Copy, dp: str, issues: list[Issue]) -> str:
     predicate("all threads active", P.all_active),
     predicate("same dtype", P.same_dtype),
     predicate("same shape", same_shape),
-    predicate("no options", no_options),
 ])
 def tcgen05_ldst(ctx):
     c = _operands(ctx)

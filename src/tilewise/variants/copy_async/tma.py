@@ -50,11 +50,12 @@ from tilewise.passes.indexing import memory_offset, storage_size
 from tilewise.passes.simplify import simplify_expr
 from tilewise.ptx import tma
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.partition import Side, unravel
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 
-from .bulk import ISSUED_BY_ONE_THREAD
+from .bulk import ISSUED_BY_ONE_THREAD, NO_PREDICATE
 from .tma_plan import check_global, global_strides, plan_boxes
 
 PAIRS = (("shared*", "global"), ("global", "shared*"))
@@ -253,16 +254,18 @@ def _emit(ctx):
     return seq(DeclBuffer(view, span=ctx.span), body)
 
 
-@register_dispatch("copy_async", "cuda", variant="tma", priority=10, when=[
+@register_dispatch("copy_async", "cuda", variant="tma", priority=10,
+                   options=(O.MBAR, O.CACHE_HINT, O.CTA_GROUP, O.CTA_MASK, O.OOB,
+                            O.L2_PROMOTION, O.PREFETCH_TENSORMAP, O.USE_TMA_REDUCE),
+                   declines={
+    "prefetch_size": "prefetch_size= is a cp.async hint; TMA takes l2_promotion=",
+    "remote_cta_id": "remote_cta_id= names the CTA of a shared -> shared (dsmem) copy",
+    **NO_PREDICATE}, when=[
     predicate("target has TMA", P.has_feature, feature="tma",
               what="cp.async.bulk.tensor (TMA)"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("global <-> shared", P.direction, pairs=PAIRS),
     predicate("completion", _completion),
-    predicate("no prefetch size", P.no_option, option="prefetch_size",
-              why="prefetch_size= is a cp.async hint; TMA takes l2_promotion="),
-    predicate("no dsmem rank", P.no_option, option="remote_cta_id",
-              why="remote_cta_id= names the CTA of a shared -> shared (dsmem) copy"),
     predicate("cta_group target", P.option_needs_feature, option="cta_group",
               feature="tcgen05", what="TMA cta_group="),
     *ISSUED_BY_ONE_THREAD,

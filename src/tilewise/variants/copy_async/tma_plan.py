@@ -203,7 +203,7 @@ def _symbolic_align(s: Side) -> int:
     start is a compile-time constant, which the offsets already hold)."""
     from tilewise.passes.indexing import memory_offset
     from tilewise.passes.simplify import simplify_expr
-    from tilewise.script.analysis import known_multiple
+    from tilewise.ir.analysis import known_multiple
 
     starts = [r.start for r in s.region.region]
     if all(as_int(x) is not None for x in starts):

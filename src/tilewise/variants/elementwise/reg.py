@@ -31,6 +31,7 @@ from tilewise.ir.expr import BufferLoad, IntImm
 from tilewise.ir.stmt import BufferStore, DeclBuffer, SeqStmt
 from tilewise.ptx.packed import LANES, packed_name
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.compute import ELEMENTWISE
 from tilewise.tile.regtile import RegTile, is_reg_tile
@@ -163,13 +164,16 @@ class _Coords:
 
 
 def register_each(variant: str, priority: int, when: list, emit) -> None:
-    """Register ``emit(ctx, op)`` as ``variant`` of every elementwise primitive."""
+    """Register ``emit(ctx, op)`` as ``variant`` of every elementwise primitive; the unary
+    math ones honour ``scale=``, ``bias=`` and ``precise=``."""
     for name, op in ELEMENTWISE.items():
         def impl(ctx, op=op):
             return emit(ctx, op)
 
         impl.__module__ = emit.__module__
-        register_dispatch(name, "cuda", variant=variant, priority=priority, when=when)(impl)
+        options = (O.SCALE, O.BIAS, O.PRECISE) if op.unary_math else ()
+        register_dispatch(name, "cuda", variant=variant, priority=priority, when=when,
+                          options=options)(impl)
 
 
 register_each("reg", 30, [

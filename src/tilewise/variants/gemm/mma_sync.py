@@ -45,6 +45,7 @@ from tilewise.ir.launch import WARP
 from tilewise.ir.stmt import Buffer, BufferStore, DeclBuffer, Evaluate, IfThenElse, seq
 from tilewise.ptx import mma
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.fragment import Places, places, word_view
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
@@ -272,7 +273,7 @@ def _describe(ctx, steps: list[Step]) -> str:
     return f"{len(steps)} x {mma.ptx_spelling(ta, tb, tc)}{per}"
 
 
-@register_dispatch("gemm", "cuda", variant="mma_sync", priority=20, when=[
+@register_dispatch("gemm", "cuda", variant="mma_sync", priority=20, options=(O.ACCUM,), when=[
     predicate("three register regions", _regions),
     predicate("scope", P.scope_in, scopes=SCOPES),
     predicate("all threads active", P.all_active),

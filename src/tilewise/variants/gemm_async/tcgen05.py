@@ -43,6 +43,7 @@ from tilewise.ir.expr import BufferRegion, Cast, IntImm, as_int, const
 from tilewise.ir.stmt import Evaluate, seq
 from tilewise.ptx import tcgen05
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.matrix_desc import descriptor_expr, plan_operand
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
@@ -191,7 +192,8 @@ def _describe(kind, m, n, g, steps, dc, pa, pb) -> str:
             f"(D datapath {dc.datapath}{lanes}; A {a}; B {form(pb)})")
 
 
-@register_dispatch("gemm_async", "cuda", variant="tcgen05", priority=30, when=[
+@register_dispatch("gemm_async", "cuda", variant="tcgen05", priority=30,
+                   options=(O.ACCUM, O.CTA_GROUP), when=[
     predicate("target has tcgen05", P.has_feature, feature="tcgen05", what="tcgen05.mma"),
     predicate("three regions", _three_regions),
     predicate("scope", P.scope_in, scopes=("thread",)),

@@ -26,6 +26,7 @@ from tilewise.ir.expr import BufferLoad, IntImm, const
 from tilewise.ir.stmt import Evaluate, seq
 from tilewise.ptx import wgmma
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.matrix_desc import descriptor_expr, plan_operand
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
@@ -89,7 +90,7 @@ def _emit(ctx):
     c, a, b = ctx.call.args
     ab = a.buffer.dtype.name
     k_inst = wgmma.K_OF[ab]
-    transposable = ab in ("float16", "bfloat16")
+    transposable = wgmma.transposable(ab)
     pa = plan_operand(a, 0, k_inst, transposable, "A")
     pb = plan_operand(b, 1, k_inst, transposable, "B")
     if len(pa.step_coords) != len(pb.step_coords):
@@ -113,15 +114,15 @@ def _emit(ctx):
     return seq(*out)
 
 
-@register_dispatch("gemm_async", "cuda", variant="wgmma", priority=20, when=[
+@register_dispatch("gemm_async", "cuda", variant="wgmma", priority=20, options=(O.ACCUM,),
+                   declines={"cta_group": "cta_group= is a tcgen05 option; wgmma is one "
+                             "warpgroup"}, when=[
     predicate("target has wgmma", P.has_feature, feature="wgmma", what="wgmma"),
     predicate("three regions", _operands),
     predicate("scope", P.scope_in, scopes=("warpgroup",)),
     predicate("all threads active", P.all_active),
     predicate("input dtypes", _inputs),
     predicate("accumulator tile", _c_tile),
-    predicate("no cta_group", P.no_option, option="cta_group",
-              why="cta_group= is a tcgen05 option; wgmma is one warpgroup"),
 ])
 def wgmma_variant(ctx):
     return _emit(ctx)

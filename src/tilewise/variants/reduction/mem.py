@@ -22,6 +22,7 @@ import math
 
 from tilewise.ir.expr import BufferLoad, IntImm, Var, binop
 from tilewise.ir.stmt import Assign, BufferStore, DeclBuffer, For, LetStmt, SeqStmt
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.compute import REDUCTIONS, reduced_shapes
 from tilewise.tile.regtile import RegTile, is_reg_tile
@@ -120,7 +121,7 @@ def mem(ctx):
 
 
 def _register(name: str) -> None:
-    register_dispatch(name, "cuda", variant="mem", priority=10, when=[
+    register_dispatch(name, "cuda", variant="mem", priority=10, options=(O.AXES, O.FOLD), when=[
         predicate("scope", P.scope_in, scopes=SCOPES),
         predicate("all threads active", P.all_active),
         predicate("compile-time sizes", P.static_sizes),

@@ -24,6 +24,7 @@ from tilewise.ir import dtype as dt
 from tilewise.ir.expr import BufferLoad, IntImm, Var, binop, cmp
 from tilewise.ir.stmt import Buffer, BufferStore, DeclBuffer, IfThenElse, LetStmt, SeqStmt
 from tilewise.ptx.table import PTX_OPS
+from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.compute import REDUCTIONS
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
@@ -173,9 +174,11 @@ def _register(name: str) -> None:
     common = [predicate("scope", P.scope_in, scopes=SCOPES),
               predicate("all threads active", P.all_active),
               predicate("register tiles", P.register_tiles)]
-    register_dispatch(name, "cuda", variant="thread", priority=40, when=common)(thread_local)
-    register_dispatch(name, "cuda", variant="warp", priority=30, when=common)(warp)
-    register_dispatch(name, "cuda", variant="smem", priority=20, when=common)(smem)
+    opts = (O.AXES, O.FOLD)
+    register_dispatch(name, "cuda", variant="thread", priority=40, when=common,
+                      options=opts)(thread_local)
+    register_dispatch(name, "cuda", variant="warp", priority=30, when=common, options=opts)(warp)
+    register_dispatch(name, "cuda", variant="smem", priority=20, when=common, options=opts)(smem)
 
 
 for _name in REDUCTIONS:

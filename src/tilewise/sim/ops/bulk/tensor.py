@@ -1,6 +1,6 @@
 """Simulator semantics of the TMA tensor copies (``cp.async.bulk.tensor``,
 ``cp.reduce.async.bulk.tensor``, ``prefetch.tensormap``; ptx-semantics.md §5, PTX ISA
-§9.7.9.25.5). The box geometry is :mod:`tilewise.sim.tensormap`'s; the bookkeeping of
+§9.7.9.25.5). The box geometry is :mod:`.tensormap`'s; the bookkeeping of
 landed bytes, stores still reading and bulk groups is the async core's.
 
 **global -> shared** (``g2c``). Per issuing thread: the destination is a 16-byte aligned
@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import SimulationError
-from ..access import check_pointer, check_shared_read, mbarrier_addrs
-from ..memory import SHARED
-from ..registry import semantics
-from ..tensormap import SimTensorMap
-from ..values import binop_fn
+from ....errors import SimulationError
+from ...access import check_pointer, check_shared_read, mbarrier_addrs
+from ...memory import SHARED
+from ...registry import semantics
+from .tensormap import SimTensorMap
+from ...values import binop_fn
+from .state import bulk_of
 
 _REDUCE = {"add": "+", "min": "min", "max": "max"}
 
@@ -109,7 +110,7 @@ def g2c(ctx, site, args):
         data = tm.read_box(ctx.mem, c[k])
         for peer in targets(k):
             source = "" if peer is ctx else f" of CTA rank {ctx.rank}"
-            peer.asyncs.bulk_land(t, boxes[k], data, int(bars[k]), site.span,
+            bulk_of(peer).bulk_land(t, boxes[k], data, int(bars[k]), site.span,
                                   "cp.async.bulk.tensor", source)
 
 
@@ -126,11 +127,11 @@ def _store(ctx, site, args, combine=None):
         offs = boxes[k]
         chunks = offs[::16]
         check_shared_read(ctx, chunks, 16, np.full(len(chunks), t), site.span)
-        ctx.asyncs.check_async_read(offs, t, what, site.span)
+        bulk_of(ctx).check_async_read(offs, t, what, site.span)
         if combine is None:  # a reduction is atomic in the copy engine: no race
             _race(ctx, site, tm, c[k], t, write=True)
         tm.write_box(ctx.mem, c[k], ctx.mem.shared[offs], combine)
-        ctx.asyncs.bulk_store(t, offs, site.span, what)
+        bulk_of(ctx).bulk_store(t, offs, site.span, what)
 
 
 @semantics("ptx.cp_async.bulk.tensor.s2g")
@@ -140,7 +141,7 @@ def s2g(ctx, site, args):
 
 @semantics("ptx.cp_async.bulk.tensor.s2g_reduce")
 def s2g_reduce(ctx, site, args):
-    from ...ir.dtype import DTYPES
+    from ....ir.dtype import DTYPES
 
     tm, op = args[2], args[3]
     if not isinstance(tm, SimTensorMap):

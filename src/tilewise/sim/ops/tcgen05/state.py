@@ -1,6 +1,6 @@
 """The asynchronous state of ``tcgen05.mma`` and ``tcgen05.cp`` (PTX ISA §9.7.16.6,
-§9.7.16.12.1): the part of the async core (``ctx.asyncs.tcgen05``) that the tcgen05 ops
-and the shared-memory and tensor-memory checks use.
+§9.7.16.12.1): the part of the async core (``ctx.asyncs.part("tcgen05")``) that the
+tcgen05 ops and the shared-memory and tensor-memory checks use.
 
 An MMA or a copy is computed when it is issued (its shared operands are read then, its
 tensor-memory cells written in issue order, which is the order the tensor pipe executes
@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..ptx.tcgen05 import COLS, LANES
-from .memory import SHARED, SPACE_SHIFT
+from ....ptx.tcgen05 import COLS, LANES
+from ...async_core import Part, async_part
+from ...memory import SHARED, SPACE_SHIFT
 
 
 @dataclass
@@ -44,9 +45,11 @@ class _Op:
         return any(m == mbar for m, _ in self.commits)
 
 
-class Tcgen05State:
-    def __init__(self, ctx):
-        self.ctx = ctx
+@async_part("tcgen05", order=3)
+class Tcgen05State(Part):
+    def __init__(self, core):
+        super().__init__(core)
+        ctx = self.ctx
         self.ops: list[_Op] = []
         self.owner = np.full((LANES, COLS), -1, np.int32)
         self.live: dict[int, list[int]] = {}  # thread -> its ops later commits still track
@@ -69,7 +72,7 @@ class Tcgen05State:
 
     def commit(self, tid: int, mbar: int, span) -> None:
         """``tcgen05.commit`` by ``tid``: its earlier ops complete with one arrival on mbar."""
-        phase = self.ctx.asyncs.arrive(mbar, 1, tid, span)
+        phase = self.core.arrive(mbar, 1, tid, span)
         ids = self.live.get(tid, [])
         for k in ids:
             self.ops[k].commits.append((mbar, phase))
@@ -117,7 +120,7 @@ class Tcgen05State:
                                 tid=t)
                 return
 
-    def check_shared_write(self, span_b, tids, span) -> None:
+    def check_write(self, span_b, tids, span) -> None:
         """A write of the shared bytes ``span_b`` (rows per thread) by ``tids``."""
         if not self.n_reading or not np.any(self.reading[span_b]):
             return
@@ -151,7 +154,7 @@ class Tcgen05State:
     def _complete(self, op: _Op, mbar: int | None = None) -> bool:
         """Whether a commit that tracks ``op`` (on ``mbar``, or any) has completed its phase."""
         for m, p in op.commits:
-            phase = self.ctx.asyncs.phase(m)
+            phase = self.core.phase(m)
             if (mbar is None or m == mbar) and phase is not None and phase > p:
                 return True
         return False
@@ -171,7 +174,7 @@ class Tcgen05State:
         mbar, phase = op.commits[-1]
         if not self._complete(op):
             return (f"its commit's mbarrier ({ctx.describe_addr(mbar)}): "
-                    f"{ctx.asyncs.describe(mbar)}",
+                    f"{self.core.describe(mbar)}",
                     "wait on the commit's mbarrier until the phase completes")
         mbar, phase = next((m, p) for m, p in op.commits if self._complete(op, m))
         return (f"its commit's mbarrier ({ctx.describe_addr(mbar)}) completed phase "
@@ -179,3 +182,8 @@ class Tcgen05State:
                 "call T.ptx.mbarrier.try_wait(mbar, parity) in the threads that use the "
                 "result (or wait in one, then T.cuda.cta_sync()), then "
                 "T.ptx.tcgen05.fence.after_thread_sync()")
+
+
+def tcgen05_of(ctx) -> Tcgen05State:
+    """The CTA's tcgen05 state (made on first use)."""
+    return ctx.asyncs.part("tcgen05")

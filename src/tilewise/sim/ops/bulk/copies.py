@@ -6,7 +6,7 @@ addresses are 16-byte aligned, in the right space and in bounds.
 
 **global -> shared** (``g2s``, ``.mbarrier::complete_tx::bytes``). The copy is performed
 at issue (the earliest legal completion): the bytes land, then ``complete_tx(nbytes)`` on
-the mbarrier (``ctx.asyncs.complete_tx``), which may complete its phase.
+the mbarrier (the async core's ``complete_tx``), which may complete its phase.
 The landed bytes are owned by the copy (shadow ``owner = BULK_TAG0 - k``, see
 :mod:`tilewise.sim.memory`): a thread may read them only after one of its mbarrier waits
 (``wait_parity``, or ``try_wait_parity`` returning true) has observed the phase the copy
@@ -33,18 +33,25 @@ operands.
 **fence.proxy.async**: a store by the copy engine reads shared memory through the async
 proxy, so bytes a thread wrote with ordinary stores must be fenced by that thread first;
 an unfenced source byte is reported ("... wrote with ordinary stores and no
-fence.proxy.async since"; the shadow is :mod:`tilewise.sim.async_bulk`'s). The global side
+fence.proxy.async since"; the shadow is :mod:`.state`'s). The global side
 of both directions is race-checked (:mod:`tilewise.sim.races`).
+
+**shared -> another CTA** (``s2c``, ``cp.async.bulk.shared::cluster.shared::cta``): the
+source must be visible to the issuing thread and fenced for the async proxy; the bytes land
+at the same shared offset in CTA ``rank``, owned by the copy, and ``complete_tx(nbytes)``
+counts on that CTA's mbarrier at ``mbar``'s offset. The source is read at issue; the copy
+completes on the mbarrier, not through bulk groups.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..access import check_pointer, check_shared_read, mbarrier_addrs
-from ..memory import GLOBAL0, SHARED
-from ..registry import at_cta_exit, semantics
-from ..state import masked
+from ...access import check_pointer, check_shared_read, mbarrier_addrs
+from ...memory import GLOBAL0, SHARED
+from ...registry import semantics
+from ...state import masked
+from .state import bulk_of
 
 _ALIGN = 16
 
@@ -96,7 +103,7 @@ def g2s(ctx, site, args):
         size, off, doff = int(sizes[k]), int(s[1][k]), int(d[1][k])
         ctx.mem.races.read(ctx, int(s[0][k]), off, size, np.array([t]), site.span)
         data = ctx.mem.space_bytes(int(s[0][k]))[off:off + size]
-        ctx.asyncs.bulk_land(t, np.arange(doff, doff + size), data, int(bars[k]), site.span)
+        bulk_of(ctx).bulk_land(t, np.arange(doff, doff + size), data, int(bars[k]), site.span)
 
 
 @semantics("ptx.cp_async.bulk.s2g")
@@ -116,26 +123,26 @@ def s2g(ctx, site, args):
     for k, t in enumerate(tids.tolist()):
         size, off, goff = int(sizes[k]), int(s[1][k]), int(d[1][k])
         offs = np.arange(off, off + size)
-        ctx.asyncs.check_async_read(offs, t, "cp.async.bulk (shared -> global)", site.span)
+        bulk_of(ctx).check_async_read(offs, t, "cp.async.bulk (shared -> global)", site.span)
         mem.races.write(ctx, int(d[0][k]), goff, size, np.array([t]), site.span)
         mem.space_bytes(int(d[0][k]))[goff:goff + size] = mem.shared[off:off + size]
-        ctx.asyncs.bulk_store(t, offs, site.span)
+        bulk_of(ctx).bulk_store(t, offs, site.span)
 
 
 @semantics("ptx.cp_async.bulk.commit_group")
 def commit_group(ctx, site, args):
-    ctx.asyncs.bulk_commit(ctx.active())
+    bulk_of(ctx).bulk_commit(ctx.active())
 
 
 @semantics("ptx.cp_async.bulk.wait_group")
 def wait_group(ctx, site, args):
-    ctx.asyncs.bulk_retire(ctx.active(), args[0], "cp.async.bulk.wait_group", site.span,
+    bulk_of(ctx).bulk_retire(ctx.active(), args[0], "cp.async.bulk.wait_group", site.span,
                            reads_only=False)
 
 
 @semantics("ptx.cp_async.bulk.wait_group_read")
 def wait_group_read(ctx, site, args):
-    ctx.asyncs.bulk_retire(ctx.active(), args[0], "cp.async.bulk.wait_group.read", site.span,
+    bulk_of(ctx).bulk_retire(ctx.active(), args[0], "cp.async.bulk.wait_group.read", site.span,
                            reads_only=True)
 
 
@@ -143,9 +150,36 @@ def wait_group_read(ctx, site, args):
 def fence_proxy_async(ctx, site, args):
     """The executing threads' generic writes of shared memory become visible to the copy
     engine (the async proxy)."""
-    ctx.asyncs.proxy_fence(ctx.active())
+    bulk_of(ctx).proxy_fence(ctx.active())
 
 
-@at_cta_exit
-def _exit_check(ctx, span) -> None:
-    ctx.asyncs.at_exit()
+@semantics("ptx.cp_async.bulk.s2c")
+def s2c(ctx, site, args):
+    dst, src, nbytes, mbar, rank = args
+    tids = ctx.active()
+    sizes = np.broadcast_to(np.asarray(nbytes, np.int64), tids.shape)
+    ranks = np.broadcast_to(np.asarray(rank, np.int64), tids.shape)
+    what = "cp.async.bulk (shared -> shared::cluster)"
+    for k, t in enumerate(tids.tolist()):
+        size = int(sizes[k])
+        if size <= 0 or size % _ALIGN:
+            ctx.hazard(f"{what}: size {size} is not a positive multiple of 16 bytes",
+                       site.span, "copy a multiple of 16 bytes", tid=t)
+            return
+    s = check_pointer(ctx, src, int(sizes.max()), site.span, what + " source", (SHARED,),
+                      _ALIGN)
+    d = s and check_pointer(ctx, dst, int(sizes.max()), site.span, what + " destination",
+                            (SHARED,), _ALIGN)
+    bars = d and mbarrier_addrs(ctx, mbar, site.span, what + " mbarrier", read=False)
+    if bars is None or d is None or s is None:
+        return
+    for k, t in enumerate(tids.tolist()):
+        size, off, doff = int(sizes[k]), int(s[1][k]), int(d[1][k])
+        offs = np.arange(off, off + size)
+        check_shared_read(ctx, offs[::16], 16, np.full(size // 16, t), site.span)
+        bulk_of(ctx).check_async_read(offs, t, what, site.span)
+        peer = ctx.peer(int(ranks[k]), site.span, what)
+        data = ctx.mem.shared[offs].copy()
+        source = "" if peer is ctx else f" of CTA rank {ctx.rank}"
+        bulk_of(peer).bulk_land(t, np.arange(doff, doff + size), data, int(bars[k]),
+                              site.span, "cp.async.bulk (dsmem)", source)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.launch import WARP
-from ...ptx import tcgen05
-from ...ptx.tcgen05 import COLS, LANES
-from ..collective import warp_uniform, whole_groups
-from ..registry import semantics
+from ....ir.launch import WARP
+from ....ptx import tcgen05
+from ....ptx.tcgen05 import COLS, LANES
+from ...collective import warp_uniform, whole_groups
+from ...registry import semantics
+from .state import tcgen05_of
 
 
 def geometry(shape: str, num: int, t: np.ndarray):
@@ -93,7 +94,7 @@ def ld(ctx, site, args):
         return
     tm, (lanes, cols) = ctx.tmem, where
     _check_unwaited_st(ctx, site, tm, lanes, cols)
-    pending = ctx.asyncs.tcgen05_if_used  # MMAs / copies that write these cells
+    pending = ctx.asyncs.part_if_used("tcgen05")  # MMAs / copies that write these cells
     if pending is not None:
         pending.check_ld(ctx.active(), lanes[..., None] if cols.ndim == 3 else lanes, cols,
                          site.span)
@@ -133,8 +134,8 @@ def st(ctx, site, args):
     else:
         tm.cells[lanes, cols] = vals
         tm.st_pending[lanes, cols] = act[:, None]
-    if ctx.asyncs.tcgen05_if_used is not None:
-        ctx.asyncs.tcgen05.stored(lanes[..., None] if cols.ndim == 3 else lanes, cols)
+    if ctx.asyncs.part_if_used("tcgen05") is not None:
+        tcgen05_of(ctx).stored(lanes[..., None] if cols.ndim == 3 else lanes, cols)
 
 
 def _bits32(v, n):

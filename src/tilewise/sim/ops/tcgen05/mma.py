@@ -20,7 +20,7 @@ keep their 10 high mantissa bits (the 13 low ones are ignored, not rounded).
 m in lane 32 (m // 16) + m % 16 plus the address's lane field (0 or 16). A in tensor memory
 sits in those lanes too, 256 bits (8 columns) a K-step, elements packed low half first.
 
-**Asynchrony** (:mod:`tilewise.sim.async_tcgen05`): the results are written at issue but
+**Asynchrony** (:mod:`.state`): the results are written at issue but
 stay owned by the op, and its shared operands read, until the issuing thread's next
 ``tcgen05.commit`` arrives on an mbarrier and a thread observes that phase.
 ``cta_group=2`` needs a CTA pair, which the simulator (one CTA at a time) does not model.
@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import SimulationError
-from ...ir.dtype import DTYPES
-from ...ptx import tcgen05, wgmma
-from ..access import check_shared_read, mbarrier_addrs
-from ..memory import SHARED
-from ..registry import semantics
+from ....errors import SimulationError
+from ....ir.dtype import DTYPES
+from ....ptx import tcgen05, wgmma
+from ...access import check_shared_read, mbarrier_addrs
+from ...memory import SHARED
+from ...registry import semantics
+from .state import tcgen05_of
 
 
 def _one_group(site, group) -> None:
@@ -179,7 +180,7 @@ def _mma_one(ctx, site, tensor_a, tid, d_tmem, a, b_desc, idesc, enable, kind):
             if enable else 0.0
         half = (acc + A @ B.T).astype(np.float16).view(np.uint16)
         cells[lanes[:, None], cols[None, :]] = half.astype(np.uint32)
-    ctx.asyncs.tcgen05.issue(tid, "tcgen05.mma", site.span, lanes[:, None], cols[None, :],
+    tcgen05_of(ctx).issue(tid, "tcgen05.mma", site.span, lanes[:, None], cols[None, :],
                              np.concatenate([a_bytes, b_bytes]))
 
 
@@ -213,7 +214,7 @@ def _cp_one(ctx, site, tid, taddr, desc, shape):
                      f"tcgen05.cp.{shape}"):
         return
     ctx.tmem.cells[lanes[:, :, None], cols[None, None, :]] = words[:, None, :]
-    ctx.asyncs.tcgen05.issue(tid, "tcgen05.cp", site.span, lanes[:, :, None],
+    tcgen05_of(ctx).issue(tid, "tcgen05.cp", site.span, lanes[:, :, None],
                              cols[None, None, :], np.unique(nbytes))
 
 
@@ -237,4 +238,4 @@ def commit(ctx, site, args):
     if addrs is None:
         return
     for t, a in zip(ctx.active().tolist(), addrs.tolist()):
-        ctx.asyncs.tcgen05.commit(t, a, site.span)
+        tcgen05_of(ctx).commit(t, a, site.span)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ptx import tma
-from .memory import byte_span
+from ....ptx import tma
+from ...memory import byte_span
 
 
 @dataclass
@@ -86,7 +86,7 @@ class SimTensorMap:
 
 
 def _np_dtype(name: str):
-    from ..ir.dtype import DTYPES
+    from ....ir.dtype import DTYPES
 
     return DTYPES[name].numpy()
 
@@ -94,7 +94,7 @@ def _np_dtype(name: str):
 def bind_tensor_maps(flat, binding) -> dict:
     """``{id(var): SimTensorMap}`` for the hidden tensor-map parameters of flat kernel
     ``flat`` (their global spaces follow its buffer order, as the storage plan's do)."""
-    from .memory import GLOBAL0
+    from ...memory import GLOBAL0
 
     out = {}
     data = [v for v, _ in flat.buffer_map]

@@ -1,6 +1,6 @@
-"""The async core's copy-engine half: bulk and tensor (TMA) copies of one CTA, and the
-generic/async proxy split of its shared memory (ptx-semantics.md §5-§6; PTX ISA §9.7.9.25,
-§9.7.12.15 "fence.proxy.async").
+"""The copy engine's part of a CTA's asynchronous state (``ctx.asyncs.part("bulk")``):
+bulk and tensor (TMA) copies, and the generic/async proxy split of its shared memory
+(ptx-semantics.md §5-§6; PTX ISA §9.7.9.25, §9.7.12.15 "fence.proxy.async").
 
 **Landing.** A global -> shared copy (``cp.async.bulk``, ``cp.async.bulk.tensor``, a
 multicast into this CTA, a ``shared::cluster`` copy from another CTA of the cluster) lands
@@ -20,7 +20,7 @@ writes (stores, vector moves, completed cp.async) are visible to it only after t
 thread's ``fence.proxy.async``: a store whose source bytes some thread wrote with no fence
 since is reported. ``gen_writer`` holds, per shared byte, the thread whose unfenced
 generic write it is (-1: none; the shadow exists only in kernels that use the async proxy,
-``memory.ASYNC_PROXY_PREFIXES``); a thread's fence clears its bytes.
+the table's ``traits.proxy``); a thread's fence clears its bytes.
 """
 
 from __future__ import annotations
@@ -29,11 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .memory import BULK_TAG0, SHARED, SPACE_SHIFT, UNWRITTEN, Members
-
-
-def shared_addr(off: int) -> int:
-    return (SHARED << SPACE_SHIFT) + off
+from ...async_core import Part, async_part, shared_addr
+from ...memory import BULK_TAG0, UNWRITTEN, Members
+from ...registry import mechanism
 
 
 @dataclass
@@ -91,19 +89,17 @@ class _Bulk:
         return "has not been waited for (missing cp.async.bulk.wait_group_read)"
 
 
-class BulkCore:
-    """The copy-engine state of one CTA, mixed into :class:`~.async_core.AsyncCore` (which
-    owns ``ctx``, the mbarriers and ``complete_tx``)."""
+@async_part("bulk", order=1)
+class BulkState(Part):
+    """The copy-engine state of one CTA (the mbarriers and ``complete_tx`` are the
+    core's)."""
 
-    _bulk: _Bulk | None = None
-
-    @property
-    def bulk(self) -> _Bulk:
-        if self._bulk is None:
-            self._bulk = _Bulk(self.ctx.n, self.ctx.mem.shared.size)
-        return self._bulk
+    def __init__(self, core):
+        super().__init__(core)
+        self.bulk = _Bulk(self.ctx.n, self.ctx.mem.shared.size)
 
     # ================================================================== landing, stores
+    @mechanism("async_proxy")
     def bulk_land(self, tid: int, offs: np.ndarray, data: np.ndarray, mbar: int, span,
                   what: str = "cp.async.bulk", source: str = "") -> None:
         """A copy by ``tid`` (of another CTA when ``source`` says so): ``data[i]`` lands at
@@ -111,7 +107,7 @@ class BulkCore:
         ``mbar``."""
         st, mem = self.bulk, self.ctx.mem
         offs = np.asarray(offs, np.int64)
-        self.check_write(offs[None, :], np.array([tid if not source else -1]), span)
+        self.core.check_write(offs[None, :], np.array([tid if not source else -1]), span)
         mem.shared[offs] = data
         mem.owner[offs] = BULK_TAG0 - len(st.copies)
         if mem.gen_dirty:  # the engine's write is no generic one
@@ -120,9 +116,10 @@ class BulkCore:
         copy = _Copy(tid, int(offs.min()), len(data), mbar, -1, span,
                      np.zeros(self.ctx.n, bool), what, source)
         st.copies.append(copy)
-        phase = self.complete_tx(mbar, len(data), tid, span)
+        phase = self.core.complete_tx(mbar, len(data), tid, span)
         copy.phase = phase if phase is not None else -1
 
+    @mechanism("async_proxy")
     def bulk_store(self, tid: int, offs: np.ndarray, span,
                    what: str = "cp.async.bulk shared -> global") -> None:
         """A store by the copy engine issued by ``tid``, reading shared bytes ``offs``: they
@@ -154,12 +151,12 @@ class BulkCore:
                 keep.append(s)
         st.stores = keep
 
-    def _acquire(self, tids, addrs) -> None:
+    def observe(self, tids, addrs) -> None:
         """Threads ``tids`` observed the completed phases of the mbarriers ``addrs``."""
         st, mem = self.bulk, self.ctx.mem
         for a in np.unique(addrs).tolist():
             who = tids[addrs == a]
-            phase = self.phase(a)
+            phase = self.core.phase(a)
             for k, c in enumerate(st.copies):
                 if c.mbar == a and phase is not None and c.phase < phase:
                     c.seen[who] = True
@@ -181,6 +178,7 @@ class BulkCore:
         mine[mine] = Members(tids, self.ctx.n)(gw[mine])
         gw[mine] = -1
 
+    @mechanism("async_proxy")
     def check_async_read(self, offs: np.ndarray, tid: int, what: str, span) -> None:
         """The copy engine (a ``what`` issued by ``tid``) reads shared bytes ``offs``: every
         generic write to them must have been fenced by its writer."""
@@ -200,7 +198,10 @@ class BulkCore:
                             addr=shared_addr(int(offs[k])))
 
     # ================================================================== memory checks
-    def _filter_bulk_reads(self, own, tids, bad, span_b, span):
+    def check_read(self, span_b, tids, bad, own, span):
+        """Bytes a bulk copy landed are visible to the threads that observed its phase."""
+        if not np.any(bad) or not self.ctx.mem.bulk_tagged:
+            return bad
         tagged = bad & (own <= BULK_TAG0) & (own > UNWRITTEN)
         if not tagged.any():
             return bad
@@ -217,7 +218,7 @@ class BulkCore:
             bad = bad & ~left
         return bad
 
-    def _check_bulk_write(self, span_b, tids, span) -> None:
+    def check_write(self, span_b, tids, span) -> None:
         st, ctx = self.bulk, self.ctx
         if st.n_reading and np.any(st.reading[span_b]):
             k, j = np.argwhere(st.reading[span_b] > 0)[0]
@@ -239,11 +240,9 @@ class BulkCore:
                 return
 
     # ================================================================== exit
-    def bulk_at_exit(self) -> None:
+    def at_exit(self) -> None:
         """Hazards of a CTA that exits with copy-engine work in flight."""
-        st, ctx = self._bulk, self.ctx
-        if st is None:
-            return
+        st, ctx = self.bulk, self.ctx
         for s in st.stores:
             ctx.hazard(f"the CTA exits while a bulk store still reads shared memory: thread "
                        f"{s.tid}'s {s.what} {st.why_reading(s)}", s.span,
@@ -251,11 +250,11 @@ class BulkCore:
                        "T.ptx.cp_async.bulk.wait_group_read(0) (or wait_group(0))",
                        tid=s.tid, addr=shared_addr(int(s.offs.min())))
         for c in st.copies:
-            phase = self.phase(c.mbar)
+            phase = self.core.phase(c.mbar)
             if phase is not None and phase <= c.phase:
                 ctx.hazard(f"the CTA exits while a copy into its shared memory is still in "
                            f"flight: its mbarrier ({ctx.describe_addr(c.mbar)}): "
-                           f"{self.describe(c.mbar)}", c.span,
+                           f"{self.core.describe(c.mbar)}", c.span,
                            "announce the bytes (mbarrier.arrive_expect_tx) and wait on the "
                            "mbarrier before the CTA ends", tid=c.tid if not c.source else None,
                            addr=shared_addr(c.dst))
@@ -266,8 +265,8 @@ class BulkCore:
         who = "its own" if c.tid == reader and not c.source else f"{c.issuer}'s"
         who = f"{who} {c.what}"
         bar = ctx.describe_addr(c.mbar)
-        if (self.phase(c.mbar) or 0) <= c.phase:
-            why = f"its mbarrier ({bar}): {self.describe(c.mbar)}"
+        if (self.core.phase(c.mbar) or 0) <= c.phase:
+            why = f"its mbarrier ({bar}): {self.core.describe(c.mbar)}"
             hint = ("announce the copy's bytes on the mbarrier (mbarrier.arrive_expect_tx) "
                     "and wait on it (T.ptx.mbarrier.wait_parity(mbar, parity)) before reading")
         else:
@@ -290,3 +289,8 @@ class BulkCore:
                         "T.cuda.cta_sync() when other threads reuse the buffer) before "
                         "overwriting its source", tid=writer if writer >= 0 else None,
                         addr=shared_addr(off))
+
+
+def bulk_of(ctx) -> BulkState:
+    """The CTA's bulk state (made on first use)."""
+    return ctx.asyncs.part("bulk")

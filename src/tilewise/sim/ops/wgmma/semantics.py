@@ -13,7 +13,7 @@ results agree with it to within float32 rounding of each K-step (tests state 2e-
 per step). tf32 inputs keep their 10 high mantissa bits (the low 13 are ignored, not
 rounded); fp8 inputs are exact in float64.
 
-Asynchrony (:mod:`tilewise.sim.async_wgmma`): the accumulators are written at issue, but
+Asynchrony (:mod:`.state`): the accumulators are written at issue, but
 stay in flight, and the operands being read, until a ``wait_group`` retires the group.
 """
 
@@ -21,31 +21,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.dtype import DTYPES
-from ...ir.launch import WARPGROUP
-from ...ptx import wgmma
-from ..access import check_accumulators, check_shared_read, register_offsets
-from ..collective import whole_groups
-from ..memory import SHARED
-from ..registry import semantics
+from ....ir.dtype import DTYPES
+from ....ir.launch import WARPGROUP
+from ....ptx import wgmma
+from ...access import check_accumulators, check_shared_read, register_offsets
+from ...collective import whole_groups
+from ...memory import SHARED
+from ...registry import semantics
+from .state import wgmma_of
 
 
 @semantics("ptx.wgmma.fence")
 def fence(ctx, site, args):
     whole_groups(ctx, site.span, "wgmma.fence", WARPGROUP, "warpgroup")
-    ctx.asyncs.wgmma.fence(ctx.active())
+    wgmma_of(ctx).fence(ctx.active())
 
 
 @semantics("ptx.wgmma.commit_group")
 def commit_group(ctx, site, args):
-    ctx.asyncs.wgmma.commit(whole_groups(ctx, site.span, "wgmma.commit_group", WARPGROUP,
+    wgmma_of(ctx).commit(whole_groups(ctx, site.span, "wgmma.commit_group", WARPGROUP,
                                          "warpgroup"))
 
 
 @semantics("ptx.wgmma.wait_group")
 def wait_group(ctx, site, args):
     wgs = whole_groups(ctx, site.span, "wgmma.wait_group", WARPGROUP, "warpgroup")
-    ctx.asyncs.wgmma.wait(wgs, int(args[0]), site.span)
+    wgmma_of(ctx).wait(wgs, int(args[0]), site.span)
 
 
 def _uniform(ctx, site, values, act, wg, what) -> int | None:
@@ -116,7 +117,7 @@ def mma_async(ctx, site, args):
                                "product overwrite it (accum=False)")
         prod = A @ B.T  # (64, n), exact products summed in float64
         _accumulate(out, sel, act[sel] % WARPGROUP, prod, sd, acc_t, n)
-        ctx.asyncs.wgmma.issue(wg, act[sel], _reg_bytes(regs_addr, sel),
+        wgmma_of(ctx).issue(wg, act[sel], _reg_bytes(regs_addr, sel),
                                np.concatenate([a_bytes, b_bytes]), site.span)
     for write, vals in zip(site.regs, out):
         write(ctx, vals)
@@ -154,7 +155,7 @@ def _reg_bytes(regs_addr, sel) -> np.ndarray:
 
 @semantics("ptx.smem_addr")
 def smem_addr(ctx, site, args):
-    from ..access import check_pointer
+    from ...access import check_pointer
 
     r = check_pointer(ctx, args[0], 1, site.span, "T.ptx.smem_addr", spaces=(SHARED,))
     return None if r is None else r[1].astype(np.uint32)

@@ -1,5 +1,6 @@
 """The asynchronous state of wgmma (PTX ISA §9.7.15.6): the part of the async core
-(``ctx.asyncs.wgmma``) that the ``wgmma`` ops and the register/shared-memory checks use.
+(``ctx.asyncs.part("wgmma")``) that the ``wgmma`` ops and the register/shared-memory checks
+use.
 
 A ``wgmma.mma_async`` is computed when it is issued (it reads its shared operands then and
 writes its accumulators in the same order the hardware chains them), but until a
@@ -22,8 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir.launch import WARPGROUP
-from .memory import LOCAL, SHARED, SPACE_SHIFT
+from ....ir.launch import WARPGROUP
+from ...async_core import Part, async_part
+from ...memory import LOCAL, SHARED, SPACE_SHIFT
 
 
 @dataclass
@@ -36,9 +38,13 @@ class _Op:
     span: object
 
 
-class WgmmaState:
-    def __init__(self, ctx):
-        self.ctx = ctx
+@async_part("wgmma", order=2)
+class WgmmaState(Part):
+    watches_registers = True
+
+    def __init__(self, core):
+        super().__init__(core)
+        ctx = self.ctx
         n, local = ctx.n, ctx.mem.local.shape[1]
         groups = -(-n // WARPGROUP)
         self.committed = np.zeros(groups, np.int64)
@@ -110,7 +116,7 @@ class WgmmaState:
                             "T.ptx.wgmma.wait_group(0) before using the accumulators",
                             tid=int(tids[k]))
 
-    def check_shared_write(self, span_b, tids, span) -> None:
+    def check_write(self, span_b, tids, span) -> None:
         if self.n_reading and np.any(self.reading[span_b]):
             k, j = np.argwhere(self.reading[span_b] > 0)[0]
             off = int(span_b[k, j])
@@ -144,3 +150,8 @@ class WgmmaState:
             return (f"wgmma.wait_group({n}) at {wspan} leaves up to {n} group(s) pending and "
                     "this one is among them")
         return "no wgmma.wait_group has retired it"
+
+
+def wgmma_of(ctx) -> WgmmaState:
+    """The CTA's wgmma state (made on first use)."""
+    return ctx.asyncs.part("wgmma")

@@ -1,5 +1,6 @@
-"""Tensor memory of one CTA (``ctx.tmem``), ptx-semantics.md §1: 128 lanes x 512 columns of
-32-bit cells and a private 512-column pool (one CTA per simulated SM).
+"""Tensor memory of one CTA (``ctx.tmem``, the async core's part ``"tmem"``),
+ptx-semantics.md §1: 128 lanes x 512 columns of 32-bit cells and a private 512-column pool
+(one CTA per simulated SM).
 
 The allocator takes the lowest free range aligned to its size; sizes must not grow,
 nothing may be allocated after ``relinquish_alloc_permit``, and a dealloc must match a live
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ptx.tcgen05 import COLS, LANES
+from ....ptx.tcgen05 import COLS, LANES
+from ...async_core import Part, async_part
 
 
-class TensorMemory:
-    def __init__(self):
+@async_part("tmem", order=4)
+class TensorMemory(Part):
+    def __init__(self, core):
+        super().__init__(core)
         self.cells = np.full((LANES, COLS), 0xA5A5A5A5, np.uint32)
         self.owned = np.zeros(COLS, bool)
         self.allocs: dict[int, tuple[int, object, int]] = {}  # start -> (n_cols, span, warp)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..access import check_pointer
-from ..memory import GLOBAL0, SHARED, byte_span
-from ..races import check_shared_write
-from ..registry import semantics
-from ..state import masked
+from ...access import check_pointer
+from ...memory import GLOBAL0, SHARED, byte_span
+from ...races import check_shared_write
+from ...registry import semantics
+from ...state import masked
+from .state import cp_of
 
 
 @semantics("ptx.cp_async")
@@ -37,7 +38,7 @@ def cp_async(ctx, site, args):
     if reads.any() and not _check_src(ctx, site, src, size, reads, src_sp, src_off):
         return
     check_shared_write(ctx, d[1], size, byte_span(d[1], size), tids, site.span)  # races
-    ctx.asyncs.cp_issue(tids, d[1], src_sp, src_off, size, np.where(reads, ss, 0), site.span)
+    cp_of(ctx).cp_issue(tids, d[1], src_sp, src_off, size, np.where(reads, ss, 0), site.span)
     ctx.stats.cp_async_bytes += size * n
 
 
@@ -55,21 +56,21 @@ def _check_src(ctx, site, src, size, reads, src_sp, src_off) -> bool:
 
 @semantics("ptx.cp_async.commit_group")
 def commit_group(ctx, site, args):
-    ctx.asyncs.cp_commit(ctx.active())
+    cp_of(ctx).cp_commit(ctx.active())
 
 
 @semantics("ptx.cp_async.wait_group")
 def wait_group(ctx, site, args):
-    ctx.asyncs.cp_wait(ctx.active(), args[0], site.span)
+    cp_of(ctx).cp_wait(ctx.active(), args[0], site.span)
 
 
 @semantics("ptx.cp_async.wait_all")
 def wait_all(ctx, site, args):
-    ctx.asyncs.cp_commit(ctx.active())
-    ctx.asyncs.cp_wait(ctx.active(), 0, site.span)
+    cp_of(ctx).cp_commit(ctx.active())
+    cp_of(ctx).cp_wait(ctx.active(), 0, site.span)
 
 
 @semantics("ptx.cp_async.mbarrier_arrive")
 def mbarrier_arrive(ctx, site, args):
     addrs = np.broadcast_to(np.asarray(args[0], np.int64), ctx.active().shape)
-    ctx.asyncs.cp_track(ctx.active(), addrs, site.span)
+    cp_of(ctx).cp_track(ctx.active(), addrs, site.span)

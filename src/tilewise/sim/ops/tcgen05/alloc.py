@@ -1,6 +1,6 @@
 """Simulator semantics of tcgen05 tensor-memory allocation, waits and fences,
-ptx-semantics.md §1-§3; the memory itself and its allocator are :mod:`tilewise.sim.tmem`
-(``ctx.tmem``), ``ld``/``st`` are :mod:`.tcgen05_ldst`.
+ptx-semantics.md §1-§3; the memory itself and its allocator are :mod:`.tmem`
+(``ctx.tmem``), ``ld``/``st`` are :mod:`.ldst`.
 
 ``alloc``/``dealloc``/``relinquish`` are warp-collective: whole warps, a warp-uniform
 address. ``alloc`` writes the allocation's address (lane 0, its first column) to shared
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import SimulationError
-from ...ir.launch import WARP
-from ...ptx import tcgen05
-from ..access import check_pointer, mark_shared_write, write_bytes
-from ..collective import warp_uniform, whole_groups
-from ..memory import SHARED
-from ..registry import at_cta_exit, semantics
+from ....errors import SimulationError
+from ....ir.launch import WARP
+from ....ptx import tcgen05
+from ...access import check_pointer, mark_shared_write, write_bytes
+from ...collective import warp_uniform, whole_groups
+from ...memory import SHARED
+from ...registry import at_cta_exit, semantics
 
 
 def _cta_group(site, group):

@@ -1,0 +1,135 @@
+"""Tile schedulers for persistent kernels: the order of the work, written once.
+
+A persistent kernel runs one CTA (or cluster) per SM and walks a list of work units; in a
+warp-specialised kernel every role (the TMA producer, the MMA consumers, the epilogue)
+must walk the *same* list, or the pipeline deadlocks or computes the wrong tile. These
+``@T.meta_class`` schedulers hold the walk's parameters; each role makes no decision of
+its own but calls the scheduler's ``@T.inline`` methods, which the parser writes into each
+call site:
+
+.. code-block:: python
+
+    sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=num_ctas)
+    if producer:
+        for j in sched.tiles():                  # this CTA's tiles, counted 0, 1, ...
+            mt, nt = sched.coords(j)
+            ...                                  # load the operands of tile (mt, nt)
+    else:
+        for j in sched.tiles():
+            mt, nt = sched.coords(j)
+            ...                                  # multiply and store tile (mt, nt)
+
+* :class:`GroupedTiles` — whole output tiles in *grouped* order (``group_m`` tile rows at
+  a time, down the columns of the group, so tiles that run together share rows of A and
+  columns of B in L2), dealt round robin: CTA ``first`` takes ``first``, ``first + step``…
+* :class:`SplitK` — each output tile's K blocks cut into ``splits`` slices of nearly equal
+  length (the first ``k_tiles % splits`` one block longer); the slices of a tile are
+  consecutive units, so CTAs that run together hold the slices of one tile.
+* :class:`StreamK` — the K blocks of all tiles laid end to end (tile by tile, in grouped
+  order) and cut into ``ctas`` contiguous, equal ranges: CTA ``first`` walks its range as
+  *segments* (the blocks of one tile inside it). A tile split between CTAs needs its
+  partial sums reduced; the scheduler says which segment is a tile's first and last.
+
+Every size, ``first`` and ``step`` may be a compile-time int or a run-time value. Unit indices
+are int32: ``m_tiles · n_tiles · k_tiles · ctas`` must stay below 2³¹ for StreamK.
+"""
+
+from __future__ import annotations
+
+from .script import T
+
+
+@T.inline
+def grouped_coords(t, m_tiles, n_tiles, group_m):
+    """(tile row, tile column) of tile ``t`` when tiles are walked ``group_m`` rows at a time,
+    down each column of the group (the last group may have fewer rows)."""
+    in_group = group_m * n_tiles
+    first = t // in_group * group_m
+    rows = T.min(m_tiles - first, group_m)
+    return first + t % in_group % rows, t % in_group // rows
+
+
+@T.meta_class
+class GroupedTiles:
+    """Whole output tiles of an ``m_tiles x n_tiles`` grid, grouped, dealt round robin to
+    CTAs: this CTA (``first``) takes tiles ``first, first + step, ...``. The loop counts
+    this CTA's tiles ``j = 0, 1, ...`` (the count a ring's phase or a double-buffered
+    accumulator is derived from); ``coords(j)`` is where tile ``j`` lies."""
+
+    def __init__(self, m_tiles, n_tiles, first, step, group_m=8):
+        self.m_tiles, self.n_tiles, self.group_m = m_tiles, n_tiles, group_m
+        self.first, self.step = first, step
+        self.count = m_tiles * n_tiles
+
+    def tiles(self):
+        """The device loop over this CTA's tiles: ``for j in sched.tiles():``."""
+        return T.serial(T.max(T.ceildiv(self.count - self.first, self.step), 0))
+
+    def index(self, j):
+        """The grid-wide index of this CTA's ``j``-th tile."""
+        return self.first + j * self.step
+
+    @T.inline
+    def coords(self, j):
+        """(tile row, tile column) of this CTA's ``j``-th tile."""
+        return grouped_coords(self.index(j), self.m_tiles, self.n_tiles, self.group_m)
+
+
+@T.meta_class
+class SplitK:
+    """Units (tile, slice): each tile's ``k_tiles`` K blocks cut into ``splits`` slices,
+    the slices of one tile consecutive; dealt round robin like :class:`GroupedTiles`."""
+
+    def __init__(self, m_tiles, n_tiles, k_tiles, splits, first, step, group_m=8):
+        self.m_tiles, self.n_tiles, self.k_tiles = m_tiles, n_tiles, k_tiles
+        self.splits, self.group_m, self.first, self.step = splits, group_m, first, step
+        self.count = m_tiles * n_tiles * splits
+
+    def units(self):
+        """The device loop over this CTA's units: ``for j in sched.units():``."""
+        return T.serial(T.max(T.ceildiv(self.count - self.first, self.step), 0))
+
+    def index(self, j):
+        """The grid-wide index of this CTA's ``j``-th unit."""
+        return self.first + j * self.step
+
+    @T.inline
+    def coords(self, j):
+        """(tile row, tile column, slice, first K block, end K block) of unit ``j``."""
+        u = self.index(j)
+        s = u % self.splits
+        mt, nt = grouped_coords(u // self.splits, self.m_tiles, self.n_tiles, self.group_m)
+        kb = s * self.k_tiles // self.splits
+        ke = (s + 1) * self.k_tiles // self.splits
+        return mt, nt, s, kb, ke
+
+
+@T.meta_class
+class StreamK:
+    """The K blocks of every tile end to end, cut into ``ctas`` equal contiguous ranges;
+    this CTA (``first``) walks ``[begin, end)`` segment by segment:
+
+    .. code-block:: python
+
+        it = sched.begin
+        while it < sched.end:
+            mt, nt, kb, ke = sched.segment(it)
+            ...                               # K blocks kb..ke-1 of tile (mt, nt)
+            it = it + (ke - kb)
+
+    A segment with ``kb > 0`` or ``ke < k_tiles`` holds a partial sum of its tile."""
+
+    def __init__(self, m_tiles, n_tiles, k_tiles, first, ctas, group_m=8):
+        self.m_tiles, self.n_tiles, self.k_tiles = m_tiles, n_tiles, k_tiles
+        self.group_m = group_m
+        self.total = m_tiles * n_tiles * k_tiles
+        self.begin = first * self.total // ctas
+        self.end = (first + 1) * self.total // ctas
+
+    @T.inline
+    def segment(self, it):
+        """(tile row, tile column, first K block, end K block) of the segment at ``it``."""
+        kb = it % self.k_tiles
+        ke = T.min(self.k_tiles, kb + (self.end - it))
+        mt, nt = grouped_coords(it // self.k_tiles, self.m_tiles, self.n_tiles, self.group_m)
+        return mt, nt, kb, ke

@@ -1,0 +1,114 @@
+"""tilewise.sched: the schedulers' walks, run in the simulator by several CTAs, against a
+plain Python model of each order (every unit exactly once, in the documented order)."""
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+from tilewise import T
+from tilewise.sched import GroupedTiles, SplitK, StreamK
+
+
+def grouped(t, m_tiles, n_tiles, group_m):
+    """The documented grouped order, in Python."""
+    in_group = group_m * n_tiles
+    first = t // in_group * group_m
+    rows = min(m_tiles - first, group_m)
+    return first + t % in_group % rows, t % in_group // rows
+
+
+@pytest.mark.parametrize("m_tiles, n_tiles, ctas, group_m",
+                         [(5, 4, 3, 2), (7, 3, 4, 8), (1, 9, 2, 8), (4, 4, 16, 3)])
+def test_grouped_tiles_cover_the_grid_once_in_order(m_tiles, n_tiles, ctas, group_m):
+    n = m_tiles * n_tiles
+    M = T.int32()
+
+    @T.prim_func
+    def k(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (n, 4), "int32")
+        B = T.match_buffer(B_ptr, (M, 1), "int32")
+        T.device_entry()
+        bx = T.cta_id([ctas])
+        tid = T.thread_id([32])
+        sched = GroupedTiles(M, n_tiles, first=bx, step=ctas, group_m=group_m)
+        if tid == 0:
+            for j in sched.tiles():
+                mt, nt = sched.coords(j)
+                t = sched.index(j)
+                A[t, 0] = mt
+                A[t, 1] = nt
+                A[t, 2] = bx
+                A[t, 3] = j
+
+    A = np.full((n, 4), -1, np.int32)
+    tw.simulate(k, A, np.zeros((m_tiles, 1), np.int32))  # m_tiles as a run-time size
+    want = [(*grouped(t, m_tiles, n_tiles, group_m), t % ctas, t // ctas) for t in range(n)]
+    np.testing.assert_array_equal(A, np.array(want))
+    assert len({(a, b) for a, b, _, _ in want}) == n  # each tile once
+
+
+@pytest.mark.parametrize("m_tiles, n_tiles, k_tiles, splits, ctas",
+                         [(2, 3, 7, 3, 4), (3, 2, 2, 4, 5), (1, 2, 5, 2, 8)])
+def test_split_k_slices_each_tile(m_tiles, n_tiles, k_tiles, splits, ctas):
+    n = m_tiles * n_tiles * splits
+
+    @T.prim_func
+    def k(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (n, 5), "int32")
+        T.device_entry()
+        bx = T.cta_id([ctas])
+        tid = T.thread_id([32])
+        sched = SplitK(m_tiles, n_tiles, k_tiles, splits, first=bx, step=ctas, group_m=2)
+        if tid == 0:
+            for j in sched.units():
+                mt, nt, s, kb, ke = sched.coords(j)
+                u = sched.index(j)
+                A[u, 0] = mt
+                A[u, 1] = nt
+                A[u, 2] = s
+                A[u, 3] = kb
+                A[u, 4] = ke
+
+    A = np.full((n, 5), -1, np.int32)
+    tw.simulate(k, A)
+    for tile in range(m_tiles * n_tiles):
+        rows = A[tile * splits:(tile + 1) * splits]
+        assert (rows[:, :2] == grouped(tile, m_tiles, n_tiles, 2)).all()
+        assert list(rows[:, 2]) == list(range(splits))
+        assert rows[0, 3] == 0 and rows[-1, 4] == k_tiles
+        assert (rows[1:, 3] == rows[:-1, 4]).all()  # the slices tile K, no gap, no overlap
+        assert (rows[:, 4] - rows[:, 3]).max() - (rows[:, 4] - rows[:, 3]).min() <= 1
+
+
+@pytest.mark.parametrize("m_tiles, n_tiles, k_tiles, ctas",
+                         [(5, 4, 7, 3), (2, 2, 3, 5), (1, 1, 16, 4)])
+def test_stream_k_segments_cut_the_k_blocks_evenly(m_tiles, n_tiles, k_tiles, ctas):
+    total = m_tiles * n_tiles * k_tiles
+
+    @T.prim_func
+    def k(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (total, 5), "int32")
+        T.device_entry()
+        bx = T.cta_id([ctas])
+        tid = T.thread_id([32])
+        sk = StreamK(m_tiles, n_tiles, k_tiles, first=bx, ctas=ctas, group_m=2)
+        if tid == 0:
+            it = sk.begin
+            while it < sk.end:
+                mt, nt, kb, ke = sk.segment(it)
+                A[it, 0] = mt
+                A[it, 1] = nt
+                A[it, 2] = kb
+                A[it, 3] = ke
+                A[it, 4] = bx
+                it = it + (ke - kb)
+
+    A = np.full((total, 5), -1, np.int32)
+    tw.simulate(k, A)
+    seg = A[A[:, 0] >= 0]
+    covered = np.zeros((m_tiles, n_tiles, k_tiles), int)
+    for mt, nt, kb, ke, _ in seg:
+        covered[mt, nt, kb:ke] += 1
+    assert (covered == 1).all()  # every K block of every tile exactly once
+    per_cta = np.bincount(seg[:, 4], weights=seg[:, 3] - seg[:, 2], minlength=ctas)
+    assert per_cta.max() - per_cta.min() <= 1  # the K blocks are shared out evenly
