@@ -12,7 +12,9 @@
 
 import os
 import pathlib
+import resource
 import sys
+import time
 
 import pytest
 
@@ -20,7 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))  # errcheck.py, executors
 
 import sampling  # noqa: E402  (found through the line above)
 
-LONG_CALL_S = 3.0  # an unmarked test slower than this is named in the summary
+LONG_CALL_CPU_S = 3.0  # an unmarked test using more CPU than this is named in the summary
 
 
 def pytest_addoption(parser):
@@ -88,14 +90,31 @@ def _skip_gpu_tests_without_a_gpu(items):
         item.add_marker(skip)
 
 
+def _cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Record the test's CPU time (its process and the subprocesses it waited for): unlike
+    wall time, it hardly depends on what else the machine is doing."""
+    start = _cpu_seconds()
+    try:
+        return (yield)
+    finally:
+        item.user_properties.append(("cpu_s", _cpu_seconds() - start))
+
+
 def pytest_terminal_summary(terminalreporter):
-    """Name the unmarked tests that took long, so the suite does not grow unnoticed (wall
-    time: on a busy machine everything looks slow; judge with --durations on an idle one)."""
-    long = sorted((r for r in terminalreporter.stats.get("passed", [])
-                   if r.when == "call" and r.duration > LONG_CALL_S
-                   and "slow" not in r.keywords), key=lambda r: -r.duration)
+    """Name the unmarked tests that used much CPU, so the suite does not grow unnoticed."""
+    long = []
+    for r in terminalreporter.stats.get("passed", []):
+        cpu = dict(r.user_properties).get("cpu_s", 0.0)
+        if r.when == "call" and cpu > LONG_CALL_CPU_S and "slow" not in r.keywords:
+            long.append((cpu, r.nodeid))
     if long:
-        terminalreporter.write_sep("-", f"{len(long)} test(s) not marked slow took over "
-                                        f"{LONG_CALL_S:.0f} s (docs/testing.md)")
-        for r in long[:10]:
-            terminalreporter.write_line(f"{r.duration:6.1f} s  {r.nodeid}")
+        terminalreporter.write_sep("-", f"{len(long)} test(s) not marked slow used over "
+                                        f"{LONG_CALL_CPU_S:.0f} s of CPU (docs/testing.md)")
+        for cpu, nodeid in sorted(long, reverse=True)[:10]:
+            terminalreporter.write_line(f"{cpu:6.1f} s  {nodeid}")

@@ -62,3 +62,16 @@ def test_the_hooks_sample_and_the_switches_run_all(suite_copy, monkeypatch):
     suite_copy.runpytest_inprocess("test_cases.py::test_case[5]").assert_outcomes(passed=1)
     monkeypatch.setenv("TILEWISE_TESTS", "all")  # what CI sets; --run-slow is its default
     suite_copy.runpytest_inprocess().assert_outcomes(passed=9)
+
+
+def test_the_summary_names_the_unmarked_tests_that_used_much_cpu(suite_copy, monkeypatch):
+    import sampling
+
+    monkeypatch.setattr(sampling, "RUN_SLOW", sampling.RUN_SLOW)
+    monkeypatch.setenv("TILEWISE_TESTS", "all")
+    text = (HERE / "conftest.py").read_text()
+    assert "LONG_CALL_CPU_S = 3.0" in text
+    suite_copy.makeconftest(text.replace("LONG_CALL_CPU_S = 3.0", "LONG_CALL_CPU_S = -1.0"))
+    result = suite_copy.runpytest_inprocess()
+    result.stdout.fnmatch_lines(["*1 test(s) not marked slow used over*",
+                                 "* s  test_cases.py::test_case[[]0[]]"])
