@@ -61,6 +61,7 @@ LETS = [s for s in TEMPLATE.body.stmts if isinstance(s, LetStmt)]
 VARS = [TEMPLATE.launch[0].var] + [s.var for s in LETS]
 
 
+@pytest.mark.slow  # all 150 examples in CI, a third by default
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
 @settings(max_examples=examples(150), deadline=None)
 @given(ints(VARS))
