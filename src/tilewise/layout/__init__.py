@@ -74,7 +74,10 @@ Built from the PTX formulas, never typed in: ``tcgen05_atom(shape, num, dtype_bi
 (one warp, ``laneid`` x register element ``m``) and ``tcgen05_warpgroup_atom`` (four warps,
 ``tid_in_wg``, datapath ``"D"`` or ``"F"``), ``tmem_datapath("D"|"F", cols)``,
 ``mma_m8n8_fragment(dtype_bits)``, ``ldmatrix_m8n8(num, trans)``,
-``wgmma_accumulator(n)`` (the (64, n) accumulator fragment of one warpgroup);
+``wgmma_accumulator(n)`` (the (64, n) accumulator fragment of one warpgroup),
+``wgmma_a_fragment(k)`` (the (64, k) A operand of a register-sourced wgmma: the same
+places, so an accumulator cast to 16 bits in place is an A operand),
+``wgmma_accumulator_rows()`` (one value per accumulator row: where a row reduction lands);
 ``mma_a_atom(dtype_bits)``, ``mma_b_atom(dtype_bits)``, ``mma_c_atom()``: the A (16, K),
 B (K, 8) and C (16, 8) register fragments of one ``mma.sync.m16n8kK`` (K = 256 /
 dtype_bits: 16 for f16/bf16, 8 for tf32, 32 for 8-bit inputs), fitted from the PTX ISA
@@ -102,6 +105,8 @@ from tilewise.layout.atoms import (
     tcgen05_warpgroup_atom,
     swizzled_tile,
     tmem_datapath,
+    wgmma_a_fragment,
+    wgmma_accumulator_rows,
     wgmma_accumulator,
 )
 from tilewise.layout.axes import (
@@ -169,6 +174,8 @@ __all__ = [
     "warpid",
     "swizzled_tile",
     "wgid",
+    "wgmma_a_fragment",
+    "wgmma_accumulator_rows",
     "wgmma_accumulator",
     "wid_in_wg",
 ]

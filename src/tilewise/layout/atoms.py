@@ -409,6 +409,58 @@ def wgmma_accumulator(n: int) -> TileLayout:
     return layout
 
 
+def wgmma_accumulator_rows() -> TileLayout:
+    """One value per row of a wgmma accumulator fragment, as a (64, 1) register tile: thread
+    ``t`` holds rows ``16w + l // 4`` (register 0) and ``+ 8`` (register 1), the rows of its
+    accumulator values, replicated in the 4 lanes ``l`` that share them. A row reduction of
+    the accumulator (``Tx.wg.max(m, acc, axes=-1)``: in-thread, then two shuffles) lands
+    here, and it broadcasts back over the row in registers (``Tx.wg.mul(acc, acc, m)``)."""
+    from tilewise.ptx import wgmma
+
+    spec = ((4, 1, "wid_in_wg"), (2, 1, "m"), (8, 4, "laneid"))
+    shard = [Iter(e, s, Axis.get(a)) for e, s, a in spec]
+    layout = TileLayout._build(shard, [Iter(4, 1, Axis.get("laneid"))]).group((64, 1))
+    t = np.arange(128)[:, None]
+    h = np.arange(2)[None, :]
+    rows, _ = wgmma.acc_coords(t, 2 * h)
+    got = layout.apply_np(rows.ravel())
+    first = (t // 32 * 32 + t % 32 // 4 * 4)  # the lane group's first lane holds replica 0
+    if not (np.array_equal(got["m"], np.broadcast_to(h, rows.shape).ravel())
+            and np.array_equal(got["wid_in_wg"] * 32 + got["laneid"],
+                               np.broadcast_to(first, rows.shape).ravel())):
+        raise RuntimeError("wgmma accumulator row layout disagrees with the formula")
+    return layout
+
+
+def wgmma_a_fragment(k: int) -> TileLayout:
+    """The A operand of ``wgmma.mma_async.m64nNk16`` from registers (f16/bf16) as a (64, k)
+    register tile of a warpgroup, ``k`` a multiple of 16: K-step ``s`` (columns ``16s ..
+    16s + 15``) is elements ``8s .. 8s + 7`` of every thread, element ``8s + i`` being the
+    ISA's ``a_i`` (:func:`tilewise.ptx.wgmma.a_coords`), two per 32-bit register. Checked
+    against that formula element by element; it equals ``wgmma_accumulator(k)``, which is
+    why an accumulator cast to 16 bits in place feeds the next wgmma (FlashAttention's P)."""
+    from tilewise.ptx import wgmma
+
+    kk = k if isinstance(k, int) else None
+    if kk is None or kk <= 0 or kk % 16 or kk > wgmma.N_MAX:
+        raise LayoutError(f"no wgmma A fragment of K = {k!r}",
+                          hint="use K = 16, 32, ..., 256 (a multiple of the instruction's 16)")
+    spec = ((4, 1, "wid_in_wg"), (2, 2, "m"), (8, 4, "laneid"),
+            (kk // 8, 4, "m"), (4, 1, "laneid"), (2, 1, "m"))
+    layout = TileLayout._build([Iter(e, s, Axis.get(a)) for e, s, a in spec]).group((64, kk))
+    t = np.arange(128)[:, None, None]
+    step = np.arange(kk // 16)[None, :, None]
+    i = np.arange(8)[None, None, :]
+    rows, cols = wgmma.a_coords(t, i)
+    cols = cols + 16 * step
+    got = layout.apply_np((rows * kk + cols).ravel())
+    want = {"wid_in_wg": t // 32, "laneid": t % 32, "m": 8 * step + i}
+    for axis, values in want.items():
+        if not np.array_equal(got[axis], np.broadcast_to(values, cols.shape).ravel()):
+            raise RuntimeError(f"wgmma A fragment layout disagrees with the formula on {axis}")
+    return layout
+
+
 # ---- shared operand tiles ----------------------------------------------------------------
 def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128,
                   stages: int | None = None) -> TileLayout:

@@ -6,12 +6,14 @@ writes its accumulators in the same order the hardware chains them), but until a
 ``wgmma.wait_group`` retires its group:
 
 * its accumulator registers are *in flight*: a read or write of them by any other
-  instruction is a hazard (the hardware may not have written them yet);
+  instruction is a hazard (the hardware may not have written them yet); so are the A
+  registers of a wgmma that takes A from registers (``mma_async.rs``: the PTX ISA makes
+  any access to them before the wait undefined — the hardware may still be reading them);
 * its shared-memory operands are *being read*: a write to them is a hazard.
 
 ``wgmma.fence`` orders the warpgroup's earlier register accesses before the next
-``mma_async``: an accumulator written by ordinary code since the thread's last fence is a
-hazard ("missing wgmma.fence"). Groups are counted per warpgroup, like the instructions
+``mma_async``: an accumulator or A register written by ordinary code since the thread's last
+fence is a hazard ("missing wgmma.fence"). Groups are counted per warpgroup, like the instructions
 (``commit_group`` closes the open group, ``wait_group N`` retires every group but the N
 most recent).
 """
@@ -31,9 +33,10 @@ class _Op:
     wg: int
     group: int
     tids: np.ndarray
-    regs: np.ndarray  # (threads, bytes) local byte offsets of the accumulators
+    regs: np.ndarray  # (threads, bytes) local byte offsets of the accumulators (and A)
     smem: np.ndarray  # unique shared byte offsets read
     span: object
+    a_bytes: int = 0  # the last a_bytes columns of regs are A registers (mma_async.rs)
 
 
 class WgmmaState:
@@ -54,23 +57,31 @@ class WgmmaState:
     def fence(self, tids) -> None:
         self.dirty[tids] = False
 
-    def issue(self, wg: int, tids, regs: np.ndarray, smem: np.ndarray, span) -> None:
+    def issue(self, wg: int, tids, regs: np.ndarray, smem: np.ndarray, span,
+              a_regs: np.ndarray | None = None) -> None:
         """Check and record one warpgroup's mma_async (``regs``: local byte offsets of
-        its accumulator registers per thread)."""
+        its accumulator registers per thread; ``a_regs``: those of its A operand when A
+        comes from registers)."""
         ctx = self.ctx
+        n_a = 0 if a_regs is None else a_regs.shape[1]
+        if n_a:
+            regs = np.concatenate([regs, a_regs], axis=1)
         rows = np.broadcast_to(tids[:, None], regs.shape)
         dirty = self.dirty[rows, regs]
         if dirty.any():
             k, j = np.argwhere(dirty)[0]
-            ctx.hazard("wgmma.mma_async uses accumulator registers written by other "
-                       "instructions since the warpgroup's last wgmma.fence", span,
-                       "call T.ptx.wgmma.fence() after writing the accumulators (e.g. "
-                       "zeroing them) and before the first wgmma.mma_async",
+            what = ("A operand registers" if j >= regs.shape[1] - n_a
+                    else "accumulator registers")
+            ctx.hazard(f"wgmma.mma_async uses {what} written by other instructions since "
+                       "the warpgroup's last wgmma.fence", span,
+                       f"call T.ptx.wgmma.fence() after writing the {what.split()[0]} "
+                       "registers (zeroing an accumulator, casting P) and before the "
+                       "wgmma.mma_async that reads them",
                        tid=int(tids[k]), addr=(LOCAL << SPACE_SHIFT) + int(regs[k, j]))
         self.inflight[rows, regs] = True
         np.add.at(self.reading, smem, 1)
         self.n_reading += len(smem)
-        self.ops.append(_Op(wg, int(self.committed[wg]), tids.copy(), regs, smem, span))
+        self.ops.append(_Op(wg, int(self.committed[wg]), tids.copy(), regs, smem, span, n_a))
 
     def commit(self, wgs) -> None:
         self.committed[wgs] += 1
@@ -102,13 +113,14 @@ class WgmmaState:
             self.dirty[rows, cols] = True
         if self.ops and self.inflight[rows, cols].any():
             k = int(np.argmax(self.inflight[rows, cols].any(axis=1)))
-            op = self._owner(int(tids[k]), cols[k])
+            op, is_a = self._owner(int(tids[k]), cols[k])
             verb = "writes" if write else "reads"
-            self.ctx.hazard(f"{verb} accumulator registers of a wgmma.mma_async (issued at "
-                            f"{op.span}) before a wgmma.wait_group retires it: {self._why(op)}",
-                            span, "call T.ptx.wgmma.commit_group() and "
-                            "T.ptx.wgmma.wait_group(0) before using the accumulators",
-                            tid=int(tids[k]))
+            what = "the A operand registers" if is_a else "accumulator registers"
+            use = "reusing its A registers" if is_a else "using the accumulators"
+            self.ctx.hazard(f"{verb} {what} of a wgmma.mma_async (issued at {op.span}) "
+                            f"before a wgmma.wait_group retires it: {self._why(op)}", span,
+                            "call T.ptx.wgmma.commit_group() and T.ptx.wgmma.wait_group(N) "
+                            f"that retires it before {use}", tid=int(tids[k]))
 
     def check_shared_write(self, span_b, tids, span) -> None:
         if self.n_reading and np.any(self.reading[span_b]):
@@ -128,12 +140,15 @@ class WgmmaState:
                             "and T.ptx.wgmma.wait_group(0)", tid=int(op.tids[0]))
             return
 
-    def _owner(self, tid: int, cols) -> _Op:
+    def _owner(self, tid: int, cols) -> tuple[_Op, bool]:
+        """The pending op holding local bytes ``cols`` of thread ``tid``, and whether they
+        are its A registers."""
         for op in self.ops:
             k = np.nonzero(op.tids == tid)[0]
             if len(k) and np.isin(cols, op.regs[k[0]]).any():
-                return op
-        return self.ops[0]
+                a = op.regs[k[0], op.regs.shape[1] - op.a_bytes:] if op.a_bytes else ()
+                return op, bool(op.a_bytes) and bool(np.isin(cols, a).any())
+        return self.ops[0], False
 
     def _why(self, op: _Op) -> str:
         if op.group >= self.committed[op.wg]:

@@ -3,7 +3,8 @@ i64 immediate) and ``mma_async``, which LLVM 22 has no intrinsic for
 (``/work/shared/reference/nvptx-llvm22-compat.md`` §2, "wgmma.mma_async itself"): inline
 PTX with the accumulator registers read and written in place (``+r``, as outputs tied to
 their inputs), the two descriptors as ``l`` operands and ``scale-d`` as a predicate set from
-a register."""
+a register. ``mma_async.rs`` (A from registers) passes a0..a3 as ``r`` operands in the A
+descriptor's place and has no trans-a immediate."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ...ir import dtype as dt
 from ...ptx import wgmma
 from .. import types as ty
 from ..registry import lowering
-from .args import imm
+from .args import bits32, imm
 
 
 @lowering("ptx.wgmma.wait_group")
@@ -36,18 +37,44 @@ def mma_async_text(n: int, ab: str, acc: str, trans_a: bool, trans_b: bool, nreg
             f"{{{regs}}}, ${a}, ${b}, p, 1, 1{trans};\n}}")
 
 
+def mma_async_rs_text(n: int, ab: str, acc: str, trans_b: bool, nregs: int) -> str:
+    """The inline PTX of one ``wgmma.mma_async`` with A from registers (``$0..$nregs-1``
+    the accumulators, their tied inputs, then a0..a3, the B descriptor and scale-d)."""
+    t = wgmma.PTX_TYPE[ab]
+    regs = ", ".join(f"${i}" for i in range(nregs))
+    a = ", ".join(f"${2 * nregs + i}" for i in range(wgmma.A_REGS))
+    b, scale = 2 * nregs + wgmma.A_REGS, 2 * nregs + wgmma.A_REGS + 1
+    return ("{\n.reg .pred p;\n"
+            f"setp.ne.b32 p, ${scale}, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.{wgmma.ACC_TYPE[acc]}.{t}.{t} "
+            f"{{{regs}}}, {{{a}}}, ${b}, p, 1, 1, {int(trans_b)};\n}}")
+
+
 @lowering("ptx.wgmma.mma_async")
 def _mma_async(em, c):
     a_desc, b_desc, scale_d, n, ab, acc, trans_a, trans_b = c.args[:8]
-    regs = c.args[8:]
-    nregs = len(regs)
     text = mma_async_text(imm(em, n), ab.value, acc.value, bool(imm(em, trans_a)),
-                          bool(imm(em, trans_b)), nregs)
+                          bool(imm(em, trans_b)), len(c.args) - 8)
+    _emit(em, c, c.args[8:], [em.typed(a_desc, dt.uint64)], b_desc, scale_d, text, "l")
+
+
+@lowering("ptx.wgmma.mma_async.rs")
+def _mma_async_rs(em, c):
+    k = wgmma.A_REGS
+    b_desc, scale_d, n, ab, acc, trans_b = c.args[k:k + 6]
+    text = mma_async_rs_text(imm(em, n), ab.value, acc.value, bool(imm(em, trans_b)),
+                             len(c.args) - k - 6)
+    _emit(em, c, c.args[k + 6:], [bits32(em, a) for a in c.args[:k]], b_desc, scale_d, text,
+          ",".join(["r"] * k))
+
+
+def _emit(em, c, regs, a_ops, b_desc, scale_d, text: str, a_cons: str) -> None:
+    """The accumulators in place around one inline-PTX wgmma (A operands ``a_ops``)."""
+    nregs = len(regs)
     ptrs = [em.element_ptr(r.buffer, r.indices, c) for r in regs]
     ins = [em.b.load(p, typ=ty.I32, align=4) for p in ptrs]
-    ops = ins + [em.typed(a_desc, dt.uint64), em.typed(b_desc, dt.uint64),
-                 em.b.zext(em.truth(scale_d), ty.I32)]
-    cons = ",".join(["=r"] * nregs + [str(i) for i in range(nregs)] + ["l", "l", "r"])
+    ops = ins + a_ops + [em.typed(b_desc, dt.uint64), em.b.zext(em.truth(scale_d), ty.I32)]
+    cons = ",".join(["=r"] * nregs + [str(i) for i in range(nregs)] + [a_cons, "l", "r"])
     out_t = ty.I32 if nregs == 1 else ir.LiteralStructType([ty.I32] * nregs)
     fnty = ir.FunctionType(out_t, [o.type for o in ops])
     res = em.b.call(ir.InlineAsm(fnty, text, cons, side_effect=True), ops)

@@ -75,6 +75,14 @@ def _c_tile(ctx):
     return True
 
 
+def _a_shared(ctx):
+    a = ctx.call.args[1]
+    if a.buffer.scope == "local":
+        return False, (f"A ({a.buffer.name!r}) is a register tile; the wgmma_rs variant takes "
+                       "A from registers")
+    return True
+
+
 def _inputs(ctx):
     _, a, b = ctx.call.args
     if a.buffer.dtype != b.buffer.dtype:
@@ -118,6 +126,7 @@ def _emit(ctx):
     predicate("three regions", _operands),
     predicate("scope", P.scope_in, scopes=("warpgroup",)),
     predicate("all threads active", P.all_active),
+    predicate("A in shared memory", _a_shared),
     predicate("input dtypes", _inputs),
     predicate("accumulator tile", _c_tile),
     predicate("no cta_group", P.no_option, option="cta_group",
