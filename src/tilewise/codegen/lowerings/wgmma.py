@@ -84,6 +84,12 @@ def _emit(em, c, regs, a_ops, b_desc, scale_d, text: str, a_cons: str) -> None:
 
 @lowering("ptx.smem_addr")
 def _smem_addr(em, c):
-    """A shared-space pointer's value is its offset in the shared window."""
+    """A shared-space pointer's value is its offset in the shared window, passed through an
+    opaque ``mov`` so that LLVM computes it where it is used: a matrix descriptor built from
+    it then lives for one instruction. (Hoisted out of a loop, the descriptors of a 64 x 256
+    operand are 16 loop-invariant 64-bit values, 32 registers a kernel holding a 64 x 256
+    float32 accumulator does not have.)"""
     p, _ = em.address(c.args[0], ty.SHARED)
-    return em.b.trunc(em.b.ptrtoint(p, ty.I64), ty.I32)
+    addr = em.b.trunc(em.b.ptrtoint(p, ty.I64), ty.I32)
+    fnty = ir.FunctionType(ty.I32, [ty.I32])
+    return em.b.call(ir.InlineAsm(fnty, "mov.b32 $0, $1;", "=r,r", side_effect=True), [addr])
