@@ -101,7 +101,7 @@ def descriptor_expr(fields: int, buf, coords) -> Expr:
 def _check_alignment(region, swz: int, eb: int, what: str) -> None:
     repeat = wgmma.repeat_bytes(swz)
     buf = region.buffer
-    if swz and max(16, buf.align) < repeat:
+    if swz and max(16, buf.storage_root().align) < repeat:  # a view sits on its root
         raise DispatchFail(f"{what} buffer {buf.name!r} has a {swz}-byte swizzle, which works "
                            f"on absolute shared addresses: allocate it with align={repeat}")
     if all(as_int(r.start) is not None for r in region.region):
