@@ -158,12 +158,13 @@ class Kernel:
 
     @property
     def cubin(self) -> bytes:
-        """The cubin for the kernel's target, assembled by nvJitLink (cached)."""
+        """The cubin for the kernel's target, assembled by nvJitLink (by ptxas when it uses
+        setmaxnreg and one is found: codegen/cubin.py), cached."""
         if self._cubin is None:
             from .codegen import cache
-            from .codegen.cubin import link_cubin, nvjitlink_version
+            from .codegen.cubin import assembler, link_cubin
 
-            key = hashlib.sha256((self.key + nvjitlink_version()).encode()).hexdigest()
+            key = hashlib.sha256((self.key + assembler(self.ptx)).encode()).hexdigest()
             data = cache.load(key, "cubin")
             if data is None:
                 data = link_cubin(self.ptx, self.target.llvm_cpu, self.name)

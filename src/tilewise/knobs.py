@@ -12,6 +12,10 @@ TILEWISE_SIM_MAX_LOOP  ``knobs.sim_max_loop``: iterations one       1048576
                        reported as endless
 CUDA_HOME              ``knobs.cuda_home``: a toolkit, searched     ``/usr/local/cuda``
                        for libdevice after the nvidia-nvvm wheel
+                       (and for ptxas after PATH)
+TILEWISE_PTXAS         ``knobs.ptxas``: the ptxas that assembles    unset (PATH, CUDA_HOME,
+                       kernels using setmaxnreg (codegen/cubin.py;  Triton's)
+                       ``none``: nvJitLink assembles them too)
 =====================  ==========================================  ===========================
 
 No other module reads ``os.environ`` for tilewise settings. Tests change knobs with
@@ -55,6 +59,7 @@ class Knobs:
     sim_strict: bool = True
     cuda_home: str = "/usr/local/cuda"
     sim_max_loop: int = 1 << 20
+    ptxas: str | None = None
 
     @classmethod
     def from_env(cls, env=None) -> Knobs:
@@ -64,7 +69,8 @@ class Knobs:
                    dump_dir=env.get("TILEWISE_DUMP_DIR") or None,
                    sim_strict=_flag(env.get("TILEWISE_SIM_STRICT"), True),
                    cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda",
-                   sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20))
+                   sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20),
+                   ptxas=env.get("TILEWISE_PTXAS") or None)
 
 
 knobs = Knobs.from_env()
