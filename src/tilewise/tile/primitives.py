@@ -130,6 +130,8 @@ PRIMITIVES: dict[str, Primitive] = {
 
 _PRECISE = Option("precise", "bool", "compute through libdevice instead of the approximate "
                   "instructions (ex2/lg2/rsqrt.approx.f32)")
+_FTZ = Option("ftz", "bool", "exp / exp2: flush subnormal inputs and results to zero "
+              "(ex2.approx.ftz.f32, one instruction; the form without it adds three)")
 _SCALE_BIAS = (Option("scale", "operand", "dst = f(src * scale + bias): a number, a run-time "
                       "scalar or a region that broadcasts"),
                Option("bias", "operand", "see scale="))
@@ -137,7 +139,7 @@ _SCALE_BIAS = (Option("scale", "operand", "dst = f(src * scale + bias): a number
 
 def _elementwise(op: compute.Elementwise) -> Primitive:
     operands = tuple(Operand(n, k, optional=op.in_place) for n, k in op.operands)
-    options = _COMMON + (_SCALE_BIAS + (_PRECISE,) if op.unary_math else ())
+    options = _COMMON + (_SCALE_BIAS + (_PRECISE, _FTZ) if op.unary_math else ())
     return Primitive(op.name, (Operand("dst"),) + operands, options, op.doc,
                      check=lambda c, dst, srcs, opts: compute.check_elementwise(
                          c, op, dst, srcs, opts))
