@@ -372,6 +372,27 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
     return attention if return_lse else _without_lse(attention)
 
 
+def make_attention_backward(*args, **kwargs):
+    """The backward pass, with ``make_attention``'s arguments: an object called as
+    ``bwd(Q, K, V, O, dO, LSE, dQ, dK, dV)`` (examples/attention_backward.py)."""
+    return _sibling("attention_backward").make_attention_backward(*args, **kwargs)
+
+
+def _sibling(name: str):
+    """A module of this folder, loaded by path (the examples are files, not a package)."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    key = f"_tilewise_example_{name}"
+    if key not in sys.modules:
+        path = pathlib.Path(__file__).with_name(f"{name}.py")
+        spec = importlib.util.spec_from_file_location(key, path)
+        sys.modules[key] = mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    return sys.modules[key]
+
+
 def _without_lse(func):
     """The kernel without its LSE parameter (``return_lse=False`` never binds it)."""
     import dataclasses
