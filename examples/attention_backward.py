@@ -70,9 +70,9 @@ class AttentionBackward:
         """Run on the GPU (torch CUDA tensors); Delta is a scratch tensor of the call."""
         import torch
 
-        b, h, sq = self.shape[:3]
+        b, h, sq, _, d = self.shape
         delta = torch.empty((b, h, sq), dtype=torch.float32, device=Q.device)
-        self.prep(O, dO, delta)
+        self.prep(O.reshape(-1, d), dO.reshape(-1, d), delta.reshape(-1))  # rows of O, dO
         self.main(Q, K, V, dO, LSE, delta, dQ, dK, dV)
 
     def simulate(self, q, k, v, o, do, lse, dq, dk, dv):
@@ -81,8 +81,10 @@ class AttentionBackward:
 
         import tilewise as tw
 
+        d = self.shape[-1]
         delta = np.full(self.shape[:3], np.nan, np.float32)
-        reports = [tw.simulate(self.prep, o, do, delta),
+        reports = [tw.simulate(self.prep, o.reshape(-1, d), do.reshape(-1, d),
+                               delta.reshape(-1)),
                    tw.simulate(self.main, q, k, v, do, lse, delta, dq, dk, dv)]
         return reports
 
