@@ -76,6 +76,7 @@ cuDNN backends and a Triton kernel.
 
 from __future__ import annotations
 
+import functools
 import math
 
 from tilewise import T, Tx
@@ -102,6 +103,11 @@ def plan(head_dim: int, block_n: int | None = None, stages: int | None = None):
     return bn, stages or min(4, free // kv), o_in_q
 
 
+#: The sizes the kernel leaves symbolic (bound from the arrays at launch): one compiled
+#: kernel serves every batch and sequence length of a (heads, head_dim, causal, dtype, ...).
+BATCH, SEQ_Q, SEQ_K = T.int32(), T.int32(), T.int32()
+
+
 def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int,
                    causal: bool = False, dtype: str = "bfloat16", kv_heads: int | None = None,
                    scale: float | None = None, return_lse: bool = False, *,
@@ -109,20 +115,24 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
                    num_sms: int | None = None):
     """The attention kernel ``k(Q, K, V, O)`` (``k(Q, K, V, O, LSE)`` with ``return_lse``);
     see the module docstring. ``block_n`` (keys per block), ``stages`` (K/V ring depth) and
-    ``num_sms`` (persistent CTAs) tune it."""
+    ``num_sms`` (persistent CTAs) tune it. The batch and the sequence lengths are checked
+    here and left symbolic in the kernel, so calls that differ only in them share one
+    compiled kernel."""
     _check(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads)
-    D = head_dim
-    Hk = kv_heads or heads
-    group = heads // Hk
-    BN, stages, o_in_q = plan(D, block_n, stages)
+    BN, stages, o_in_q = plan(head_dim, block_n, stages)
     if BN % 16 or not 16 <= BN <= 256 or stages < 1:
         raise ValueError(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "
                          "256 and the ring has at least one stage")
-    MB = -(-seq_q // BM)  # q-blocks per (batch, head)
-    NB = -(-seq_k // BN)  # key blocks
-    tiles = batch * heads * MB
-    ctas = min(num_sms or _sm_count(), tiles)
-    sl2 = (scale if scale is not None else 1.0 / math.sqrt(D)) * LOG2E
+    scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
+    return _build(heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
+                  bool(return_lse), BN, stages, o_in_q, num_sms or _sm_count())
+
+
+@functools.lru_cache(maxsize=64)
+def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, ctas):
+    batch, seq_q, seq_k = BATCH, SEQ_Q, SEQ_K
+    group = heads // Hk
+    sl2 = scale * LOG2E
     threads = 384  # consumers: warpgroups 0 and 1; producer: warpgroup 2
     q_layout = swizzled_tile(BM, D, 16, 128)
     kv_layout = swizzled_tile(BN, D, 16, 128, stages=stages)
@@ -153,6 +163,9 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
         bx = T.cta_id([ctas])
         tid = T.thread_id([threads])
         wg = tid // 128  # 0, 1: consumers; 2: the producer
+        MB = (seq_q + BM - 1) // BM  # q-blocks per (batch, head)
+        NB = (seq_k + BN - 1) // BN  # key blocks
+        tiles = batch * heads * MB
         Qs = T.alloc_buffer((BM, D), dtype, scope="shared.dyn", layout=q_layout, align=1024)
         Ks = T.alloc_buffer((stages, BN, D), dtype, scope="shared.dyn", layout=kv_layout,
                             align=1024)
@@ -397,7 +410,7 @@ def _without_lse(func):
     """The kernel without its LSE parameter (``return_lse=False`` never binds it)."""
     import dataclasses
 
-    return dataclasses.replace(func, params=func.params[:4])
+    return dataclasses.replace(func, params=func.params[:4] + func.params[5:])  # sizes stay
 
 
 def _check(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
@@ -429,7 +442,7 @@ SHAPE = (1, 2, 160, 200, 64)  # batch, heads, seq_q, seq_k, head_dim: tails in b
 KV_HEADS = 1
 TARGET = "sm_90a"
 attention = make_attention(*SHAPE, causal=True, kv_heads=KV_HEADS, return_lse=True,
-                           num_sms=H200_SMS)
+                           num_sms=4)
 # P is rounded to 16 bits before P V (2^-9 of each weight, bf16) and O once more: against
 # float64, |O - ref| <= 2^-7 |ref| + 2^-6 for inputs of unit variance; the LSE is float32.
 RTOL = 2.0 ** -7
