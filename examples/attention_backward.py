@@ -46,6 +46,7 @@ has no target yet (the issue sets one once the forward lands).
 
 from __future__ import annotations
 
+import functools
 import math
 
 from tilewise import T, Tx
@@ -100,19 +101,29 @@ def make_attention_backward(batch: int, heads: int, seq_q: int, seq_k: int, head
         raise ValueError(f"head_dim={head_dim}: 64, 128 or 256")
     if kv_heads is not None and (kv_heads < 1 or heads % kv_heads):
         raise ValueError(f"kv_heads={kv_heads} must divide heads={heads}")
+    for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name}={v!r} must be a positive int")
     shape = (batch, heads, seq_q, seq_k, head_dim)
     sms = num_sms or _sm_count()
-    prep = _make_prep(batch * heads * seq_q, head_dim, dtype, (batch, heads, seq_q))
-    main = _make_main(shape, causal, dtype, kv_heads or heads,
-                      scale if scale is not None else 1.0 / math.sqrt(head_dim), sms)
+    prep = _make_prep(head_dim, dtype, sms)
+    main = _make_main(heads, head_dim, bool(causal), dtype, kv_heads or heads,
+                      float(scale if scale is not None else 1.0 / math.sqrt(head_dim)), sms)
     return AttentionBackward(shape, dtype, kv_heads, prep, main)
 
 
-def _make_prep(rows: int, D: int, dtype: str, out_shape):
+#: Sizes left symbolic (bound from the arrays at launch): the kernels are built once per
+#: (heads, head_dim, causal, dtype, ...) and serve every batch and sequence length.
+BATCH, SEQ_Q, SEQ_K, ROWS = T.int32(), T.int32(), T.int32(), T.int32()
+
+
+@functools.lru_cache(maxsize=16)
+def _make_prep(D: int, dtype: str, sms: int):
     """Delta[r] = sum_d O[r, d] dO[r, d] in float32: a warp per row, lanes over d, then a
-    butterfly of shuffles."""
+    butterfly of shuffles; 4 CTAs of 8 warps per SM stride over the rows."""
     warps = 8
-    ctas = -(-rows // warps)
+    ctas = 4 * sms
+    rows = ROWS
 
     @T.prim_func
     def attention_bwd_prep(O_ptr: T.handle, dO_ptr: T.handle, Delta_ptr: T.handle):
@@ -122,9 +133,8 @@ def _make_prep(rows: int, D: int, dtype: str, out_shape):
         T.device_entry()
         bx = T.cta_id([ctas])
         tid = T.thread_id([warps * 32])
-        row = bx * warps + tid // 32
         lane = tid % 32
-        if row < rows:
+        for row in range(bx * warps + tid // 32, rows, ctas * warps):
             acc = T.float32(0)
             for d in T.unroll(D // 32):
                 acc = acc + T.cast(O[row, d * 32 + lane], "float32") * T.cast(
@@ -137,13 +147,12 @@ def _make_prep(rows: int, D: int, dtype: str, out_shape):
     return attention_bwd_prep
 
 
-def _make_main(shape, causal: bool, dtype: str, Hk: int, scale: float, sms: int):
-    b_, H, Sq, Sk, D = shape
+@functools.lru_cache(maxsize=64)
+def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, sms: int):
+    b_, Sq, Sk = BATCH, SEQ_Q, SEQ_K
     group = H // Hk
-    NQ, NK = -(-Sq // B64), -(-Sk // B64)
-    counts = (b_ * H * NQ, b_ * Hk * NK, b_ * Hk * NK)  # dq, dk, dv work items
     per_sm = 2 if D <= 128 else 1  # 96 KB of shared memory and 190 registers at D = 128
-    ctas = min(per_sm * sms, max(counts))
+    ctas = per_sm * sms
     stages = 2
     sl2, lg = scale * LOG2E, LOG2E
     tile = swizzled_tile(B64, D, 16, 128)
@@ -176,6 +185,9 @@ def _make_main(shape, causal: bool, dtype: str, Hk: int, scale: float, sms: int)
         tid = T.thread_id([128])
         lane = tid % 32
         leader = tid == 0
+        NQ = (Sq + B64 - 1) // B64
+        NK = (Sk + B64 - 1) // B64
+        counts = (b_ * H * NQ, b_ * Hk * NK, b_ * Hk * NK)  # dq, dk, dv work items
         # X0, X1: the item's fixed tiles; Y0, Y1: the streamed block, a ring of stages
         X0 = T.alloc_buffer((B64, D), dtype, scope="shared.dyn", layout=tile, align=1024)
         X1 = T.alloc_buffer((B64, D), dtype, scope="shared.dyn", layout=tile, align=1024)
