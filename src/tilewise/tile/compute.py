@@ -20,7 +20,8 @@ Semantics (TIRx's tile layer, ``docs/dispatch.md`` "Compute primitives"):
   ``lg2.approx.f32``, ``rsqrt.approx.f32``; error bounds in :mod:`tilewise.ptx.packed`),
   with ``precise=True`` through libdevice (``rsqrt``: ``1 / sqrt``, correctly rounded
   steps). ``exp`` and ``exp2`` take ``ftz=True``: ``ex2.approx.ftz.f32``, subnormal inputs
-  read as 0 and subnormal results flushed to +0, one instruction instead of four. ``sqrt``, ``reciprocal`` and ``fdiv`` are correctly rounded (IEEE).
+  read as 0 and subnormal results flushed to +0, one instruction instead of four.
+  ``sqrt``, ``reciprocal`` and ``fdiv`` are correctly rounded (IEEE).
 * The unary math ops take ``scale=`` and ``bias=`` (numbers, run-time scalars or regions
   that broadcast): ``dst = f(src * scale + bias)``, each step rounded.
 * Reductions ``sum``/``max``/``min(dst, src, axes=-1, accum=False)``: ``dst`` has ``src``'s
