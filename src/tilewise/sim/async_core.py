@@ -186,6 +186,8 @@ class AsyncCore(BulkCore):
             if m.arrivers is None:
                 m.arrivers = []
             m.arrivers.append(tid)
+            if self._wgmma is not None:  # a release of what its pending wgmmas read?
+                self._wgmma.note_release(tid, addr, span)
         if m.pending < 0:
             self.ctx.hazard(f"more arrivals than the {m.expected} the mbarrier was "
                             f"initialised with (at {m.init_span})", span,
@@ -256,6 +258,8 @@ class AsyncCore(BulkCore):
 
         if not self.ctx.block(poll, lambda: self._waiting(tids, addrs, parity, ok, span)):
             self._deadlock(tids, addrs, parity, ok, span)
+        if self._wgmma is not None and ok.any():
+            self._wgmma.note_wait(tids[ok], addrs[ok])
         if self._bulk is not None and ok.any():
             self._acquire(tids[ok], addrs[ok])
         if self._tcgen05 is not None and ok.any():

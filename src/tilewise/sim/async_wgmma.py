@@ -11,6 +11,14 @@ writes its accumulators in the same order the hardware chains them), but until a
   any access to them before the wait undefined — the hardware may still be reading them);
 * its shared-memory operands are *being read*: a write to them is a hazard.
 
+A warpgroup that *releases* shared memory a pending wgmma reads — it arrives on an mbarrier
+before the ``wait_group`` that retires the wgmma (a pipeline's "empty" barrier, arrived on
+one step early) — lets a producer that waits on that mbarrier refill the buffer while the
+tensor cores still read it. The simulator runs the consumer on to its wait before the
+producer's turn, so the overwrite itself is never seen; instead the arrive is remembered
+with the wgmma's bytes, and a later write of those bytes by a thread whose last completed
+mbarrier wait was on that same mbarrier is reported at the arrive ("releases ... early").
+
 ``wgmma.fence`` orders the warpgroup's earlier register accesses before the next
 ``mma_async``: an accumulator or A register written by ordinary code since the thread's last
 fence is a hazard ("missing wgmma.fence"). Groups are counted per warpgroup, like the instructions
@@ -37,6 +45,7 @@ class _Op:
     smem: np.ndarray  # unique shared byte offsets read
     span: object
     a_bytes: int = 0  # the last a_bytes columns of regs are A registers (mma_async.rs)
+    released: tuple | None = None  # (mbarrier, span) of an arrive while it was pending
 
 
 class WgmmaState:
@@ -52,6 +61,9 @@ class WgmmaState:
         self.reading = np.zeros(ctx.mem.shared.size, np.int32)
         self.n_reading = 0
         self.wait_spans: dict[int, tuple] = {}
+        self.released_early: list[tuple] = []  # (bytes, mbarrier, arrive span, op span)
+        self.released_bytes = np.zeros(ctx.mem.shared.size, bool)  # any record's bytes
+        self.last_wait: dict[int, int] = {}  # thread -> mbarrier of its last completed wait
 
     # -------------------------------------------------------------- the instructions
     def fence(self, tids) -> None:
@@ -98,9 +110,23 @@ class WgmmaState:
                 self.inflight[rows, op.regs] = False
                 np.add.at(self.reading, op.smem, -1)
                 self.n_reading -= len(op.smem)
+                if op.released is not None:
+                    self.released_early.append((op.smem, *op.released, op.span))
+                    self.released_bytes[op.smem] = True
             else:
                 keep.append(op)
         self.ops = keep
+
+    def note_release(self, tid: int, mbar: int, span) -> None:
+        """Thread ``tid`` arrives on mbarrier ``mbar``: the pending wgmmas of its warpgroup
+        that read shared memory are released early if that mbarrier guards their bytes."""
+        for op in self.ops:
+            if op.wg == tid // WARPGROUP and len(op.smem) and op.released is None:
+                op.released = (mbar, span)
+
+    def note_wait(self, tids, mbars) -> None:
+        for t, a in zip(np.atleast_1d(tids).tolist(), np.atleast_1d(mbars).tolist()):
+            self.last_wait[int(t)] = int(a)
 
     # -------------------------------------------------------------- checks
     def register_access(self, tids, offs, nbytes: int, span, write: bool) -> None:
@@ -123,6 +149,8 @@ class WgmmaState:
                             f"that retires it before {use}", tid=int(tids[k]))
 
     def check_shared_write(self, span_b, tids, span) -> None:
+        if self.released_early and self.released_bytes[span_b].any():
+            self._check_released(span_b, tids, span)
         if self.n_reading and np.any(self.reading[span_b]):
             k, j = np.argwhere(self.reading[span_b] > 0)[0]
             off = int(span_b[k, j])
@@ -132,6 +160,37 @@ class WgmmaState:
                             "wait for the wgmma (T.ptx.wgmma.wait_group) before refilling "
                             "its operand buffer", tid=int(tids[k]),
                             addr=(SHARED << SPACE_SHIFT) + off)
+
+    def _check_released(self, span_b, tids, span) -> None:
+        """A write of bytes a retired wgmma read after its warpgroup released them early."""
+        written = np.unique(np.asarray(span_b).ravel())
+        keep = []
+        for i, rec in enumerate(self.released_early):
+            smem, mbar, arrive_span, op_span = rec
+            hit = np.isin(written, smem)
+            if not hit.any():
+                keep.append(rec)
+                continue
+            writers = [int(t) for t in np.atleast_1d(tids).tolist()]
+            if any(self.last_wait.get(t) == mbar for t in writers if t >= 0):
+                self._forget(keep + self.released_early[i + 1:])
+                self.ctx.hazard(
+                    "releases shared memory that a wgmma.mma_async (issued at "
+                    f"{op_span}) still reads: this mbarrier arrive comes before the "
+                    "wgmma.wait_group that retires the wgmma, and a thread that waited on "
+                    f"the mbarrier then wrote the bytes (at {span})", arrive_span,
+                    "arrive on the buffer's 'empty' mbarrier only after "
+                    "T.ptx.wgmma.wait_group(N) has retired every wgmma reading it",
+                    tid=writers[0], addr=(SHARED << SPACE_SHIFT) + int(written[hit][0]))
+                return
+        self._forget(keep)
+
+    def _forget(self, keep: list) -> None:
+        """Keep only the records ``keep`` (a write of the others' bytes ended them)."""
+        self.released_early = keep
+        self.released_bytes[:] = False
+        for rec in keep:
+            self.released_bytes[rec[0]] = True
 
     def at_exit(self) -> None:
         for op in self.ops:

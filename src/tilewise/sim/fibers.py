@@ -70,6 +70,7 @@ class Scheduler:
         self.fibers = [self.current]
         self.stalls = 0  # consecutive turns that made no progress
         self.aborting = False
+        self.error = None  # the first error a fiber raised (nested forks unwind with _Abort)
 
     # -- the state a fiber owns -----------------------------------------------------
     def _save(self, f):
@@ -125,7 +126,7 @@ class Scheduler:
         self._switch(kids[0])
         for k in kids:
             self.fibers.remove(k)
-        err = next((k.error for k in kids if k.error is not None), None)
+        err = next((k.error for k in kids if k.error is not None), None) or self.error
         if err is not None:  # aborting stays set: enclosing fibers unwind as they resume
             raise err
 
@@ -136,6 +137,8 @@ class Scheduler:
             pass
         except BaseException as e:  # noqa: BLE001 - re-raised where the branch forked
             f.error = e
+            if self.error is None:  # an enclosing fiber unwinds with _Abort: keep it here
+                self.error = e
             self.aborting = True
         f.done = True
         self.stalls = 0
