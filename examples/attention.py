@@ -76,7 +76,6 @@ cuDNN backends and a Triton kernel.
 
 from __future__ import annotations
 
-import functools
 import math
 
 from tilewise import T, Tx
@@ -118,17 +117,22 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
     ``num_sms`` (persistent CTAs) tune it. The batch and the sequence lengths are checked
     here and left symbolic in the kernel, so calls that differ only in them share one
     compiled kernel."""
-    _check(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads)
+    _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads)
     BN, stages, o_in_q = plan(head_dim, block_n, stages)
     if BN % 16 or not 16 <= BN <= 256 or stages < 1:
         raise ValueError(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "
                          "256 and the ring has at least one stage")
     scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
-    return _build(heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
-                  bool(return_lse), BN, stages, o_in_q, num_sms or _sm_count())
+    key = (heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
+           bool(return_lse), BN, stages, o_in_q, num_sms or _sm_count())
+    if key not in _KERNELS:  # built once: the same kernel object compiles once
+        _KERNELS[key] = _build(*key)
+    return _KERNELS[key]
 
 
-@functools.lru_cache(maxsize=64)
+_KERNELS: dict = {}
+
+
 def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, ctas):
     batch, seq_q, seq_k = BATCH, SEQ_Q, SEQ_K
     group = heads // Hk
@@ -413,7 +417,7 @@ def _without_lse(func):
     return dataclasses.replace(func, params=func.params[:4] + func.params[5:])  # sizes stay
 
 
-def _check(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
+def _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_attention takes bfloat16 or float16, not {dtype!r}")
     if head_dim not in BLOCK_N:

@@ -46,7 +46,6 @@ has no target yet (the issue sets one once the forward lands).
 
 from __future__ import annotations
 
-import functools
 import math
 
 from tilewise import T, Tx
@@ -106,9 +105,11 @@ def make_attention_backward(batch: int, heads: int, seq_q: int, seq_k: int, head
             raise ValueError(f"{name}={v!r} must be a positive int")
     shape = (batch, heads, seq_q, seq_k, head_dim)
     sms = num_sms or _sm_count()
-    prep = _make_prep(head_dim, dtype, sms)
-    main = _make_main(heads, head_dim, bool(causal), dtype, kv_heads or heads,
-                      float(scale if scale is not None else 1.0 / math.sqrt(head_dim)), sms)
+    key = (heads, head_dim, bool(causal), dtype, kv_heads or heads,
+           float(scale if scale is not None else 1.0 / math.sqrt(head_dim)), sms)
+    if key not in _KERNELS:  # built once per configuration: each compiles once
+        _KERNELS[key] = (_make_prep(head_dim, dtype, sms), _make_main(*key))
+    prep, main = _KERNELS[key]
     return AttentionBackward(shape, dtype, kv_heads, prep, main)
 
 
@@ -117,7 +118,9 @@ def make_attention_backward(batch: int, heads: int, seq_q: int, seq_k: int, head
 BATCH, SEQ_Q, SEQ_K, ROWS = T.int32(), T.int32(), T.int32(), T.int32()
 
 
-@functools.lru_cache(maxsize=16)
+_KERNELS: dict = {}
+
+
 def _make_prep(D: int, dtype: str, sms: int):
     """Delta[r] = sum_d O[r, d] dO[r, d] in float32: a warp per row, lanes over d, then a
     butterfly of shuffles; 4 CTAs of 8 warps per SM stride over the rows."""
@@ -147,7 +150,6 @@ def _make_prep(D: int, dtype: str, sms: int):
     return attention_bwd_prep
 
 
-@functools.lru_cache(maxsize=64)
 def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, sms: int):
     b_, Sq, Sk = BATCH, SEQ_Q, SEQ_K
     group = H // Hk
