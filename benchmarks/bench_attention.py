@@ -14,8 +14,9 @@ worker processes (the on-disk cache then serves this process).
         [--dtypes bfloat16 float16] [--head-dims 64 128 256] [--seqs 512 ... 16384]
 
 ``--quick``: bf16, every head_dim, seq 1024 and 8192, causal and not (12 rows, under a
-minute). A row reads ``| date | device | dtype hd seq causal | tilewise | cudnn | flash |
-triton | tilewise / cudnn |``.
+minute). ``--configs "" block_n=176`` times more tilewise forms (make_attention options,
+``key=value,...``), each a column ``tilewise[...]``. A row reads ``| date | device | dtype
+hd seq causal | tilewise | cudnn | flash | triton | tilewise / cudnn | max diff |``.
 """
 
 import argparse
@@ -108,19 +109,29 @@ def _shape(seq: int, hd: int):
     return TOKENS // seq, HIDDEN // hd, seq, seq, hd  # batch, heads, seq_q, seq_k, head_dim
 
 
+def _options(config: str) -> dict:
+    """``key=value,...`` -> make_attention options (ints as ints)."""
+    kw = {}
+    for item in filter(None, config.split(",")):
+        k, v = item.split("=")
+        kw[k] = int(v) if v.isdigit() else v
+    return kw
+
+
 def _compile_one(args):
     """Worker: build and assemble one tilewise kernel into the on-disk cache."""
-    dtype, hd, causal, backward = args
+    dtype, hd, causal, backward, config = args
     sys.path.insert(0, os.path.join(ROOT, "src"))
     import tilewise as tw
 
     mod = example("attention")
     shape = _shape(SEQS[0], hd)
-    k = mod.make_attention(*shape, causal=causal, dtype=dtype)
-    ks = [k]
+    ks = [] if backward else [mod.make_attention(*shape, causal=causal, dtype=dtype,
+                                                 **_options(config))]
     if backward:
         bwd = mod.make_attention_backward(*shape, causal=causal, dtype=dtype)
-        ks += [bwd.prep, bwd.main]
+        ks += [mod.make_attention(*shape, causal=causal, dtype=dtype, return_lse=True),
+               bwd.prep, bwd.main]
     for f in ks:
         tw.compile(f, "sm_90a").cubin  # noqa: B018 - assembled and cached
     return args
@@ -150,17 +161,21 @@ def _time(torch, fn, samples: int) -> float:
     return timed(torch, fn, reps, samples, warmup=2)
 
 
-def forward_row(torch, mod, tri, dtype, hd, seq, causal, samples):
+def forward_row(torch, mod, tri, dtype, hd, seq, causal, samples, configs=("",)):
     b, h, sq, sk, d = _shape(seq, hd)
     td = getattr(torch, dtype)
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=td) for s in (sq, sk, sk))
     flops = 4 * b * h * sq * sk * d / (2 if causal else 1)
     sd = torch.nn.attention.SDPBackend
     runs, outs = {}, {}
-    kern = mod.make_attention(b, h, sq, sk, d, causal=causal, dtype=dtype)
-    o = torch.full_like(q, float("nan"))
-    runs["tilewise"] = lambda: kern(q, k, v, o)
-    outs["tilewise"] = o
+    for cfg in configs:
+        name = "tilewise" + (f"[{cfg}]" if cfg else "")
+        kern = mod.make_attention(b, h, sq, sk, d, causal=causal, dtype=dtype,
+                                  **_options(cfg))
+        o = torch.full_like(q, float("nan"))
+        runs[name] = lambda kern=kern, o=o: kern(q, k, v, o)
+        outs[name] = o
+        runs[name]()
     for name, backend in (("cudnn", sd.CUDNN_ATTENTION), ("flash", sd.FLASH_ATTENTION)):
         fn = _sdpa(torch, backend)
         try:
@@ -171,7 +186,6 @@ def forward_row(torch, mod, tri, dtype, hd, seq, causal, samples):
     o_tri = torch.full_like(q, float("nan"))
     runs["triton"] = lambda: tri(q, k, v, o_tri, causal)
     outs["triton"] = o_tri
-    runs["tilewise"]()
     runs["triton"]()
     torch.cuda.synchronize()
     ref = outs.get("flash", outs.get("cudnn"))
@@ -233,13 +247,15 @@ def main():
     p.add_argument("--causal", nargs="+", type=int, default=[0, 1])
     p.add_argument("--samples", type=int, default=5)
     p.add_argument("--workers", type=int, default=min(12, os.cpu_count() or 1))
+    p.add_argument("--configs", nargs="+", default=[""],
+                   help="make_attention options per tilewise column, e.g. '' 'block_n=176'")
     a = p.parse_args()
     if a.quick:
         a.dtypes, a.seqs = ["bfloat16"], [1024, 8192]
     import torch
 
-    jobs = [(dt, hd, bool(c), a.backward) for dt in a.dtypes for hd in a.head_dims
-            for c in a.causal]
+    jobs = [(dt, hd, bool(c), a.backward, cfg) for dt in a.dtypes for hd in a.head_dims
+            for c in a.causal for cfg in (a.configs if not a.backward else [""])]
     precompile(jobs, a.workers)
     mod = example("attention")
     tri = None if a.backward else triton_attention()
@@ -258,12 +274,11 @@ def main():
                         tol = 2.0 ** -5
                     else:
                         tf, errs = forward_row(torch, mod, tri, dtype, hd, seq, causal,
-                                               a.samples)
+                                               a.samples, a.configs)
                         tol = 2.0 ** -5
                     bad += [f"{n} {dtype} hd{hd} s{seq}" for n, e in errs.items()
                             if not e <= tol]
-                    cols = " | ".join(f"{n} {tf.get(n, math.nan):.0f}" for n in
-                                      ("tilewise", "cudnn", "flash", "triton") if n in tf)
+                    cols = " | ".join(f"{n} {t:.0f}" for n, t in tf.items())
                     vs = tf["tilewise"] / tf["cudnn"] if "cudnn" in tf else math.nan
                     err = max(errs.values())
                     print(f"| {datetime.date.today()} | {device} | {dtype} hd{hd} s{seq}"
