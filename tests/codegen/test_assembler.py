@@ -4,6 +4,7 @@ codegen/cubin.py). The knob TILEWISE_PTXAS names one, or "none"."""
 
 import os
 import stat
+import subprocess
 
 import pytest
 
@@ -78,7 +79,7 @@ def test_a_named_ptxas_that_does_not_exist_is_a_compile_error(tmp_path):
 
 
 @pytest.mark.skipif(cubin.find_ptxas() is None, reason="no ptxas on this machine")
-def test_the_warp_specialised_gemm_keeps_its_setmaxnreg():
+def test_the_warp_specialised_gemm_keeps_its_setmaxnreg(tmp_path):
     import importlib.util
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -87,6 +88,16 @@ def test_the_warp_specialised_gemm_keeps_its_setmaxnreg():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     k = tw.compile(mod.gemm, "sm_90a")
-    assert cubin.assembler(k.source("ptx")).startswith("ptxas ")
+    ptx = k.source("ptx")
+    assert cubin.assembler(ptx).startswith("ptxas ")
     with override(cache_enabled=False):
         assert k.cubin[:4] == b"\x7fELF"
+    # honoured: no C7504 (separate compilation, nvJitLink's) nor C7508 (unknown entry count)
+    ptx_file = tmp_path / "gemm.ptx"
+    ptx_file.write_text(ptx)
+    r = subprocess.run([cubin.find_ptxas(), "-arch=sm_90a", "-O3", "-v", str(ptx_file), "-o",
+                        str(tmp_path / "gemm.cubin")], capture_output=True, text=True)
+    assert r.returncode == 0 and "setmaxnreg" not in r.stderr, r.stderr
+    assert "C7504" in subprocess.run(
+        [cubin.find_ptxas(), "-arch=sm_90a", "-O3", "-v", "-c", str(ptx_file), "-o",
+         str(tmp_path / "gemm.o")], capture_output=True, text=True).stderr  # the unit form
