@@ -1,18 +1,7 @@
-"""Load examples/attention.py (and its backward) by path for the attention tests."""
-
-import importlib.util
-import pathlib
+"""The attention tests load examples/attention.py (and its backward) by path."""
 
 import pytest
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def load_example(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from exload import load_example
 
 
 @pytest.fixture(scope="session")
