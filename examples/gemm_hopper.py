@@ -18,10 +18,12 @@ The technique, from the outside in:
   warpgroup 2 the *producer*. The producer gives its registers away (``setmaxnreg`` 40)
   and the consumers take them (232): each consumer holds a 64 x 256 float32
   accumulator, 128 registers per thread. (ptxas honours ``setmaxnreg`` only when it
-  compiles the whole program; nvJitLink compiles PTX as a separate unit and ignores it, so
-  every thread gets 65536 / 384 = 168. The accumulator is zeroed at each tile, so its old
-  values die at the epilogue and the kernel fits in 154 registers without spilling.
-  ``producer="warp"``: 288 threads, one producer warp, 224 registers for everyone.)
+  compiles the whole program, so tilewise assembles a kernel using it with ``ptxas`` when
+  one is found (``codegen/cubin.py``); nvJitLink, the fallback, compiles PTX as a separate
+  unit and ignores it (C7504), giving every thread 65536 / 384 = 168. The accumulator is
+  zeroed at each tile, so its old values die at the epilogue and even then the kernel fits
+  in 154 registers without spilling. ``producer="warp"``: 288 threads, one producer warp,
+  224 registers for everyone.)
 * **A ring of 3 (or 4) shared buffers**, each one (128, 64) tile of A and one (64, 256) tile
   of B, guarded by two mbarriers per stage: ``full[s]`` (the producer announces the bytes
   with ``arrive.expect_tx``; TMA completes them) and ``empty[s]`` (each consumer
