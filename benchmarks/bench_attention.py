@@ -184,9 +184,13 @@ def forward_row(torch, mod, tri, dtype, hd, seq, causal, samples, configs=("",))
         except RuntimeError as e:  # the backend does not take this shape
             print(f"{name}: n/a ({str(e).splitlines()[0][:80]})", file=sys.stderr)
     o_tri = torch.full_like(q, float("nan"))
-    runs["triton"] = lambda: tri(q, k, v, o_tri, causal)
-    outs["triton"] = o_tri
-    runs["triton"]()
+    try:
+        tri(q, k, v, o_tri, causal)
+        runs["triton"] = lambda: tri(q, k, v, o_tri, causal)
+        outs["triton"] = o_tri
+    except Exception as e:  # noqa: BLE001 - e.g. its tiles need more shared memory (hd 256)
+        print(f"triton: n/a ({type(e).__name__}: {str(e).splitlines()[0][:80]})",
+              file=sys.stderr)
     torch.cuda.synchronize()
     ref = outs.get("flash", outs.get("cudnn"))
     errs = {n: float((x.float() - ref.float()).abs().max()) for n, x in outs.items()}
