@@ -153,14 +153,15 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
                 bn: int | None = None, stages: int | None = None, elem_bytes: int = 1,
                 bk: int = BK, bms: tuple = (64, 128, 256), clamp: bool = True,
                 cluster: int | None = None, clusters: tuple = (1, 2),
-                share: str | None = None) -> Tile:
+                share: str | None = None, wide: bool = False) -> Tile:
     """The tile for an M x N problem: the candidate with the least modelled time, waves of
     CTAs x :func:`tile_cost` (the model holds for bf16 with ``bk`` 64 too: half the rate,
     twice the bytes), among those with at least 3 stages and at most 128 x 128; a cluster of
     2 (TMA multicast) only when asked for (both were slower on the H200, see ``cost``).
     Without sizes: 128 x 128, no cluster.
     ``bm``, ``bn``, ``stages``, ``cluster``, ``share`` pin a choice; ``bms`` / ``clusters``
-    the rows and cluster sizes allowed; ``clamp``: no more CTAs than tiles."""
+    the rows and cluster sizes allowed; ``clamp``: no more CTAs than tiles; ``wide``: tiles
+    larger than 128 x 128 may be chosen."""
     def make(c, mc, share, st=stages):
         t = Tile(c[0], c[1], 1, sms, mc, share)
         room = SMEM - 2 * len(t.waves) * 64 * t.wn * 2 - 1024  # epilogue tiles, barriers
@@ -179,13 +180,14 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
         if M_ is None or N_ is None:
             return (0 if (t.bm, t.bn, t.cluster) == (128, 128, 1) or len(cands) == 1 else 1, 0)
         waves = -(-_tiles(M_, N_, t) // sms)
-        # Measured on the H200 (benchmarks/RESULTS.md, 2026-12-01): CTA pairs ran at
-        # 130-480 TFLOP/s where the same tile alone ran at 810-1000, and 128 x 256 /
-        # 256 x 128 tiles at 260-440 (two float32 fragments of 64 x 256 per thread): the
-        # model does not know either cost, so neither is chosen unless asked for.
+        # Measured on the H200 (benchmarks/RESULTS.md, 2026-12-02, whole-program ptxas):
+        # CTA pairs ran at 370-760 TFLOP/s where the same tile alone ran at 800-1110, so a
+        # pair is not chosen unless asked for; 128 x 256 / 256 x 128 tiles won only for
+        # block scaling at M = 4096 (1020-1110 against 840-910 for 128 x 128), so larger
+        # tiles than 128 x 128 are taken only when ``wide`` says so.
         if t.cluster > 1 and cluster is None:
             return (float("inf"), 0)
-        if t.bm * t.bn > 128 * 128 and (bm, bn) == (None, None):
+        if t.bm * t.bn > 128 * 128 and (bm, bn) == (None, None) and not wide:
             return (float("inf"), 0)
         return (waves * tile_cost(t), -t.bm * t.bn, t.cluster)
 
@@ -224,7 +226,7 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
                          "change every 128 of K, so the partials must be promoted")
     check_sizes(N_, K_)
     tile = choose_tile(M_, N_, num_sms or _sm_count(), bm, bn, stages, cluster=cluster,
-                       share=share)
+                       share=share, wide=scaling == "block" and (M_ or 0) >= 1024)
     return _dense(tile, scaling, fast_accum)
 
 
