@@ -21,7 +21,7 @@ The technique, from the outside in (FlashAttention-3, Shah et al. 2024, §3):
   ``t = bx, bx + #CTAs, ...``; a tile is 128 query rows of one (batch, head). Tiles of one
   head are consecutive, so the CTAs working at one time share that head's K and V in L2;
   with ``causal`` the q-blocks of a head go longest first (the last rows see the most
-  keys). Each role decodes ``t`` the same way (``# ---- the work loop``).
+  keys). Each role decodes ``t`` by the same ``@T.inline`` helper, ``work_item``.
 * **Warp specialisation.** Warpgroups 0 and 1 are the *consumers*, each owning 64 of the
   tile's query rows; warpgroup 2 is the *producer*. It gives its registers away
   (``setmaxnreg`` 24) and the consumers take them (240: S, P and a 64 x head_dim float32
@@ -202,18 +202,8 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                 it = 0  # K/V blocks this CTA has gone through (the ring's position)
                 tc = 0  # tiles this CTA has done (the Q barrier's phase)
                 for t in range(bx, tiles, ctas):
-                    # ---- the work loop: tile t -> (batch, head, q-block); as the consumers'
-                    bh = t // MB
-                    b = bh // heads
-                    h = bh % heads
-                    hk = h // group
-                    mb = MB - 1 - t % MB if causal else t % MB
-                    m0 = mb * BM
-                    if causal:  # the key blocks the tile's rows see; the rest are skipped
-                        n_blocks = T.min(NB, (T.min(m0 + BM, seq_k) + BN - 1) // BN)
-                    else:
-                        n_blocks = NB
-                    # ---- end of the work loop's decoding
+                    b, h, hk, m0, n_blocks = work_item(t, MB, NB, heads, group, seq_k, causal,
+                                                       BM, BN)
                     T.ptx.mbarrier.try_wait(T.address_of(q_empty[0]), (tc + 1) % 2)
                     T.ptx.mbarrier.arrive.expect_tx(T.address_of(q_full[0]), q_bytes)
                     Tx.thread.copy_async(Qs[:, :], Q[b, h, m0:m0 + BM, :], dispatch="tma",
@@ -265,17 +255,8 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
             it = 0
             tc = 0
             for t in range(bx, tiles, ctas):
-                # ---- the work loop: tile t -> (batch, head, q-block); as the producer's
-                bh = t // MB
-                b = bh // heads
-                h = bh % heads
-                mb = MB - 1 - t % MB if causal else t % MB
-                m0 = mb * BM
-                if causal:
-                    n_blocks = T.min(NB, (T.min(m0 + BM, seq_k) + BN - 1) // BN)
-                else:
-                    n_blocks = NB
-                # ---- end of the work loop's decoding
+                b, h, hk, m0, n_blocks = work_item(t, MB, NB, heads, group, seq_k, causal,
+                                                   BM, BN)
                 r0 = m0 + 64 * cw  # this warpgroup's first row
                 # blocks from n_full on hold a masked score (the diagonal, or keys >= seq_k)
                 if causal:
@@ -439,6 +420,24 @@ def _sm_count() -> int:
     except Exception:  # noqa: BLE001 - no driver, no GPU: the simulator's default
         pass
     return H200_SMS
+
+
+@T.inline
+def work_item(t, MB, NB, heads, group, seq_k, causal, BM, BN):
+    """Work item ``t`` of the persistent loop -> (batch, head, its key/value head, first
+    row, key blocks to visit): the one order the producer and both consumers walk, written
+    once and parsed into each role's loop. Causal tiles go longest first (the last q-block
+    of a head sees the most keys) and see only the key blocks up to their diagonal."""
+    bh = t // MB
+    b = bh // heads
+    h = bh % heads
+    mb = MB - 1 - t % MB if causal else t % MB
+    m0 = mb * BM
+    if causal:  # the key blocks the tile's rows see; the rest are skipped
+        n_blocks = T.min(NB, (T.min(m0 + BM, seq_k) + BN - 1) // BN)
+    else:
+        n_blocks = NB
+    return b, h, h // group, m0, n_blocks
 
 
 # ---- `tilewise run examples/attention.py` and the tests: a small causal GQA case ----------
