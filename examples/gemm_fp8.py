@@ -51,6 +51,7 @@ from typing import NamedTuple
 from tilewise import T, Tx
 from tilewise.layout import (swizzled_tile, wgmma_accumulator, wgmma_accumulator_columns,
                              wgmma_accumulator_rows)
+from tilewise.sched import GroupedTiles
 
 BK = 128  # K per pipeline stage: one scale block (128 fp8 = one 128-byte swizzle row)
 GROUP_M = 8  # tile rows walked together (L2 reuse)
@@ -200,6 +201,14 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
     return best
 
 
+@T.inline
+def cta_origin(sched, j, nb_, na_, rank, bm, bn):
+    """First row and column of this CTA's ``j``-th tile: the scheduler walks tiles in units
+    of the cluster (``nb_`` m-tiles x ``na_`` n-tiles, one per CTA of a pair)."""
+    mt, nt = sched.coords(j)
+    return (mt * nb_ + rank * (nb_ - 1)) * bm, (nt * na_ + rank * (na_ - 1)) * bn
+
+
 def check_sizes(N_: int | None, K_: int | None, elem_bytes: int = 1) -> None:
     """TMA's rule on the given sizes: 16-byte rows of C (bf16) and of A and B."""
     for name, v, mult in (("N", N_, 8), ("K", K_, 16 // elem_bytes)):
@@ -288,20 +297,13 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
         m_tiles = (M + bm * nb_ - 1) // (bm * nb_)
         n_tiles = (N + bn * na_ - 1) // (bn * na_)
         k_tiles = (K + BK - 1) // BK
-        in_group = GROUP_M * n_tiles
-        pair = bx // mc
-        my_tiles = (m_tiles * n_tiles - pair + pairs - 1) // pairs
+        # the one tile order every role walks (tilewise.sched): grouped, round robin
+        sched = GroupedTiles(m_tiles, n_tiles, first=bx // mc, step=pairs, group_m=GROUP_M)
         if wg == 2:  # ---------------------------------------------------------- producer
             T.ptx.setmaxnreg(False, 40)
             if tid == 256:
-                for j in range(my_tiles):
-                    # ---- tile scheduler (the consumers' copy below is the same) --------
-                    t = pair + j * pairs
-                    first = t // in_group * GROUP_M
-                    group_rows = T.min(m_tiles - first, GROUP_M)
-                    m0 = ((first + t % in_group % group_rows) * nb_ + rank * (nb_ - 1)) * bm
-                    n0 = (t % in_group // group_rows * na_ + rank * (na_ - 1)) * bn
-                    # ---- end of the scheduler -------------------------------------------
+                for j in sched.tiles():
+                    m0, n0 = cta_origin(sched, j, nb_, na_, rank, bm, bn)
                     for kt in range(k_tiles):
                         it = j * k_tiles + kt  # ring position
                         s = it % stages
@@ -346,14 +348,8 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
             lrow = tid % 128 // 32 * 16 + tid % 32 // 4  # its rows: lrow, lrow + 8 (of 64)
             lcol = tid % 4 * 2  # its columns: 8 q + lcol + {0, 1}
             leader = tid % 128 == 0
-            for j in range(my_tiles):
-                # ---- tile scheduler (the producer's copy above is the same) -------------
-                t = pair + j * pairs
-                first = t // in_group * GROUP_M
-                group_rows = T.min(m_tiles - first, GROUP_M)
-                m0 = ((first + t % in_group % group_rows) * nb_ + rank * (nb_ - 1)) * bm
-                n0 = (t % in_group // group_rows * na_ + rank * (na_ - 1)) * bn
-                # ---- end of the scheduler -----------------------------------------------
+            for j in sched.tiles():
+                m0, n0 = cta_origin(sched, j, nb_, na_, rank, bm, bn)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
                 for kt in range(k_tiles):
