@@ -47,6 +47,9 @@ shape.
 
 from __future__ import annotations
 
+import functools
+
+import tilewise
 from tilewise import T, Tx
 from tilewise.layout import swizzled_tile, wgmma_accumulator
 from tilewise.sched import GroupedTiles
@@ -149,6 +152,24 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
     return max(compute, memory) + 0.25 * min(compute, memory) + reduce + 3e-6
 
 
+TUNE_ALTERNATIVES = 3  # kernel shapes the tuner times beside the plan's
+
+
+def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]:
+    """What ``make_gemm`` tunes over: the plan's shape first (what runs untuned), then the
+    next best shapes by :func:`estimate`, each with as many stages as fit."""
+    ranked = sorted((c for c in candidates(M_, N_, K_, sms)
+                     if any(c[k] != first[k] for k in ("bm", "bn", "splits"))),
+                    key=lambda c: estimate(M_, N_, K_, sms, **c))
+    best = {}  # each tile's best split, in rank order: different tiles first
+    for c in ranked:
+        best.setdefault((c["bm"], c["bn"]), c)
+    others = [c for t, c in best.items() if t != (first["bm"], first["bn"])]
+    others = others[:TUNE_ALTERNATIVES]
+    others += [c for c in ranked if c not in others][:TUNE_ALTERNATIVES - len(others)]
+    return [first] + [plan(M_, N_, K_, sms, **c) for c in others]
+
+
 def _stages_that_fit(bm: int, bn: int, splits: int) -> int:
     wn = bn if bm == 128 else bn // 2
     fixed = 2 * 64 * wn * 2 + (2 * 64 * wn * 4 if splits > 1 else 0) + 2048
@@ -160,11 +181,13 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
               producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
               splits: int | None = None, multicast: int | None = None):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
-    when given, are checked against TMA's alignment rule and choose the kernel's shape
-    (:func:`plan`; ``bm``, ``bn``, ``splits``, ``multicast`` and ``stages`` force it); the
-    kernel itself
-    takes any M, N, K. ``producer="warpgroup"`` (384 threads, setmaxnreg 40/232) or
-    ``"warp"`` (288 threads: one producer warp, 65536 / 288 registers for everyone)."""
+    when given, are checked against TMA's alignment rule and choose the kernel's shape: the
+    kernel is tuned on its first launch (``tilewise.autotune`` over :func:`plan`'s choice
+    and the next :data:`TUNE_ALTERNATIVES` shapes by :func:`estimate`; in ``tw.simulate``,
+    ``tw.compile``, with ``TILEWISE_AUTOTUNE=0`` or without a GPU it is the plan's);
+    ``bm``, ``bn``, ``splits``, ``multicast`` or ``stages`` force the shape (no tuning).
+    The kernel itself takes any M, N, K. ``producer="warpgroup"`` (384 threads,
+    setmaxnreg 40/232) or ``"warp"`` (288 threads, one producer warp)."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     for name, v in (("N", N_), ("K", K_)):
@@ -176,6 +199,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256")
     sms = num_sms or _sm_count()
     cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast)
+    forced = (bm, bn, splits, stages, multicast) != (None,) * 5
+    if not forced and None not in (M_, N_, K_):
+        return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer),
+                                 configs=tune_configs(M_, N_, K_, sms, cfg))
     return _kernel(dtype, sms, producer, **cfg)
 
 
