@@ -17,8 +17,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/tilewise demo
 
+# Both CPUs (one pytest-xdist worker each); a worker takes queued tests from the other when
+# it runs dry. A fixed sample of the slow cases runs: TILEWISE_TESTS=all make test runs all
+# (CI does); PYTEST_ARGS passes more options (docs/testing.md).
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV)

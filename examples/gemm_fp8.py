@@ -51,6 +51,7 @@ from typing import NamedTuple
 from tilewise import T, Tx
 from tilewise.layout import (swizzled_tile, wgmma_accumulator, wgmma_accumulator_columns,
                              wgmma_accumulator_rows)
+from tilewise.sched import GroupedTiles
 
 BK = 128  # K per pipeline stage: one scale block (128 fp8 = one 128-byte swizzle row)
 GROUP_M = 8  # tile rows walked together (L2 reuse)
@@ -153,13 +154,15 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
                 bn: int | None = None, stages: int | None = None, elem_bytes: int = 1,
                 bk: int = BK, bms: tuple = (64, 128, 256), clamp: bool = True,
                 cluster: int | None = None, clusters: tuple = (1, 2),
-                share: str | None = None) -> Tile:
+                share: str | None = None, wide: bool = False) -> Tile:
     """The tile for an M x N problem: the candidate with the least modelled time, waves of
     CTAs x :func:`tile_cost` (the model holds for bf16 with ``bk`` 64 too: half the rate,
-    twice the bytes), among those with at least 3 stages; a cluster of 2 (TMA multicast of
-    B) only with two waves or more, as DeepGEMM does. Without sizes: 128 x 128, no cluster.
+    twice the bytes), among those with at least 3 stages and at most 128 x 128; a cluster of
+    2 (TMA multicast) only when asked for (both were slower on the H200, see ``cost``).
+    Without sizes: 128 x 128, no cluster.
     ``bm``, ``bn``, ``stages``, ``cluster``, ``share`` pin a choice; ``bms`` / ``clusters``
-    the rows and cluster sizes allowed; ``clamp``: no more CTAs than tiles."""
+    the rows and cluster sizes allowed; ``clamp``: no more CTAs than tiles; ``wide``: tiles
+    larger than 128 x 128 may be chosen."""
     def make(c, mc, share, st=stages):
         t = Tile(c[0], c[1], 1, sms, mc, share)
         room = SMEM - 2 * len(t.waves) * 64 * t.wn * 2 - 1024  # epilogue tiles, barriers
@@ -178,7 +181,14 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
         if M_ is None or N_ is None:
             return (0 if (t.bm, t.bn, t.cluster) == (128, 128, 1) or len(cands) == 1 else 1, 0)
         waves = -(-_tiles(M_, N_, t) // sms)
-        if t.cluster > 1 and waves < 2 and cluster is None:
+        # Measured on the H200 (benchmarks/RESULTS.md, 2026-12-02, whole-program ptxas):
+        # CTA pairs ran at 370-760 TFLOP/s where the same tile alone ran at 800-1110, so a
+        # pair is not chosen unless asked for; 128 x 256 / 256 x 128 tiles won only for
+        # block scaling at M = 4096 (1020-1110 against 840-910 for 128 x 128), so larger
+        # tiles than 128 x 128 are taken only when ``wide`` says so.
+        if t.cluster > 1 and cluster is None:
+            return (float("inf"), 0)
+        if t.bm * t.bn > 128 * 128 and (bm, bn) == (None, None) and not wide:
             return (float("inf"), 0)
         return (waves * tile_cost(t), -t.bm * t.bn, t.cluster)
 
@@ -189,6 +199,14 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
         n = max(1, min(sms, _tiles(M_, N_, best)))
         best = best._replace(sms=n + n % best.cluster)
     return best
+
+
+@T.inline
+def cta_origin(sched, j, nb_, na_, rank, bm, bn):
+    """First row and column of this CTA's ``j``-th tile: the scheduler walks tiles in units
+    of the cluster (``nb_`` m-tiles x ``na_`` n-tiles, one per CTA of a pair)."""
+    mt, nt = sched.coords(j)
+    return (mt * nb_ + rank * (nb_ - 1)) * bm, (nt * na_ + rank * (na_ - 1)) * bn
 
 
 def check_sizes(N_: int | None, K_: int | None, elem_bytes: int = 1) -> None:
@@ -217,7 +235,7 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
                          "change every 128 of K, so the partials must be promoted")
     check_sizes(N_, K_)
     tile = choose_tile(M_, N_, num_sms or _sm_count(), bm, bn, stages, cluster=cluster,
-                       share=share)
+                       share=share, wide=scaling == "block" and (M_ or 0) >= 1024)
     return _dense(tile, scaling, fast_accum)
 
 
@@ -279,20 +297,13 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
         m_tiles = (M + bm * nb_ - 1) // (bm * nb_)
         n_tiles = (N + bn * na_ - 1) // (bn * na_)
         k_tiles = (K + BK - 1) // BK
-        in_group = GROUP_M * n_tiles
-        pair = bx // mc
-        my_tiles = (m_tiles * n_tiles - pair + pairs - 1) // pairs
+        # the one tile order every role walks (tilewise.sched): grouped, round robin
+        sched = GroupedTiles(m_tiles, n_tiles, first=bx // mc, step=pairs, group_m=GROUP_M)
         if wg == 2:  # ---------------------------------------------------------- producer
             T.ptx.setmaxnreg(False, 40)
             if tid == 256:
-                for j in range(my_tiles):
-                    # ---- tile scheduler (the consumers' copy below is the same) --------
-                    t = pair + j * pairs
-                    first = t // in_group * GROUP_M
-                    group_rows = T.min(m_tiles - first, GROUP_M)
-                    m0 = ((first + t % in_group % group_rows) * nb_ + rank * (nb_ - 1)) * bm
-                    n0 = (t % in_group // group_rows * na_ + rank * (na_ - 1)) * bn
-                    # ---- end of the scheduler -------------------------------------------
+                for j in sched.tiles():
+                    m0, n0 = cta_origin(sched, j, nb_, na_, rank, bm, bn)
                     for kt in range(k_tiles):
                         it = j * k_tiles + kt  # ring position
                         s = it % stages
@@ -337,14 +348,8 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
             lrow = tid % 128 // 32 * 16 + tid % 32 // 4  # its rows: lrow, lrow + 8 (of 64)
             lcol = tid % 4 * 2  # its columns: 8 q + lcol + {0, 1}
             leader = tid % 128 == 0
-            for j in range(my_tiles):
-                # ---- tile scheduler (the producer's copy above is the same) -------------
-                t = pair + j * pairs
-                first = t // in_group * GROUP_M
-                group_rows = T.min(m_tiles - first, GROUP_M)
-                m0 = ((first + t % in_group % group_rows) * nb_ + rank * (nb_ - 1)) * bm
-                n0 = (t % in_group // group_rows * na_ + rank * (na_ - 1)) * bn
-                # ---- end of the scheduler -----------------------------------------------
+            for j in sched.tiles():
+                m0, n0 = cta_origin(sched, j, nb_, na_, rank, bm, bn)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
                 for kt in range(k_tiles):

@@ -33,6 +33,7 @@ import sys
 
 from tilewise import T, Tx
 from tilewise.layout import wgmma_accumulator, wgmma_accumulator_rows
+from tilewise.sched import grouped_coords
 
 
 def _example(name: str):
@@ -51,6 +52,39 @@ F = _example("gemm_fp8")  # the tiles, the tile model, the checks
 M_ALIGNMENT = 128  # rows: each group's segment of the contiguous layout is a multiple
 LAYOUTS = ("contiguous", "masked")
 GROUP_M = F.GROUP_M
+
+
+@T.meta_class
+class GroupedWork:
+    """The persistent walk over every group's tiles, written once: the producer and the
+    consumers each make one and ask ``tile(t)`` for work item ``t`` -> (first row, first
+    column, group). Contiguous: the groups' rows are concatenated (each padded to the
+    tile), so the tiles are one grouped grid and a tile's group is the index array's entry
+    of its first row (padding rows: computed as group 0). Masked: group ``g`` has ``L[g]``
+    valid rows in its own slab; the walk keeps the group it has reached and that group's
+    first work item (``T.local_scalar`` fields, carried through the loop), since every CTA
+    visits its items in increasing order."""
+
+    def __init__(self, L, contiguous, m_tiles, n_tiles, bm, bn):
+        self.L, self.contiguous, self.m_tiles, self.n_tiles = L, contiguous, m_tiles, n_tiles
+        self.bm, self.bn = bm, bn
+        if not contiguous:
+            self.gc = T.local_scalar("int32")  # the group of the last tile
+            self.base = T.local_scalar("int32")  # that group's first work item
+
+    @T.inline
+    def tile(self, t):
+        L, bm, bn = self.L, self.bm, self.bn
+        if self.contiguous:
+            mt, nt = grouped_coords(t, self.m_tiles, self.n_tiles, GROUP_M)
+            m0 = mt * bm
+            return m0, nt * bn, T.max(L[m0], 0)
+        while t >= self.base + (L[self.gc] + bm - 1) // bm * self.n_tiles:
+            self.base = self.base + (L[self.gc] + bm - 1) // bm * self.n_tiles
+            self.gc = self.gc + 1
+        mt_g = (L[self.gc] + bm - 1) // bm
+        return (t - self.base) % mt_g * bm, (t - self.base) // mt_g * bn, self.gc
+
 
 G = T.int32()
 M = T.int32()
@@ -154,7 +188,6 @@ def _grouped_fp8(tile, contiguous: bool):
         n_tiles = (N + bn - 1) // bn
         k_tiles = (K + BK - 1) // BK
         m_tiles = (M + bm - 1) // bm
-        in_group = GROUP_M * n_tiles
         total = m_tiles * n_tiles
         if not contiguous:
             total = 0
@@ -164,26 +197,9 @@ def _grouped_fp8(tile, contiguous: bool):
         if wg == 2:  # ---------------------------------------------------------- producer
             T.ptx.setmaxnreg(False, 40)
             if tid == 256:
-                gc = 0  # masked: the group of the last tile and its first tile
-                base = 0
+                work = GroupedWork(L, contiguous, m_tiles, n_tiles, bm, bn)
                 for j in range(my_tiles):
-                    # ---- tile scheduler (the consumers' copy below is the same) --------
-                    t = bx + j * sms
-                    if contiguous:
-                        first = t // in_group * GROUP_M
-                        group_rows = T.min(m_tiles - first, GROUP_M)
-                        m0 = (first + t % in_group % group_rows) * bm
-                        n0 = t % in_group // group_rows * bn
-                        g = T.max(L[m0], 0)  # the tile's group (padding: computed as 0)
-                    else:
-                        while t >= base + (L[gc] + bm - 1) // bm * n_tiles:
-                            base = base + (L[gc] + bm - 1) // bm * n_tiles
-                            gc = gc + 1
-                        g = gc
-                        mt_g = (L[g] + bm - 1) // bm
-                        m0 = (t - base) % mt_g * bm
-                        n0 = (t - base) // mt_g * bn
-                    # ---- end of the scheduler -------------------------------------------
+                    m0, n0, g = work.tile(bx + j * sms)
                     for kt in range(k_tiles):
                         it = j * k_tiles + kt
                         s = it % stages
@@ -216,26 +232,9 @@ def _grouped_fp8(tile, contiguous: bool):
             c0 = cw * cstep
             lrow = tid % 128 // 32 * 16 + tid % 32 // 4
             leader = tid % 128 == 0
-            gc = 0
-            base = 0
+            work = GroupedWork(L, contiguous, m_tiles, n_tiles, bm, bn)
             for j in range(my_tiles):
-                # ---- tile scheduler (the producer's copy above is the same) -------------
-                t = bx + j * sms
-                if contiguous:
-                    first = t // in_group * GROUP_M
-                    group_rows = T.min(m_tiles - first, GROUP_M)
-                    m0 = (first + t % in_group % group_rows) * bm
-                    n0 = t % in_group // group_rows * bn
-                    g = T.max(L[m0], 0)
-                else:
-                    while t >= base + (L[gc] + bm - 1) // bm * n_tiles:
-                        base = base + (L[gc] + bm - 1) // bm * n_tiles
-                        gc = gc + 1
-                    g = gc
-                    mt_g = (L[g] + bm - 1) // bm
-                    m0 = (t - base) % mt_g * bm
-                    n0 = (t - base) // mt_g * bn
-                # ---- end of the scheduler -----------------------------------------------
+                m0, n0, g = work.tile(bx + j * sms)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
                 for kt in range(k_tiles):
@@ -328,7 +327,6 @@ def _grouped_bf16(tile, contiguous: bool):
         n_tiles = (N + bn - 1) // bn
         k_tiles = (K + BK - 1) // BK
         m_tiles = (M + bm - 1) // bm
-        in_group = GROUP_M * n_tiles
         total = m_tiles * n_tiles
         if not contiguous:
             total = 0
@@ -338,26 +336,9 @@ def _grouped_bf16(tile, contiguous: bool):
         if wg == 2:  # ---------------------------------------------------------- producer
             T.ptx.setmaxnreg(False, 40)
             if tid == 256:
-                gc = 0
-                base = 0
+                work = GroupedWork(L, contiguous, m_tiles, n_tiles, bm, bn)
                 for j in range(my_tiles):
-                    # ---- tile scheduler (the consumers' copy below is the same) --------
-                    t = bx + j * sms
-                    if contiguous:
-                        first = t // in_group * GROUP_M
-                        group_rows = T.min(m_tiles - first, GROUP_M)
-                        m0 = (first + t % in_group % group_rows) * bm
-                        n0 = t % in_group // group_rows * bn
-                        g = T.max(L[m0], 0)
-                    else:
-                        while t >= base + (L[gc] + bm - 1) // bm * n_tiles:
-                            base = base + (L[gc] + bm - 1) // bm * n_tiles
-                            gc = gc + 1
-                        g = gc
-                        mt_g = (L[g] + bm - 1) // bm
-                        m0 = (t - base) % mt_g * bm
-                        n0 = (t - base) // mt_g * bn
-                    # ---- end of the scheduler -------------------------------------------
+                    m0, n0, g = work.tile(bx + j * sms)
                     for kt in range(k_tiles):
                         it = j * k_tiles + kt
                         s = it % stages
@@ -382,26 +363,9 @@ def _grouped_bf16(tile, contiguous: bool):
             r0 = cw * rstep
             c0 = cw * cstep
             leader = tid % 128 == 0
-            gc = 0
-            base = 0
+            work = GroupedWork(L, contiguous, m_tiles, n_tiles, bm, bn)
             for j in range(my_tiles):
-                # ---- tile scheduler (the producer's copy above is the same) -------------
-                t = bx + j * sms
-                if contiguous:
-                    first = t // in_group * GROUP_M
-                    group_rows = T.min(m_tiles - first, GROUP_M)
-                    m0 = (first + t % in_group % group_rows) * bm
-                    n0 = t % in_group // group_rows * bn
-                    g = T.max(L[m0], 0)
-                else:
-                    while t >= base + (L[gc] + bm - 1) // bm * n_tiles:
-                        base = base + (L[gc] + bm - 1) // bm * n_tiles
-                        gc = gc + 1
-                    g = gc
-                    mt_g = (L[g] + bm - 1) // bm
-                    m0 = (t - base) % mt_g * bm
-                    n0 = (t - base) // mt_g * bn
-                # ---- end of the scheduler -----------------------------------------------
+                m0, n0, g = work.tile(bx + j * sms)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
                 for kt in range(k_tiles):
@@ -523,3 +487,4 @@ def inputs(rng):
 
 def reference(a, b, sa, sb, c, L):
     return [a, b, sa, sb, grouped_reference([a, b, sa, sb, c, L]).astype(c.dtype), L]
+

@@ -18,10 +18,12 @@ The technique, from the outside in:
   warpgroup 2 the *producer*. The producer gives its registers away (``setmaxnreg`` 40)
   and the consumers take them (232): each consumer holds a 64 x 256 float32
   accumulator, 128 registers per thread. (ptxas honours ``setmaxnreg`` only when it
-  compiles the whole program; nvJitLink compiles PTX as a separate unit and ignores it, so
-  every thread gets 65536 / 384 = 168. The accumulator is zeroed at each tile, so its old
-  values die at the epilogue and the kernel fits in 154 registers without spilling.
-  ``producer="warp"``: 288 threads, one producer warp, 224 registers for everyone.)
+  compiles the whole program, so tilewise assembles a kernel using it with ``ptxas`` when
+  one is found (``codegen/cubin.py``); nvJitLink, the fallback, compiles PTX as a separate
+  unit and ignores it (C7504), giving every thread 65536 / 384 = 168. The accumulator is
+  zeroed at each tile, so its old values die at the epilogue and even then the kernel fits
+  in 154 registers without spilling. ``producer="warp"``: 288 threads, one producer warp,
+  224 registers for everyone.)
 * **A ring of 3 (or 4) shared buffers**, each one (128, 64) tile of A and one (64, 256) tile
   of B, guarded by two mbarriers per stage: ``full[s]`` (the producer announces the bytes
   with ``arrive.expect_tx``; TMA completes them) and ``empty[s]`` (each consumer
@@ -45,6 +47,9 @@ shape.
 
 from __future__ import annotations
 
+import functools
+
+import tilewise
 from tilewise import T, Tx
 from tilewise.layout import swizzled_tile, wgmma_accumulator
 from tilewise.sched import GroupedTiles
@@ -102,18 +107,21 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
 
 def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     """Every kernel shape worth trying for a problem: each tile, and for tiles too few to
-    fill the SMs, splits of K (each CTA keeping at least 4 K steps)."""
+    fill the SMs, splits of K (each CTA keeping at least 4 K steps). Multicast pairs are
+    not among them: measured on the H200 (2026-12-01) they ran at 0.6-0.8 of the same tile
+    alone (benchmarks/RESULTS.md); ``multicast=2`` still builds one."""
     out = []
     k_steps = -(-K_ // BK)
     for bm_, bn_ in TILES:
+        if M_ <= 64 < bm_:  # measured: 7/8 padding costs more than the model says
+            continue
         tiles = -(-M_ // bm_) * -(-N_ // bn_)
         for s in (1, 2, 3, 4, 6, 8):
             if s > 1 and (tiles * s > 2 * sms or k_steps < 4 * s):
                 break
             if _stages_that_fit(bm_, bn_, s) >= 2:
                 out.append({"bm": bm_, "bn": bn_, "splits": s, "multicast": 1})
-            if s == 1 and -(-M_ // bm_) >= 2:
-                out.append({"bm": bm_, "bn": bn_, "splits": 1, "multicast": 2})
+
     return out
 
 
@@ -135,12 +143,31 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
         util = units / (-(-units // sms) * sms)
         busy = min(units, sms)
     flops = 2.0 * -(-M_ // bm) * bm * -(-N_ // bn) * bn * K_
-    # a multicast B halves what the pair reads of B from L2 per step: a little faster
-    compute = flops / (PEAK * WGMMA_EFF[wn] * util * (1.04 if multicast > 1 else 1.0))
+    compute = flops / (PEAK * WGMMA_EFF[wn] * util)
     memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / (DRAM * min(1.0, busy / (0.75 * sms)))
-    reduce = (splits - 1) * (64 * wn * 4 * 2 / 200e9 + 1e-6) if splits > 1 else 0.0
+    # each hop of the chain: a wait, the add, the store, the copy engine's ~32-64 KB (2 us
+    # a hop fits the H200 sweep of 2026-12-01: 3 splits beat 4 at N = 4096)
+    reduce = (splits - 1) * (64 * wn * 4 * 2 / 200e9 + 2e-6) if splits > 1 else 0.0
     # the two overlap, but not perfectly: the smaller still shows a little
     return max(compute, memory) + 0.25 * min(compute, memory) + reduce + 3e-6
+
+
+TUNE_ALTERNATIVES = 3  # kernel shapes the tuner times beside the plan's
+
+
+def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]:
+    """What ``make_gemm`` tunes over: the plan's shape first (what runs untuned), then the
+    next best shapes by :func:`estimate`, each with as many stages as fit."""
+    ranked = sorted((c for c in candidates(M_, N_, K_, sms)
+                     if any(c[k] != first[k] for k in ("bm", "bn", "splits"))),
+                    key=lambda c: estimate(M_, N_, K_, sms, **c))
+    best = {}  # each tile's best split, in rank order: different tiles first
+    for c in ranked:
+        best.setdefault((c["bm"], c["bn"]), c)
+    others = [c for t, c in best.items() if t != (first["bm"], first["bn"])]
+    others = others[:TUNE_ALTERNATIVES]
+    others += [c for c in ranked if c not in others][:TUNE_ALTERNATIVES - len(others)]
+    return [first] + [plan(M_, N_, K_, sms, **c) for c in others]
 
 
 def _stages_that_fit(bm: int, bn: int, splits: int) -> int:
@@ -154,11 +181,13 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
               producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
               splits: int | None = None, multicast: int | None = None):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
-    when given, are checked against TMA's alignment rule and choose the kernel's shape
-    (:func:`plan`; ``bm``, ``bn``, ``splits``, ``multicast`` and ``stages`` force it); the
-    kernel itself
-    takes any M, N, K. ``producer="warpgroup"`` (384 threads, setmaxnreg 40/232) or
-    ``"warp"`` (288 threads: one producer warp, 65536 / 288 registers for everyone)."""
+    when given, are checked against TMA's alignment rule and choose the kernel's shape: the
+    kernel is tuned on its first launch (``tilewise.autotune`` over :func:`plan`'s choice
+    and the next :data:`TUNE_ALTERNATIVES` shapes by :func:`estimate`; in ``tw.simulate``,
+    ``tw.compile``, with ``TILEWISE_AUTOTUNE=0`` or without a GPU it is the plan's);
+    ``bm``, ``bn``, ``splits``, ``multicast`` or ``stages`` force the shape (no tuning).
+    The kernel itself takes any M, N, K. ``producer="warpgroup"`` (384 threads,
+    setmaxnreg 40/232) or ``"warp"`` (288 threads, one producer warp)."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     for name, v in (("N", N_), ("K", K_)):
@@ -170,6 +199,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256")
     sms = num_sms or _sm_count()
     cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast)
+    forced = (bm, bn, splits, stages, multicast) != (None,) * 5
+    if not forced and None not in (M_, N_, K_):
+        return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer),
+                                 configs=tune_configs(M_, N_, K_, sms, cfg))
     return _kernel(dtype, sms, producer, **cfg)
 
 

@@ -53,8 +53,9 @@ def test_explain_lists_every_decision():
     assert "reg (priority 30): declined: copies shared -> global" in out
 
 
-@pytest.mark.parametrize("name", ["ldgsts_copy", "vector_add", "pow", "tcgen05_roundtrip",
-                                  "softmax", "rmsnorm", "gemm_epilogue"])
+@pytest.mark.parametrize("name", ["ldgsts_copy", *(
+    pytest.param(n, marks=pytest.mark.slow)  # each example runs in-process elsewhere too
+    for n in ("vector_add", "pow", "tcgen05_roundtrip", "softmax", "rmsnorm", "gemm_epilogue"))])
 def test_run_in_the_simulator(name):
     out = tilewise("run", EX / f"{name}.py", "--sim").stdout
     assert "simulator" in out and "OK, matches the reference" in out

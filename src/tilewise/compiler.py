@@ -82,7 +82,9 @@ def _libraries(folder: str, stem: str) -> list[str]:
 def cache_key(kernel_ir: str, target, options: dict) -> str:
     """The PTX cache key: printed kernel IR, target, options, tilewise version and sources,
     the installed LLVM and nvJitLink (:func:`toolchain_fingerprint`). The cubin key is this
-    key's digest with ``cubin``."""
+    key's digest with ``cubin`` and the assembler (``codegen/cubin.assembler``: nvJitLink, or
+    the ptxas that assembles a kernel using setmaxnreg, by its path, size and mtime); the
+    launch cache's adds the ptxas that would be used (:func:`_launch_cache`)."""
     from ._version import __version__
 
     parts = [kernel_ir, str(target), repr(sorted(options.items())), __version__,
@@ -269,13 +271,16 @@ class Kernel:
     @property
     @api_boundary
     def cubin(self) -> bytes:
-        """The cubin for the kernel's target, assembled by nvJitLink (cached)."""
+        """The cubin for the kernel's target, assembled by nvJitLink (by ptxas when it uses
+        setmaxnreg and one is found: codegen/cubin.py), cached."""
         if self._cubin is None and self._saved is not None:
             self._cubin = self._saved[1]
         if self._cubin is None:
             from .codegen import cache
+            from .codegen.cubin import assembler
 
-            key = hashlib.sha256((self.key + "cubin").encode()).hexdigest()
+            name = self.key + "cubin " + assembler(self.ptx)
+            key = hashlib.sha256(name.encode()).hexdigest()
             data = cache.load(key, "cubin")
             if data is None:
                 from .codegen.cubin import link_cubin
@@ -387,9 +392,13 @@ def _launch_cache(func, target, options: dict):
 
     if not knobs.cache_enabled:
         return None, None
+    from .codegen.cubin import find_ptxas, ptxas_identity
+
     try:
+        # Whether the kernel uses setmaxnreg is unknown before its PTX: the key names the
+        # ptxas such a kernel would get, so that another one is never given its old cubin.
         key = hashlib.sha256((cache_key(func.script(), str(_target_of(target)), options)
-                              + "launch").encode()).hexdigest()
+                              + "launch " + ptxas_identity(find_ptxas())).encode()).hexdigest()
     except (TypeError, TargetError):  # a bad target or options: the compile reports them
         return None, None
     blob = cache.load(key, "launch")

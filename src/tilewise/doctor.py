@@ -56,9 +56,13 @@ def _libdevice():
 
 
 def _ptxas():
-    import shutil
+    from .codegen.cubin import find_ptxas, ptxas_version
 
-    return shutil.which("ptxas") or "not on PATH (not needed: nvJitLink assembles PTX)"
+    path = find_ptxas()
+    if path is None:
+        return ("none found (nvJitLink assembles everything; kernels using setmaxnreg keep "
+                "the launch's register budget)")
+    return f"{path} ({ptxas_version(path)}; assembles kernels that use setmaxnreg)"
 
 
 def report() -> str:

@@ -36,9 +36,12 @@ CUDA_HOME                   ``knobs.cuda_home``: a toolkit, searched  ``/usr/loc
   shows the user's frames, not tilewise's (default on; ``off`` keeps every frame, for
   bug reports).
 * ``CUDA_HOME`` -> ``knobs.cuda_home``: a toolkit, searched for libdevice after the
-  nvidia-nvvm wheel (default ``/usr/local/cuda``).
+  nvidia-nvvm wheel, and for ptxas after PATH (default ``/usr/local/cuda``).
 * ``TILEWISE_AUTOTUNE`` -> ``knobs.autotune``: ``tilewise.autotune`` times its candidates
   (default on; ``0``: it uses the first, heuristic, configuration).
+* ``TILEWISE_PTXAS`` -> ``knobs.ptxas``: the ptxas that assembles kernels using setmaxnreg
+  (``codegen/cubin.py``; ``none``: nvJitLink assembles them too; default unset: PATH,
+  ``CUDA_HOME``, Triton's).
 
 No other module reads ``os.environ`` for tilewise settings. Tests change knobs with
 :func:`override`.
@@ -93,6 +96,7 @@ class Knobs:
     sim_max_loop: int = 1 << 20
     traceback_filtering: bool = True
     autotune: bool = True
+    ptxas: str | None = None
 
     @classmethod
     def from_env(cls, env=None) -> Knobs:
@@ -106,7 +110,8 @@ class Knobs:
                    cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda",
                    sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20),
                    traceback_filtering=_flag(env.get("TILEWISE_TRACEBACK_FILTERING"), True),
-                   autotune=_flag(env.get("TILEWISE_AUTOTUNE"), True))
+                   autotune=_flag(env.get("TILEWISE_AUTOTUNE"), True),
+                   ptxas=env.get("TILEWISE_PTXAS") or None)
 
 
 knobs = Knobs.from_env()

@@ -1,12 +1,13 @@
 """Kernels of the compute-primitive tests, built from source text: parameters, a body of
-lines, the thread count; ``run`` executes one on the simulator or the GPU (the same
-arrays, written in place)."""
+lines, the thread count; ``run`` (tests/executors.py) executes one on the simulator or the
+GPU (the same arrays, written in place)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 import tilewise as tw
+from executors import run  # noqa: F401  (the compute tests import it from here)
 
 FILE = "compute_kernels.py"
 
@@ -18,16 +19,6 @@ def kernel(params, body, threads: int = 128, env: dict | None = None, head=()):
     lines += ["T.device_entry()", *head, f"tid = T.thread_id([{threads}])", *body]
     src = f"@T.prim_func\ndef k({sig}):\n" + "".join(f"    {ln}\n" for ln in lines)
     return tw.from_source(src, env=env, filename=FILE)
-
-
-def run(executor: str, func, arrays, target: str = "sm_90a"):
-    if executor == "sim":
-        tw.simulate(func, *arrays, target=target, strict=True)
-        return
-    from tilewise.runner import _run_gpu
-    from tilewise.runtime import device_target
-
-    _run_gpu(func, arrays, str(device_target()))
 
 
 def rand(shape, dtype, seed=0, scale=3.0):

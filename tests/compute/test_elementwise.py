@@ -186,6 +186,34 @@ def test_transcendental_math_within_the_bound(executor, name, precise):
     assert (f"T.ptx.{approx}.approx(" in lowered) != precise
 
 
+@pytest.mark.parametrize("name", ["exp", "exp2"])
+def test_ftz_takes_the_flushing_instruction(executor, name):
+    """ftz=True: ex2.approx.ftz.f32, within the same bound; results below 2^-126 are 0. (The
+    float32 rounding of the scaled argument adds |argument| 2^-24 relative, twice for exp.)"""
+    fn = APPROX_UNARY[name][0]
+    scale = 20.0 if name == "exp" else 30.0  # arguments -100..50 / -150..75: no overflow
+    k = reg_kernel("float32", [f"Tx.cta.{name}(y, x, scale={scale}, ftz=True)"])
+    x = np.linspace(-5.0, 2.5, ROWS * COLS, dtype=np.float32).reshape(ROWS, COLS)
+    y = np.zeros_like(x)
+    run(executor, k, [x, rand((COLS,), "float32"), y])
+    arg = (x * np.float32(scale)).astype(np.float64)
+    want = fn(arg)
+    want = np.where(want < 2.0 ** -126, 0.0, want)
+    assert (np.abs(y - want) <= (2.0 ** -21 + 2.0 ** -22 * np.abs(arg)) * np.abs(want)).all()
+    assert (want == 0).any()  # some results were flushed
+    assert "T.ptx.ex2.approx.ftz(" in lower(k, "sm_90a").func.script()
+
+
+def test_ftz_is_an_option_of_exp_and_exp2_only():
+    from tilewise.errors import ScriptError
+
+    with pytest.raises(ScriptError, match=r"log2 has no option 'ftz'") as e:
+        reg_kernel("float32", ["Tx.cta.log2(y, x, ftz=True)"])
+    assert "Tx.cta.log2(y, x, ftz=True)" in str(e.value)
+    with pytest.raises(ScriptError, match="not of exp2 with precise=True"):
+        reg_kernel("float32", ["Tx.cta.exp2(y, x, ftz=True, precise=True)"])
+
+
 def test_half_precision_math_computes_in_float32(executor):
     k = reg_kernel("float16", ["Tx.cta.exp(y, x, scale=0.5)"])
     x = rand((ROWS, COLS), "float16", scale=2.0)

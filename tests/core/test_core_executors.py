@@ -6,17 +6,8 @@ import numpy as np
 import pytest
 
 import kernels_core as K
-from tilewise.runner import _run_gpu, compare
-from tilewise.sim import simulate
-
-
-def run(executor, func, args):
-    if executor == "sim":
-        simulate(func, *args, target="sm_90a")
-    else:
-        from tilewise.runtime import device_target
-
-        _run_gpu(func, args, str(device_target()))
+from executors import run
+from tilewise.runner import compare
 
 
 CASES = [

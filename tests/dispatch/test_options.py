@@ -41,7 +41,8 @@ def test_a_primitives_options_are_the_union_of_its_variants():
     assert {"mbar", "cta_group", "oob", "remote_cta_id", "prefetch_size"} <= union
     assert _names("gemm_async") == {"dispatch", "accum", "cta_group", "transA", "transB"}
     assert _names("copy") == {"dispatch", "fill"} and _names("add") == {"dispatch"}
-    assert _names("exp") == {"dispatch", "scale", "bias", "precise"}
+    assert _names("exp") == {"dispatch", "scale", "bias", "precise", "ftz"}
+    assert _names("log2") == {"dispatch", "scale", "bias", "precise"}
     assert _names("sum") == {"dispatch", "axes", "accum"}
 
 

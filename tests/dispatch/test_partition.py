@@ -11,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sampling import examples
 from tilewise.errors import DispatchError
 from tilewise.ir import (BinOp, Buffer, BufferRegion, BufferStore,
                          DeclBuffer, Evaluate, For, IfThenElse, IntImm, PrimFunc, Range,
@@ -106,7 +107,7 @@ def make(shape, dt, scope, threads, swz, to_shared, op):
 shapes = st.sampled_from([(512,), (64, 32), (32, 64), (4, 8, 64), (2, 16, 128), (256, 16)])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(shape=shapes, dt=st.sampled_from(["int8", "float16", "bfloat16", "float32", "float64"]),
        scope=st.sampled_from(["thread", "warp", "warpgroup", "cta"]),
        swz=st.sampled_from([0, 0, 32, 64, 128]), to_shared=st.booleans(),

@@ -26,7 +26,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SEED_GLOBS = ("examples/*.py", "tests/*/kernels*.py", "tests/sanitizer/planted.py",
               "tests/gpu/semantics_kernels.py", "tests/sim/test_*.py", "tests/dispatch/test_*.py",
               "tests/codegen/test_*.py", "tests/core/test_core_*.py")
-_KEEP_IMPORTS = ("tilewise", "numpy", "math", "dataclasses", "typing", "__future__")
+# pytest: case lists at module level may carry marks (pytest.param(..., marks=...slow))
+_KEEP_IMPORTS = ("tilewise", "numpy", "math", "dataclasses", "typing", "__future__",
+                 "pytest")
 
 DTYPES = ["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "int32",
           "uint32", "int64", "uint64", "bool", "float8_e4m3fn", "float8_e5m2", "float12",
@@ -93,24 +95,21 @@ def load_seeds(root: pathlib.Path = ROOT) -> list[Seed]:
     seeds = [Seed(GENERATED, None, "sm_90a")]
     for pattern in SEED_GLOBS:
         for path in sorted(root.glob(pattern)):
-            tree = ast.parse(path.read_text())
-            if _opted_out(tree):
-                continue
-            body = [n for n in tree.body if _keep(n)]
-            kept = ast.Module(body=body, type_ignores=[])
-            if not any(_is_kernel(n) for n in ast.walk(kept)):
-                continue
-            target = "sm_90a"
-            for n in body:
-                if (isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "TARGET"
-                                                      for t in n.targets)
-                        and isinstance(n.value, ast.Constant)):
-                    target = n.value.value
-            name = str(path.relative_to(root))
-            kernels = _reachable(kept, name)
-            if kernels:  # kernels made only by factories the tests call are out of reach
-                seeds.append(Seed(name, kept, target, kernels))
+            seed = _seed_of(path, root)
+            if seed is not None:
+                seeds.append(seed)
     return seeds
+
+
+def load_seed(name: str, root: pathlib.Path = ROOT) -> Seed:
+    """The seed :func:`load_seeds` holds under ``name``, loading only its module (a worker
+    loads the seeds it is handed, not all of them: ~2 s per worker start)."""
+    if name == GENERATED:
+        return Seed(GENERATED, None, "sm_90a")
+    seed = _seed_of(root / name, root)
+    if seed is None:
+        raise KeyError(f"{name} defines no kernel at its top level: not a fuzz seed")
+    return seed
 
 
 def _opted_out(tree: ast.Module) -> bool:
@@ -120,6 +119,26 @@ def _opted_out(tree: ast.Module) -> bool:
                                                  for t in n.targets)
                and isinstance(n.value, ast.Constant) and n.value.value is False
                for n in tree.body)
+
+
+def _seed_of(path: pathlib.Path, root: pathlib.Path) -> Seed | None:
+    tree = ast.parse(path.read_text())
+    if _opted_out(tree):
+        return None
+    body = [n for n in tree.body if _keep(n)]
+    kept = ast.Module(body=body, type_ignores=[])
+    if not any(_is_kernel(n) for n in ast.walk(kept)):
+        return None
+    target = "sm_90a"
+    for n in body:
+        if (isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "TARGET"
+                                              for t in n.targets)
+                and isinstance(n.value, ast.Constant)):
+            target = n.value.value
+    name = str(path.relative_to(root))
+    kernels = _reachable(kept, name)
+    # kernels made only by factories the tests call are out of reach
+    return Seed(name, kept, target, kernels) if kernels else None
 
 
 def _reachable(tree: ast.Module, name: str) -> tuple:

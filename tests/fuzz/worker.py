@@ -13,12 +13,12 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import run_mutant  # noqa: E402
-from mutate import load_seeds  # noqa: E402
+from mutate import load_seed  # noqa: E402
 
 
 def main() -> None:
     warnings.simplefilter("ignore")
-    seeds = {s.name: s for s in load_seeds()}
+    seeds = {}  # loaded on first use: a worker started for a few mutants starts quickly
     out = sys.stdout
     sys.stdout = sys.stderr  # what mutants print must not mix with the results
     out.write("ready\n")
@@ -28,6 +28,8 @@ def main() -> None:
         req = json.loads(line)
         if selftest:
             _misbehave(req["index"])
+        if req["seed"] not in seeds:
+            seeds[req["seed"]] = load_seed(req["seed"])
         result = run_mutant(seeds[req["seed"]], req["index"], req["base"])
         out.write(json.dumps(result) + "\n")
         out.flush()

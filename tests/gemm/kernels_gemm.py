@@ -65,3 +65,41 @@ def wgmma_reference(a, b, c, accum=False, tf32=False):
         a64 = (a.view(np.uint32) & 0xFFFFE000).view(np.float32).astype(np.float64)
         b64 = (b.view(np.uint32) & 0xFFFFE000).view(np.float32).astype(np.float64)
     return a64 @ b64 + (c.astype(np.float64) if accum else 0.0)
+
+
+def make_wgmma_rs(N=64, K=64, dtype="bfloat16", b_swz=128, b_major="row", accum=False,
+                  a_layout=None, trans=None):
+    """C (+)= A @ B for one warpgroup with A in registers (loaded straight from global
+    memory into the wgmma A fragment) and B staged in shared memory. ``trans="B"``: B is
+    given as its transpose, (N, K) (``transB=True``); ``trans="A"`` passes ``transA=True``
+    (which A from registers declines)."""
+    from tilewise.layout import wgmma_a_fragment
+
+    bshape = (N, K) if trans == "B" else (K, N)
+    lb = layout(*bshape, b_swz, b_major, dtype)
+    la = a_layout if a_layout is not None else wgmma_a_fragment(K)
+    opts = {"B": dict(transB=True), "A": dict(transA=True)}.get(trans, {})
+
+    @T.prim_func
+    def wgmma_rs_tile(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (64, K), dtype)
+        B = T.match_buffer(B_ptr, bshape, dtype)
+        C = T.match_buffer(C_ptr, (64, N), "float32")
+        T.device_entry()
+        tid = T.thread_id([128])
+        Bs = T.alloc_shared(bshape, dtype, layout=lb, align=1024)
+        a = T.alloc_local((64, K), dtype, layout=la)
+        acc = T.alloc_local((64, N), "float32", layout=wgmma_accumulator(N))
+        Tx.cta.copy(Bs[:, :], B[:, :])
+        Tx.wg.copy(a[:, :], A[:, :])
+        if accum:
+            Tx.wg.copy(acc[:, :], C[:, :])
+        T.ptx.fence.proxy_async()
+        T.cuda.cta_sync()
+        T.ptx.wgmma.fence()
+        Tx.wg.gemm_async(acc[:, :], a[:, :], Bs[:, :], accum=accum, **opts)
+        T.ptx.wgmma.commit_group()
+        T.ptx.wgmma.wait_group(0)
+        Tx.wg.copy(C[:, :], acc[:, :])
+
+    return wgmma_rs_tile

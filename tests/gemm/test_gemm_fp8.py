@@ -82,7 +82,7 @@ def test_the_log_shows_k_major_fp8_wgmma_and_the_promotion():
     assert "Tx.wg.fma:reg" in log and "Tx.thread.copy_async:tma" in log
     ptx = tw.compile(F.make_gemm_fp8(4096, 4096, 4096, bm=128, bn=128), "sm_90a").source("ptx")
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4
-    assert ".minnctapersm 1" in ptx  # so ptxas honours setmaxnreg
+    assert ".reqntid 384" in ptx  # so that ptxas honours setmaxnreg (whole-program)
 
 
 def test_the_vectors_beside_the_accumulator_hold_each_thread_s_rows_and_columns():
@@ -158,6 +158,8 @@ def test_the_fp8_gemm_on_the_gpu(scaling, shape):
     ref = a64 @ b64.T
     if scaling == "block":
         return  # cuBLASLt's block scaling is compared in benchmarks/bench_gemm_fp8.py
+    if any(d % 16 for d in shape):
+        return  # torch._scaled_mm takes sizes in steps of 16 only; the float64 check stands
     scale_a = sa if scaling == "row" else sa.reshape(())
     scale_b = sb if scaling == "row" else sb.reshape(())
     theirs = torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=torch.bfloat16)

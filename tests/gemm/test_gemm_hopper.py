@@ -40,25 +40,32 @@ def _check(c, a, b):
 
 
 @pytest.mark.parametrize("shape,dtype,kw", [
-    ((256, 256, 128), "bfloat16", {}), ((200, 136, 72), "bfloat16", {"bn": 256}),
-    ((136, 520, 200), "float16", {"producer": "warp", "bn": 256}),
-    ((256, 384, 200), "bfloat16", {"bn": 64}),
-    ((48, 384, 520), "bfloat16", {"bm": 64, "bn": 256, "splits": 4}),
-    ((130, 128, 512), "float16", {"bm": 128, "bn": 128, "splits": 3}),
-    ((1, 256, 1024), "bfloat16", {"bm": 64, "bn": 128, "splits": 2}),
-    ((300, 256, 200), "bfloat16", {"bm": 128, "bn": 128, "multicast": 2, "num_sms": 4})],
-    ids=["256x256x128-bf16", "200x136x72-tails", "136x520x200-fp16-warp", "bn64-4-stages",
-         "bm64-split4", "split3-odd-K-blocks", "M1-split2", "multicast-pair"])
+    pytest.param((256, 256, 128), "bfloat16", {}, id="256x256x128-bf16"),
+    pytest.param((200, 136, 72), "bfloat16", {"bn": 256}, id="200x136x72-tails",
+                 marks=pytest.mark.slow),
+    pytest.param((136, 520, 200), "float16", {"producer": "warp", "bn": 256},
+                 id="136x520x200-fp16-warp", marks=pytest.mark.slow),
+    pytest.param((256, 384, 200), "bfloat16", {"bn": 64}, id="bn64-4-stages",
+                 marks=pytest.mark.slow),
+    pytest.param((48, 384, 520), "bfloat16", {"bm": 64, "bn": 256, "splits": 4},
+                 id="bm64-split4", marks=pytest.mark.slow),
+    pytest.param((130, 128, 512), "float16", {"bm": 128, "bn": 128, "splits": 3},
+                 id="split3-odd-K-blocks", marks=pytest.mark.slow),
+    pytest.param((1, 256, 1024), "bfloat16", {"bm": 64, "bn": 128, "splits": 2},
+                 id="M1-split2", marks=pytest.mark.slow),
+    pytest.param((300, 256, 200), "bfloat16",
+                 {"bm": 128, "bn": 128, "multicast": 2, "num_sms": 4}, id="multicast-pair",
+                 marks=pytest.mark.slow)])
 def test_the_pipelined_gemm_in_the_simulator(shape, dtype, kw):
     a, b, c = G.inputs(np.random.default_rng(3), shape, dtype)
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: the budget holds however busy the machine is
     kw = {"num_sms": G.H200_SMS, **kw}
     rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, **kw), a, b, c)
-    seconds = time.perf_counter() - t0
+    seconds = time.process_time() - t0
     assert rep.ok
     _check(c, a, b)
     if shape == (256, 256, 128):  # the budget: the full pipeline in <= 10 s
-        assert seconds <= 10, f"{seconds:.1f} s"
+        assert seconds <= 10, f"{seconds:.1f} CPU s"
 
 
 def test_a_producer_warp_makes_a_288_thread_cta_whose_warpgroup_calls_are_valid():

@@ -1,11 +1,12 @@
 """copy -> ld_stmatrix: register fragments to and from shared memory through ldmatrix /
-stmatrix, bit for bit; its decisions and declines; (marked gpu) the H200."""
+stmatrix, bit for bit, in the simulator and (marked gpu) on the H200; its decisions and
+declines."""
 
 import numpy as np
 import pytest
 
 import kernels_mma as G
-import tilewise as tw
+from executors import run
 from tilewise.ir.dtype import dtype as tw_dtype
 from tilewise.layout import S, TileLayout, laneid, ldmatrix_m8n8, mma_fragment, swizzled_tile
 from tilewise.pipeline import lower
@@ -52,24 +53,13 @@ def _func(case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_plan_and_bits_in_the_simulator(case):
+def test_plan_and_bits(executor, case):
     func, shape, dtype, store, scope = _func(case), case[2], case[3], case[5], case[6]
     d = _decision(func, "sm_90a", f"Tx.{scope}.copy({'S' if store else 'R'}[")
     assert (d.chosen, d.info) == ("ld_stmatrix", [case[-1]])
     g = _data(shape, dtype, 5)
     out = np.zeros_like(g)
-    tw.simulate(func, g, out, target="sm_90a")
-    assert np.array_equal(out.view(np.uint8), g.view(np.uint8))
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_bits_on_the_gpu(case):
-    from tilewise.runner import _run_gpu
-
-    g = _data(case[2], case[3], 6)
-    out = np.zeros_like(g)
-    _run_gpu(_func(case), [g, out], "sm_90a")
+    run(executor, func, [g, out])
     assert np.array_equal(out.view(np.uint8), g.view(np.uint8))
 
 

@@ -1,12 +1,14 @@
 """The instructions themselves: ``T.ptx.mma_sync`` / ``mma_sync_fp8`` on fragments packed by
 numpy, ``T.ptx.ldmatrix`` / ``stmatrix`` against the PTX ISA's thread <-> row mapping written
-out (kernels_mma.matrix_words); their hazards at the user's line; (marked gpu) the H200."""
+out (kernels_mma.matrix_words), in the simulator and (marked gpu) on the H200; their hazards
+at the user's line."""
 
 import numpy as np
 import pytest
 
 import kernels_mma as G
 import tilewise as tw
+from executors import run
 from tilewise import from_source
 from tilewise.errors import HazardError
 from tilewise.ir.dtype import dtype as tw_dtype
@@ -38,41 +40,19 @@ def _one_rounding(a, b, c, a_t, b_t, acc):
 
 
 @pytest.mark.parametrize("a_t,b_t,acc", FORMS, ids=["-".join(f) for f in FORMS])
-def test_one_mma_rounds_once(a_t, b_t, acc):
+def test_one_mma_rounds_once(executor, a_t, b_t, acc):
+    """The simulator rounds once, bit for bit. The GPU (sm_90a) against the simulator run
+    for sm_90a: integers bit for bit, floats within one rounding of the accumulator type
+    (2 ulp of the largest |D|)."""
     (a, b, c), (ra, rb, rc) = _fragments(np.random.default_rng(3), a_t, b_t, acc)
     target = "sm_89" if a_t in mma.FP8 else "sm_80"
-    tw.simulate(G.direct_mma(a_t, b_t, acc), ra, rb, rc, target=target)
-    assert np.array_equal(_d_tile(rc, acc), _one_rounding(a, b, c, a_t, b_t, acc))
-
-
-@pytest.mark.parametrize("store", [False, True], ids=["ldmatrix", "stmatrix"])
-@pytest.mark.parametrize("num", [1, 2, 4])
-@pytest.mark.parametrize("trans", [False, True], ids=["plain", "trans"])
-def test_ldmatrix_and_stmatrix_move_rows_as_the_isa_says(store, num, trans):
-    s = np.random.default_rng(num).integers(1, 65535, (32, 8)).astype(np.uint16)
-    words = G.matrix_words(s, num, trans)
-    if store:
-        g = np.zeros_like(s)
-        tw.simulate(G.direct_matrix(True, num, trans), g, words.copy(), target="sm_90a")
-        assert np.array_equal(g[:8 * num], s[:8 * num]) and not g[8 * num:].any()
-    else:
-        w = np.zeros_like(words)
-        tw.simulate(G.direct_matrix(False, num, trans), s, w, target="sm_90a")
-        assert np.array_equal(w, words)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("a_t,b_t,acc", FORMS, ids=["-".join(f) for f in FORMS])
-def test_one_mma_on_the_gpu(a_t, b_t, acc):
-    """One instruction per form on the H200 against the simulator: integers bit for bit,
-    floats within one rounding of the accumulator type (2 ulp of the largest |D|)."""
-    from tilewise.runner import _run_gpu
-
-    (a, b, c), (ra, rb, rc) = _fragments(np.random.default_rng(4), a_t, b_t, acc)
-    gpu = rc.copy()
-    _run_gpu(G.direct_mma(a_t, b_t, acc), [ra, rb, gpu], "sm_90a")
-    tw.simulate(G.direct_mma(a_t, b_t, acc), ra, rb, rc, target="sm_90a")
-    d_gpu, d_sim = _d_tile(gpu, acc), _d_tile(rc, acc)
+    sim = rc.copy()
+    run(executor, G.direct_mma(a_t, b_t, acc), [ra, rb, rc], target)
+    if executor == "sim":
+        assert np.array_equal(_d_tile(rc, acc), _one_rounding(a, b, c, a_t, b_t, acc))
+        return
+    tw.simulate(G.direct_mma(a_t, b_t, acc), ra, rb, sim, target="sm_90a")
+    d_gpu, d_sim = _d_tile(rc, acc), _d_tile(sim, acc)
     if acc == "int32":
         assert np.array_equal(d_gpu, d_sim)
     else:
@@ -81,22 +61,19 @@ def test_one_mma_on_the_gpu(a_t, b_t, acc):
         assert np.abs(d_gpu.astype(np.float64) - d_sim).max() <= 2 * ulp * big
 
 
-@pytest.mark.gpu
 @pytest.mark.parametrize("store", [False, True], ids=["ldmatrix", "stmatrix"])
 @pytest.mark.parametrize("num", [1, 2, 4])
 @pytest.mark.parametrize("trans", [False, True], ids=["plain", "trans"])
-def test_ldmatrix_and_stmatrix_on_the_gpu(store, num, trans):
-    from tilewise.runner import _run_gpu
-
-    s = np.random.default_rng(num + 10).integers(1, 65535, (32, 8)).astype(np.uint16)
+def test_ldmatrix_and_stmatrix_move_rows_as_the_isa_says(executor, store, num, trans):
+    s = np.random.default_rng(num).integers(1, 65535, (32, 8)).astype(np.uint16)
     words = G.matrix_words(s, num, trans)
     if store:
         g = np.zeros_like(s)
-        _run_gpu(G.direct_matrix(True, num, trans), [g, words.copy()], "sm_90a")
-        assert np.array_equal(g[:8 * num], s[:8 * num])
+        run(executor, G.direct_matrix(True, num, trans), [g, words.copy()])
+        assert np.array_equal(g[:8 * num], s[:8 * num]) and not g[8 * num:].any()
     else:
         w = np.zeros_like(words)
-        _run_gpu(G.direct_matrix(False, num, trans), [s, w], "sm_90a")
+        run(executor, G.direct_matrix(False, num, trans), [s, w])
         assert np.array_equal(w, words)
 
 

@@ -85,11 +85,14 @@ def _softmax_ok(torch, x, y) -> bool:
 
 
 def _rmsnorm_ok(torch, x, w, y) -> bool:
-    """Within two units in the last place of each result (float32 inside, one rounding)."""
-    xf = x.float()
-    ref = xf * torch.rsqrt(xf.square().mean(-1, keepdim=True) + 1e-6) * w.float()
-    tol = 2 * torch.finfo(x.dtype).eps * ref.abs() + torch.finfo(x.dtype).tiny
-    return bool(((y.float() - ref).abs() <= tol).all())
+    """Against the float64 result: within two units in the last place of a 16-bit output
+    (its one rounding dominates), four of a float32 one (rsqrt.approx.f32's 2^-22.9 is
+    about one unit, the two products' roundings and the sum's order another two)."""
+    xd = x.double()
+    ref = xd * torch.rsqrt(xd.square().mean(-1, keepdim=True) + 1e-6) * w.double()
+    ulps = 4 if x.dtype == torch.float32 else 2
+    tol = ulps * torch.finfo(x.dtype).eps * ref.abs() + torch.finfo(x.dtype).tiny
+    return bool(((y.double() - ref).abs() <= tol).all())
 
 
 def _inputs(torch, rows, cols, dtype):
@@ -147,12 +150,30 @@ def test_autotune_times_candidates_on_the_gpu_and_caches_the_winner(torch, tmp_p
 
 
 def test_the_timer_flushes_l2_between_runs(torch):
-    """A softmax over 8 MB timed with L2 flushed is slower than with L2 warm."""
+    """A softmax over 8 MB (16 MB in and out: L2-resident when warm) timed by the tuner's
+    timer, which flushes L2 before each launch, is slower than the same kernel replayed
+    back to back from a CUDA graph with L2 warm. (A timer with a tiny flush is not the warm
+    reference: with nothing ahead of it on the stream the GPU would wait between the start
+    event and the kernel for the host's launch, ~15 us, so the 256 MB flush also keeps
+    that wait out of the measurement.)"""
     from tilewise.runtime.timer import CudaTimer
 
     ex = load_example("softmax")
-    x, _, y = _inputs(torch, 2048, 2048, "float16")  # 16 MB in and out: L2-resident warm
+    x, _, y = _inputs(torch, 2048, 2048, "float16")
     k = tw.compile(ex.softmax_kernel(2048, 2048, "float16"), str(device_target()))
     cold = CudaTimer(warmup=2, reps=20)(k, (x, y))
-    warm = CudaTimer(warmup=2, reps=20, flush_bytes=1)(k, (x, y))
+    k(x, y)
+    torch.cuda.synchronize()
+    g, s = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g, stream=s):
+            for _ in range(20):
+                k(x, y)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    g.replay()
+    start.record()
+    g.replay()
+    end.record()
+    end.synchronize()
+    warm = start.elapsed_time(end) / 1e3 / 20
     assert cold > warm * 1.02, (cold, warm)

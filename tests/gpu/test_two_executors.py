@@ -1,5 +1,6 @@
 """Same test, two executors: every example runs in the simulator (always) and on the GPU
-(marked `gpu`, skipped without one), and on a GPU machine both must leave identical bytes."""
+(marked `gpu`, skipped without one), and on a GPU machine both must leave identical bytes.
+The ``executor`` fixture and ``run`` are tests/conftest.py's and tests/executors.py's."""
 
 import importlib.util
 import os
@@ -7,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from tilewise.runner import _run_gpu, compare
-from tilewise.sim import simulate
+from executors import run
+from tilewise.runner import compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -72,23 +73,11 @@ def _cases():
 
 
 CASES = _cases()
+SLOW = ("bulk-stream-ring", "bulk-copy-float32-4-stages", "tma-copy-float32-16x64-3-stages")
 
 
-def run(executor, func, arrays):
-    if executor == "sim":
-        simulate(func, *arrays, target="sm_90a")
-    else:
-        from tilewise.runtime import device_target
-
-        _run_gpu(func, arrays, str(device_target()))
-
-
-@pytest.fixture(params=["sim", pytest.param("gpu", marks=pytest.mark.gpu)])
-def executor(request):
-    return request.param
-
-
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("case", [pytest.param(c, id=c[0], marks=pytest.mark.slow)
+                                  if c[0] in SLOW else pytest.param(c, id=c[0]) for c in CASES])
 def test_example_matches_reference(executor, case):
     _, make, inputs, reference, rtol = case
     arrays = inputs(np.random.default_rng(1))

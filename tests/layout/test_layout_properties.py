@@ -9,10 +9,11 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from sampling import examples
 from tilewise.errors import LayoutError
 from tilewise.layout import Iter, TileLayout
 
-FAST = settings(max_examples=60, deadline=None)
+FAST = settings(max_examples=examples(60), deadline=None)
 
 SHARD_AXES = ["m", "m", "laneid", "warpid", "TLane"]
 REPLICA_AXES = ["laneid", "warpid", "bx"]

@@ -110,9 +110,9 @@ def test_svg_of_a_huge_layout_is_folded_in_bounded_time_and_size():
     from tilewise.layout.render import (SVG_HEAD_COLS, SVG_HEAD_ROWS, SVG_TAIL_COLS,
                                         SVG_TAIL_ROWS)
 
-    t0 = time.perf_counter()
+    t0 = time.process_time()  # CPU time: the bound holds however busy the machine is
     svg = render_svg(TileLayout(S[(4096, 4096)]))
-    assert time.perf_counter() - t0 < 5 and len(svg) < 2_000_000
+    assert time.process_time() - t0 < 5 and len(svg) < 2_000_000
     cells = _cells(svg)
     assert len(cells) == (SVG_HEAD_ROWS + SVG_TAIL_ROWS) * (SVG_HEAD_COLS + SVG_TAIL_COLS)
     assert "(4095, 4095): 16777215" in svg and "(0, 0): 0" in svg

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sampling import examples
 import tilewise.errors as tw_errors
 from tilewise.layout import S, Swizzle, TileLayout
 
@@ -71,7 +72,7 @@ def _runs_are_contiguous(lay: TileLayout, shape: tuple[int, int], run: int) -> b
     return bool((np.diff(m, axis=-1) == 1).all())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.sampled_from([32, 64, 128]),
     st.sampled_from([8, 16, 32]),

@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sampling import examples
 from tilewise import from_source
 from tilewise.ir import (BinOp, IntImm, LetStmt, Select, UnaryOp, Var, script, seq,
                          structural_equal)
@@ -60,8 +61,9 @@ LETS = [s for s in TEMPLATE.body.stmts if isinstance(s, LetStmt)]
 VARS = [TEMPLATE.launch[0].var] + [s.var for s in LETS]
 
 
+@pytest.mark.slow  # all 150 examples in CI, a third by default
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(ints(VARS))
 def test_printed_expressions_parse_back_identically(e):
     func = TEMPLATE.with_body(seq(*TEMPLATE.body.stmts, LetStmt(Var("r", dt.int32), e)))

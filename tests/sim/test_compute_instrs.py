@@ -145,6 +145,17 @@ def test_approx_math_is_within_the_isa_bound(name, fn, lo, hi):
         assert (err <= bound.tol + 2.0 ** -24 * np.abs(exact)).all()
 
 
+def test_ex2_ftz_flushes_subnormal_inputs_and_results():
+    k = io_kernel((8, "float32"), (16, "float32"), 8, "B[tid] = T.ptx.ex2.approx.ftz(A[tid])",
+                  "B[8 + tid] = T.ptx.ex2.approx(A[tid])")
+    tiny = np.float32(1e-40)  # subnormal
+    a = np.array([tiny, -tiny, -130.0, -126.0, -np.inf, 3.0, 0.0, -149.0], np.float32)
+    out = poison(16, np.float32)
+    tw.simulate(k, a, out)
+    np.testing.assert_array_equal(out[:8], [1, 1, 0, 2.0 ** -126, 0, 8, 1, 0])
+    assert out[10] == np.float32(2.0 ** -130) and out[15] == np.float32(2.0 ** -149)
+
+
 def test_approx_math_special_values():
     k = io_kernel((8, "float32"), (24, "float32"), 8, "B[tid] = T.ptx.ex2.approx(A[tid])",
                   "B[8 + tid] = T.ptx.lg2.approx(A[tid])",

@@ -1,13 +1,14 @@
-"""The simulator's integer arithmetic against an independent evaluator, on random
-expressions (wrap-around, floor division/modulo, shifts, select)."""
+"""Integer arithmetic against an independent evaluator, on random expressions
+(wrap-around, floor division/modulo, shifts, select): the simulator always, the code
+generator on the GPU (marked ``gpu``), the same cases and checks on both."""
 
 import importlib.util
 import os
 
 import pytest
 
+from executors import run
 from tilewise.ir import verify
-from tilewise.sim import simulate
 
 _spec = importlib.util.spec_from_file_location(
     "int_fuzz", os.path.join(os.path.dirname(__file__), "..", "gpu", "int_fuzz.py"))
@@ -16,8 +17,8 @@ _spec.loader.exec_module(F)
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_random_int_expression(seed):
+def test_random_int_expression(executor, seed):
     func, arrays, want = F.make_case(seed)
     verify(func, flat=True)
-    simulate(func, *arrays)
+    run(executor, func, arrays)
     assert arrays[3].tolist() == want.tolist()

@@ -95,3 +95,44 @@ def test_an_error_in_one_fiber_of_one_cta_stops_the_cluster_and_is_raised():
         tw.simulate(from_source(FAILS, filename=FILE), np.zeros((2, 64), np.int32))
     assert e.value.span.line == _line(FAILS, "BAD")
     assert "CTA (1, 0, 0)" in str(e.value)
+
+
+NESTED = '''
+@T.prim_func
+def k(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128,), "int32")
+    T.device_entry()
+    T.cta_id([1])
+    tid = T.thread_id([128])
+    bars = T.alloc_shared((2,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init(T.address_of(bars[0]), 32)
+        T.ptx.mbarrier.init(T.address_of(bars[1]), 64)
+    T.cuda.cta_sync()
+    if tid < 64:
+        if tid < 32:
+            T.ptx.mbarrier.try_wait(T.address_of(bars[0]), 0)
+        else:
+            A[tid + 128] = 1  # BAD
+            T.ptx.mbarrier.arrive(T.address_of(bars[0]))
+        T.ptx.mbarrier.arrive(T.address_of(bars[1]))
+    else:
+        T.ptx.mbarrier.try_wait(T.address_of(bars[1]), 0)
+    A[tid] = tid
+'''
+
+
+def test_an_error_in_a_fiber_forked_inside_another_fiber_is_raised():
+    """The inner branch forks inside the outer one's first side: its second side goes out
+    of bounds while its first waits. The error is raised at its line (not lost while the
+    outer fibers unwind, nor turned into a deadlock of the waits left behind)."""
+    with pytest.raises(tw.HazardError, match="out-of-bounds access") as e:
+        tw.simulate(from_source(NESTED, filename=FILE), np.zeros(128, np.int32))
+    assert e.value.span.line == _line(NESTED, "BAD")
+
+
+def test_nested_forks_run_to_the_end():
+    src = NESTED.replace("A[tid + 128] = 1  # BAD", "A[tid] = -1")
+    a = np.zeros(128, np.int32)
+    tw.simulate(from_source(src, filename=FILE), a)
+    np.testing.assert_array_equal(a, np.arange(128, dtype=np.int32))

@@ -11,8 +11,10 @@ from simhelpers import line_of, poison, rand
 
 REGS = {"32x32b": 1, "16x64b": 1, "16x32bx2": 1, "16x128b": 2, "16x256b": 4}
 MAX_NUM = {"16x128b": 64, "16x256b": 32}
-CASES = [(s, n, p) for s in REGS for n in (1, 2, 4, 8, 16, 32, 64, 128)
-         if n <= MAX_NUM.get(s, 128) for p in (False, True)]
+NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
+# each shape and packing at its smallest and largest num always, the nums between sampled
+CASES = [pytest.param(s, n, p, marks=() if n in (1, MAX_NUM.get(s, 128)) else pytest.mark.slow)
+         for s in REGS for n in NUMS if n <= MAX_NUM.get(s, 128) for p in (False, True)]
 
 
 def expected_cell(shape, num, packed, t, r):

@@ -109,15 +109,19 @@ def test_seed_table(layout, width, dtype, dp, want):
 
 
 # ---- every atom shape, several widths, 16- and 32-bit, datapaths D and F ----
+# the wide ones (0.5-2 s each) are sampled; the narrow ones cover every shape, type and path
+WIDE = pytest.mark.slow
 ATOMS = [
-    ("32x32b", 1, "float32", "D"), ("32x32b", 8, "float32", "D"), ("32x32b", 128, "float32", "D"),
-    ("32x32b", 1, "float16", "D"), ("32x32b", 32, "float16", "D"),
-    ("16x64b", 1, "float32", "D"), ("16x64b", 8, "float32", "D"), ("16x64b", 4, "float16", "D"),
-    ("16x128b", 1, "float32", "D"), ("16x128b", 4, "float32", "D"),
+    ("32x32b", 1, "float32", "D"), ("32x32b", 8, "float32", "D"),
+    pytest.param("32x32b", 128, "float32", "D", marks=WIDE),
+    ("32x32b", 1, "float16", "D"), pytest.param("32x32b", 32, "float16", "D", marks=WIDE),
+    ("16x64b", 1, "float32", "D"), pytest.param("16x64b", 8, "float32", "D", marks=WIDE),
+    pytest.param("16x64b", 4, "float16", "D", marks=WIDE),
+    ("16x128b", 1, "float32", "D"), pytest.param("16x128b", 4, "float32", "D", marks=WIDE),
     ("16x128b", 2, "float16", "D"),
-    ("16x256b", 1, "float32", "D"), ("16x256b", 4, "float32", "D"),
-    ("16x256b", 1, "float16", "D"), ("16x256b", 2, "float16", "D"),
-    ("16x64b", 1, "float32", "F"), ("16x64b", 16, "float16", "F"),
+    ("16x256b", 1, "float32", "D"), pytest.param("16x256b", 4, "float32", "D", marks=WIDE),
+    ("16x256b", 1, "float16", "D"), pytest.param("16x256b", 2, "float16", "D", marks=WIDE),
+    ("16x64b", 1, "float32", "F"), pytest.param("16x64b", 16, "float16", "F", marks=WIDE),
     ("16x128b", 2, "float32", "F"), ("16x128b", 1, "float16", "F"),
     ("16x256b", 1, "float32", "F"), ("16x256b", 8, "float32", "F"),
     ("16x256b", 2, "float16", "F"),

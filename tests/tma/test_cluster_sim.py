@@ -1,39 +1,44 @@
-"""Clusters in the simulator: the CTAs of a cluster run together (switching where one
-waits for another), a TMA multicast lands in every CTA of its mask and completes each
-one's mbarrier, a ring of shared -> shared copies goes round a cluster, and the cluster
-barrier, remote arrives and their misuses are reported at the user's line."""
+"""Clusters in the simulator and (marked ``gpu``) on the GPU: the CTAs of a cluster run
+together (switching where one waits for another), a TMA multicast lands in every CTA of
+its mask and completes each one's mbarrier, a ring of shared -> shared copies goes round a
+cluster; in the simulator, the cluster barrier, remote arrives and their misuses are
+reported at the user's line. The GPU runs bigger grids (``_size``) than the simulator."""
 
 import numpy as np
 import pytest
 
 import tilewise as tw
 from tilewise import T
+from executors import assert_same_bytes, run
 from kernels_cluster import (make_multicast, make_ring, make_ws_multicast, multicast_expected,
                              multicast_inputs, ring_expected, ring_inputs,
                              ws_multicast_expected, ws_multicast_inputs)
 from tilewise.ir.launch import cluster_rank
 
 
-def _same(got, want):
-    return all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
+def _size(executor, sim, gpu):
+    return sim if executor == "sim" else gpu
 
 
 @pytest.mark.parametrize("cluster", [2, 4])
-def test_multicast_fills_every_cta_of_the_cluster(cluster):
-    arrays = multicast_inputs(np.random.default_rng(1), 3, cluster)
-    report = tw.simulate(make_multicast(3, cluster), *arrays)
-    assert report.ok and len(report.ctas) == 3 * cluster
-    assert _same(arrays, multicast_expected(*arrays, cluster=cluster))
-    # each CTA issued one slice; every slice landed in every CTA of its cluster
-    assert report.instructions["ptx.cp_async.bulk.tensor.g2c"] == 3 * cluster
+def test_multicast_fills_every_cta_of_the_cluster(executor, cluster):
+    n = _size(executor, 3, 8)  # clusters in the grid
+    arrays = multicast_inputs(np.random.default_rng(1), n, cluster)
+    want = multicast_expected(*arrays, cluster=cluster)
+    report = run(executor, make_multicast(n, cluster), arrays)
+    assert_same_bytes(arrays, want)
+    if report is not None:  # each CTA issued one slice; every slice landed in every CTA
+        assert len(report.ctas) == n * cluster
+        assert report.instructions["ptx.cp_async.bulk.tensor.g2c"] == n * cluster
 
 
 @pytest.mark.parametrize("cluster", [2, 4, 8])
-def test_dsmem_ring_round_a_cluster(cluster):
-    arrays = ring_inputs(np.random.default_rng(2), cluster, 1024)
-    report = tw.simulate(make_ring(cluster, 1024), *arrays)
-    assert report.ok
-    assert _same(arrays, ring_expected(*arrays))
+def test_dsmem_ring_round_a_cluster(executor, cluster):
+    size = _size(executor, 1024, 4096)
+    arrays = ring_inputs(np.random.default_rng(2), cluster, size)
+    want = ring_expected(*arrays)
+    run(executor, make_ring(cluster, size), arrays)
+    assert_same_bytes(arrays, want)
 
 
 def test_the_ring_without_the_proxy_fence_is_reported():
@@ -50,15 +55,16 @@ def test_cluster_rank_is_x_fastest():
         [0, 1, 2, 3]
 
 
-@pytest.mark.parametrize("cluster, stages", [(2, 2), (2, 3), (4, 2)])
-def test_warp_specialised_multicast_pipeline(cluster, stages):
+@pytest.mark.parametrize("cluster, stages", [(2, 2), (2, 3), (2, 4), (4, 2), (4, 3)])
+def test_warp_specialised_multicast_pipeline(executor, cluster, stages):
     """Fibers inside each CTA and the CTAs of the cluster take turns: a producer waits for
     consumers of every CTA (remote arrives), consumers wait for every CTA's multicast."""
-    arrays = ws_multicast_inputs(np.random.default_rng(4), 5, cluster)
-    report = tw.simulate(make_ws_multicast(5, stages, cluster), *arrays)
-    assert report.ok
-    assert _same(arrays, ws_multicast_expected(*arrays))
-    assert report.instructions["ptx.cp_async.bulk.tensor.g2c"] == 5 * cluster
+    n = _size(executor, 5, 16)
+    arrays = ws_multicast_inputs(np.random.default_rng(4), n, cluster)
+    report = run(executor, make_ws_multicast(n, stages, cluster), arrays)
+    assert_same_bytes(arrays, ws_multicast_expected(*arrays))
+    if report is not None:
+        assert report.instructions["ptx.cp_async.bulk.tensor.g2c"] == n * cluster
 
 
 @T.prim_func

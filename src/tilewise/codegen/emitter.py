@@ -3,9 +3,9 @@
 One :class:`Emitter` per kernel. The mapping (docs/codegen.md):
 
 * the PrimFunc becomes ``define ptx_kernel void @name(ptr addrspace(1) align 16 ...)`` with
-  ``"nvvm.reqntid"`` from the launch and the optional ``nvvm.*`` kernel options (a kernel
-  that calls ``setmaxnreg`` gets ``"nvvm.minctasm"="1"`` unless it sets minctasm / maxnreg:
-  ptxas honours setmaxnreg only with a known register count at entry);
+  ``"nvvm.reqntid"`` from the launch (it also gives ptxas the register count at entry,
+  without which it ignores ``setmaxnreg``: C7508) and the optional ``nvvm.*`` kernel
+  options;
 * thread variables are computed once at entry from ``%tid.x`` / ``%ctaid.{x,y,z}``
   (:func:`tilewise.ir.launch.thread_value`);
 * shared memory is laid out by the pipeline's
@@ -166,18 +166,7 @@ class Emitter:
         for opt, attr in names.items():
             if opt in self.options:
                 attrs[attr] = ",".join(str(d) for d in self.options[opt])
-        if not {"minctasm", "maxnreg"} & set(self.options) and self._sets_maxnreg():
-            # ptxas honours setmaxnreg only when it knows the register count at entry
-            # (otherwise: C7508 "setmaxnreg ignored"): one CTA per SM fixes it at
-            # 65536 / threads, which is what a warp-specialised kernel wants anyway
-            attrs["nvvm.minctasm"] = "1"
         return attrs
-
-    def _sets_maxnreg(self) -> bool:
-        found = []
-        walk(self.func.body, lambda n: found.append(1) if isinstance(n, E.Call) and
-             n.op == "ptx.setmaxnreg" else None)
-        return bool(found)
 
     def _module_flags(self):
         i32 = lambda v: ir.Constant(ty.I32, v)  # noqa: E731

@@ -77,7 +77,9 @@ Built from the PTX formulas, never typed in: ``tcgen05_atom(shape, num, dtype_bi
 ``wgmma_accumulator(n)`` (the (64, n) accumulator fragment of one warpgroup) with
 ``wgmma_accumulator_rows()`` (one value per row, (64, 1): a row max or sum of the
 accumulator, in registers) and ``wgmma_accumulator_columns(n)`` (one value per column,
-(n,): a bias row);
+(n,): a bias row); ``wgmma_a_fragment(k)`` (the (64, k) A operand of a register-sourced
+wgmma: the accumulator's places, so an accumulator cast to 16 bits in place is an A
+operand);
 ``mma_a_atom(dtype_bits)``, ``mma_b_atom(dtype_bits)``, ``mma_c_atom()``: the A (16, K),
 B (K, 8) and C (16, 8) register fragments of one ``mma.sync.m16n8kK`` (K = 256 /
 dtype_bits: 16 for f16/bf16, 8 for tf32, 32 for 8-bit inputs), fitted from the PTX ISA
@@ -105,6 +107,7 @@ from tilewise.layout.atoms import (
     tcgen05_warpgroup_atom,
     swizzled_tile,
     tmem_datapath,
+    wgmma_a_fragment,
     wgmma_accumulator,
     wgmma_accumulator_columns,
     wgmma_accumulator_rows,
@@ -174,6 +177,7 @@ __all__ = [
     "warpid",
     "swizzled_tile",
     "wgid",
+    "wgmma_a_fragment",
     "wgmma_accumulator",
     "wgmma_accumulator_columns",
     "wgmma_accumulator_rows",

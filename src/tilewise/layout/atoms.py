@@ -467,6 +467,36 @@ def _check_accumulator_part(layout: TileLayout, n: int, coord, reg) -> None:
         raise RuntimeError("wgmma accumulator row/column layout disagrees with the formula")
 
 
+@functools.lru_cache(maxsize=None)
+def wgmma_a_fragment(k: int) -> TileLayout:
+    """The A operand of ``wgmma.mma_async.m64nNk16`` from registers (f16/bf16) as a (64, k)
+    register tile of a warpgroup, ``k`` a multiple of 16: K-step ``s`` (columns ``16s ..
+    16s + 15``) is elements ``8s .. 8s + 7`` of every thread, element ``8s + i`` being the
+    ISA's ``a_i`` (:func:`tilewise.ptx.wgmma.a_coords`), two per 32-bit register. Checked
+    against that formula element by element; it equals ``wgmma_accumulator(k)``, which is
+    why an accumulator cast to 16 bits in place feeds the next wgmma (FlashAttention's P)."""
+    from tilewise.ptx import wgmma
+
+    kk = k if isinstance(k, int) else None
+    if kk is None or kk <= 0 or kk % 16 or kk > wgmma.N_MAX:
+        raise LayoutError(f"no wgmma A fragment of K = {k!r}",
+                          hint="use K = 16, 32, ..., 256 (a multiple of the instruction's 16)")
+    spec = ((4, 1, "wid_in_wg"), (2, 2, "m"), (8, 4, "laneid"),
+            (kk // 8, 4, "m"), (4, 1, "laneid"), (2, 1, "m"))
+    layout = TileLayout._build([Iter(e, s, Axis.get(a)) for e, s, a in spec]).group((64, kk))
+    t = np.arange(128)[:, None, None]
+    step = np.arange(kk // 16)[None, :, None]
+    i = np.arange(8)[None, None, :]
+    rows, cols = wgmma.a_coords(t, i)
+    cols = cols + 16 * step
+    got = layout.apply_np((rows * kk + cols).ravel())
+    want = {"wid_in_wg": t // 32, "laneid": t % 32, "m": 8 * step + i}
+    for axis, values in want.items():
+        if not np.array_equal(got[axis], np.broadcast_to(values, cols.shape).ravel()):
+            raise RuntimeError(f"wgmma A fragment layout disagrees with the formula on {axis}")
+    return layout
+
+
 # ---- shared operand tiles ----------------------------------------------------------------
 def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128,
                   stages: int | None = None) -> TileLayout:

@@ -19,10 +19,11 @@ A buffer without a layout is row-major.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
-from ..ir.expr import Expr, ExprLike, binop, const
+from ..ir.expr import Expr, ExprLike, as_int, binop, const
 from ..layout import TileLayout
 from ..layout.axes import rowmajor
 from ..layout.ops import split_into
@@ -71,6 +72,25 @@ def memory_offset(layout: TileLayout | None, shape: Sequence[int],
                   coords: Sequence[ExprLike], axis: str = "m", strides=None) -> Expr:
     """The element offset (on ``axis``) of logical element ``coords`` of a buffer
     (``strides``: explicit element strides of a global buffer, else row-major)."""
+    ints = tuple(as_int(c) for c in coords)
+    if layout is not None and None not in ints and all(isinstance(n, int) for n in shape):
+        return const(_constant_offset(layout, tuple(shape), ints, axis))
+    return _offset_expr(layout, shape, coords, axis, strides)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _constant_offset(layout: TileLayout, shape: tuple, coords: tuple, axis: str) -> int:
+    """memory_offset of constant coordinates (a register index, mostly), folded once: the
+    same expression, evaluated with numbers (a register tile's element is indexed by every
+    primitive that touches it, thousands of times in an attention kernel)."""
+    e = _offset_expr(layout, shape, [const(c) for c in coords], axis, None)
+    v = as_int(e)
+    if v is None:
+        raise AssertionError(f"constant coordinates {coords} gave {e!r}")  # folding is exact
+    return v
+
+
+def _offset_expr(layout, shape, coords, axis, strides) -> Expr:
     if layout is None:
         total: Expr = const(0)
         for c, s in zip(coords, strides if strides is not None else rowmajor(shape)):

@@ -108,6 +108,11 @@ APPROX = {
                "maximum relative error 2^-22.5 (full range)",
                2.0 ** -22.5 + 2.0 ** -24, "rel",
                "2^x; -inf gives +0, +inf gives +inf, subnormal results kept (no .ftz)"),
+        Approx("ptx.ex2.approx.ftz", "ex2.approx.ftz.f32", "llvm.nvvm.ex2.approx.ftz.f",
+               "maximum relative error 2^-22.5 (full range); subnormals flushed",
+               2.0 ** -22.5 + 2.0 ** -24, "rel",
+               "2^x with a subnormal x read as 0 and a subnormal result flushed to +0: one "
+               "MUFU.EX2, where the form without .ftz adds a range test and two multiplies"),
         Approx("ptx.lg2.approx", "lg2.approx.f32", "llvm.nvvm.lg2.approx.f",
                "maximum absolute error 2^-22.6 for the mantissa",
                2.0 ** -22.6 + 2.0 ** -24, "abs",

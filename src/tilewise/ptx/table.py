@@ -232,6 +232,19 @@ _WGMMA = (_p("a_desc", "desc64"), _p("b_desc", "desc64"),
           _p("acc", "str", "float32", choices=tuple(wgmma.ACC_TYPE)),
           _p("trans_a", "flag", False), _p("trans_b", "flag", False))
 
+# A from registers (PTX ISA §9.7.15.5.1.1.1): a0..a3, the B descriptor, no trans-a
+_WGMMA_RS = (tuple(_p(f"a{i}", "reg32") for i in range(wgmma.A_REGS))
+             + (_p("b_desc", "desc64"), _p("scale_d", "value", dtype=dt.bool_),
+                _p("n", "imm", lo=wgmma.N_MIN, hi=wgmma.N_MAX, step=wgmma.N_STEP),
+                _p("ab", "str", choices=wgmma.A_REG_TYPES),
+                _p("acc", "str", "float32", choices=tuple(wgmma.ACC_TYPE)),
+                _p("trans_b", "flag", False)))
+
+
+def _wgmma_rs_check(values) -> str | None:
+    return _wgmma_check({**values, "trans_a": False})
+
+
 _DIM = _p("dim", "imm", lo=1, hi=tma.MAX_RANK)
 _CACHE_HINT = _p("cache_hint", "str", None, tuple(tma.CACHE_POLICY))
 
@@ -478,6 +491,16 @@ _OPS = [
               "their matrix descriptors (ptx/wgmma.py), D the warpgroup's accumulator "
               "fragment (n/2 float32 or n/4 float16x2 registers per thread); trans_a / "
               "trans_b: the operand is MN-major"),
+    PtxOp("ptx.wgmma.mma_async.rs", _WGMMA_RS,
+          "wgmma.mma_async.sync.aligned.m64n<n>k16.<acc>.<ab>.<ab> {d}, {a0, a1, a2, a3}, "
+          "b-desc, scale-d, 1, 1, trans-b", "wgmma",
+          regs=_p("acc_regs", "regs_inout", count=_wgmma_regs), check=_wgmma_rs_check,
+          traits=async_op("wgmma_group", "async"),
+          doc="D = A @ B (+ D where scale_d) with A (64 x 16, f16/bf16) from registers: a0..a3 "
+              "the warpgroup's A fragment (ptx/wgmma.py a_coords: two inputs per register), "
+              "B (16 x n) in shared memory by its descriptor, D the accumulator fragment; "
+              "trans_b: B is MN-major. A's registers, like D's, belong to the wgmma until a "
+              "wait_group retires it"),
     # ---- warp-level matrix instructions, PTX ISA §9.7.14
     _mma_row("ptx.mma_sync", mma.SYNC_INPUTS, "mma_sync",
              "mma.sync m16n8k16 (float16, bfloat16), m16n8k8 (float32 as tf32), m16n8k32 "

@@ -14,6 +14,17 @@ values ``d[4j + i]``: rows ``16w + l // 4 + 8 (i // 2)``, columns ``8j + 2 (l % 
 A float32 accumulator is N / 2 registers per thread, a float16 one N / 4 (two halves per
 32-bit register, the lower column in the low half).
 
+**A in registers** (the same section, "Multiplicand A in registers", ``.f16``/``.bf16``,
+m64nNk16): four 32-bit registers of two 16-bit inputs, elements ``a0..a7`` of thread ``t``
+(warp ``w``, lane ``l``, ``g = l // 4``, ``c = l % 4``): element ``i`` at row
+``16w + g + 8 ((i // 2) % 2)``, column ``2c + i % 2 + 8 (i // 4)``; element ``2j`` in the low
+half of register ``j``. That is the accumulator formula of a 64 x 16 tile read with ``v = i``
+(``acc_coords(t, i)``, i < 8): a float32 accumulator of a 64 x N product, rounded to 16 bits
+in place, *is* the A operand of N / 16 K-steps — values ``8s .. 8s + 7`` of the thread are
+K-step ``s``'s ``a0..a7`` (what FlashAttention-3 does with P = softmax(S); CuTe writes it
+``ALayout_64x16 = CLayout_64x16``). ``a_coords`` is the ISA's formula, written separately;
+the layout atom checks the two against each other.
+
 **Matrix descriptors** (§9.7.15.5.1.2 "Matrix Descriptor Format"): a 64-bit value; bits
 0-13 the start address ``(addr & 0x3FFFF) >> 4``, 16-29 the leading-dimension byte offset
 >> 4 (LBO), 32-45 the stride-dimension byte offset >> 4 (SBO), 49-51 the matrix base offset,
@@ -84,6 +95,21 @@ def acc_coords(t, v):
     w, lane = t // 32, t % 32
     j, i = v // 4, v % 4
     return 16 * w + lane // 4 + 8 * (i // 2), 8 * j + 2 * (lane % 4) + i % 2
+
+
+#: 32-bit registers of the A operand of one register-sourced wgmma (m64nNk16, f16/bf16).
+A_REGS = 4
+#: Input types wgmma takes A from registers for here (the K = 16 fragment above).
+A_REG_TYPES = ("float16", "bfloat16")
+
+
+def a_coords(t, i):
+    """(row, column) in the 64 x 16 A tile of element ``i`` (0..7) of warpgroup thread ``t``
+    for A in registers (PTX ISA figure "WGMMA .m64nNk16 register fragment layout for matrix
+    A"; ints or numpy arrays)."""
+    w, lane = t // 32, t % 32
+    g, c = lane // 4, lane % 4
+    return 16 * w + g + 8 * ((i // 2) % 2), 2 * c + i % 2 + 8 * (i // 4)
 
 
 def line_chunks(swizzle: int) -> int:

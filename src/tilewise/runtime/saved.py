@@ -39,7 +39,7 @@ def _expr_to_json(e, sizes: dict):
     if isinstance(e, IntImm):
         return {"int": e.value, "dtype": e.dtype.name}
     if isinstance(e, SizeVar):
-        return {"size": sizes[id(e)]}
+        return {"size": sizes[e.name]}
     if isinstance(e, BinOp):
         return {"op": e.op, "a": _expr_to_json(e.a, sizes), "b": _expr_to_json(e.b, sizes)}
     if isinstance(e, UnaryOp):
@@ -75,9 +75,11 @@ def describe(kernel) -> dict:
 
     func, flat = kernel.func, kernel.launch_signature.func
     size_vars = list(func.attr("size_vars", ()))  # the order the launcher passes them
-    sizes = {id(v): i for i, v in enumerate(size_vars)}
+    # by name, as the parameters below: a launch-cache signature holds rebuilt SizeVars
+    sizes = {v.name: i for i, v in enumerate(size_vars)}
     by_param = {id(p): b for p, b in func.buffer_map}
-    index = {id(p): i for i, p in enumerate(sig.declared_params(func))}
+    # by name: the flat program may be the launch cache's rebuilt signature (new Vars)
+    index = {p.name: i for i, p in enumerate(sig.declared_params(func))}
     params = []
     for p in sig.declared_params(func):
         buf = by_param.get(id(p))
@@ -88,7 +90,7 @@ def describe(kernel) -> dict:
                        "shape": [_expr_to_json(s, sizes) for s in buf.shape],
                        "strides": None if buf.strides is None else
                        [_expr_to_json(s, sizes) for s in buf.strides]})
-    maps = [{"param": index[id(m.buffer.data)], "dtype": m.spec.dtype,
+    maps = [{"param": index[m.buffer.data.name], "dtype": m.spec.dtype,
              "elem_bytes": m.spec.elem_bytes, "box": list(m.spec.box),
              "dims": [_expr_to_json(d, sizes) for d in m.spec.dims],
              "strides": [_expr_to_json(s, sizes) for s in m.spec.strides],

@@ -16,7 +16,8 @@ kernel pays nothing for the families it does not use. The core knows no family: 
 the hooks of every part in use -- a shared-memory read or write (:meth:`Part.check_read`,
 :meth:`Part.check_write`: bytes in flight), a register access (:attr:`Part.watches_registers`),
 a wait that is not satisfied (:meth:`Part.drain`: complete the copies the mbarrier
-tracks), a successful wait (:meth:`Part.observe`), ``bar.sync`` (:meth:`Part.barrier`) and
+tracks), a successful wait (:meth:`Part.observe`), an arrive by one of the CTA's threads
+(:meth:`Part.arrived`), ``bar.sync`` (:meth:`Part.barrier`) and
 the end of the CTA (:meth:`Part.at_exit`). Op modules reach another family only through
 the core.
 
@@ -79,6 +80,10 @@ class Part:
 
     def observe(self, tids, addrs) -> None:
         """Threads ``tids`` waited successfully on the mbarriers ``addrs``."""
+
+    def arrived(self, tid: int, addr: int, span) -> None:
+        """Thread ``tid`` of this CTA arrived on the mbarrier at ``addr`` (it may be
+        releasing what this family's work in flight still uses)."""
 
     def barrier(self) -> None:
         """``bar.sync``: what one thread has observed, every thread has."""
@@ -205,6 +210,8 @@ class AsyncCore:
             if m.arrivers is None:
                 m.arrivers = []
             m.arrivers.append(tid)
+            for p in self._live:
+                p.arrived(tid, addr, span)
         if m.pending < 0:
             self.ctx.hazard(f"more arrivals than the {m.expected} the mbarrier was "
                             f"initialised with (at {m.init_span})", span,

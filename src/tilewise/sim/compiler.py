@@ -311,6 +311,9 @@ class Program:
         out = []
         for p, a in zip(op.params, e.args[:fixed]):
             out.append(_const_fn(_immediate(a)) if p.static or a is None else self.expr(a))
+        site.operand_addrs = tuple(
+            self._reg_address(a) if p.kind == "reg32" and _local_load(a) else None
+            for p, a in zip(op.params, e.args[:fixed]) if p.kind == "reg32")
         regs = e.args[fixed:]
         site.block = RegBlock.build(self.plan, regs, [r.span or self.span for r in regs])
         if op.writes_regs:
@@ -364,6 +367,10 @@ def _fusable(e) -> bool:
 
 def _nop(ctx):
     return None
+
+
+def _local_load(a) -> bool:
+    return isinstance(a, E.BufferLoad) and a.buffer.scope == "local"
 
 
 def _const_fn(v):

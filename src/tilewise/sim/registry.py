@@ -43,6 +43,9 @@ class Site:
     regs: tuple = ()
     reg_addrs: tuple = ()  # the destination registers' addresses, callables (ctx) -> int64
     block: object = None  # access.RegBlock: every register operand as one gather / scatter
+    # the addresses of ``reg32`` operands read from registers (wgmma's A from registers),
+    # callables (ctx) -> int64, None for an operand that is not a register element
+    operand_addrs: tuple = ()
     cache: dict = field(default_factory=dict)
 
     @property

@@ -20,7 +20,9 @@ Semantics (TIRx's tile layer, ``docs/dispatch.md`` "Compute primitives"):
   ``lg2.approx.f32``, ``rsqrt.approx.f32``; error bounds in :mod:`tilewise.ptx.packed`),
   with ``precise=True`` through libdevice (``rsqrt``: ``1 / sqrt``, correctly rounded
   steps). ``exp(x)`` is ``ex2.approx(x * log2 e)`` with the product rounded to float32:
-  within 2^-22.5 + |x| * 2^-23.4 of e^x (relative), i.e. 2^-17 at |x| = 87. ``sqrt``,
+  within 2^-22.5 + |x| * 2^-23.4 of e^x (relative), i.e. 2^-17 at |x| = 87. ``exp`` and
+  ``exp2`` take ``ftz=True``: ``ex2.approx.ftz.f32``, subnormal inputs read as 0 and
+  subnormal results flushed to +0, one instruction instead of four. ``sqrt``,
   ``reciprocal`` and ``fdiv`` are correctly rounded (IEEE).
 * The unary math ops take ``scale=`` and ``bias=`` (numbers, run-time scalars or regions
   that broadcast): ``dst = f(src * scale + bias)``, each step rounded.
@@ -47,12 +49,16 @@ def _call(name: str, *args) -> Expr:
     return PTX_OPS[name].call(list(args), {})
 
 
-def _exp2(x: Expr, precise: bool) -> Expr:
-    return _call("exp2", x) if precise else _call("ptx.ex2.approx", x)
+def _ex2(ftz: bool) -> str:
+    return "ptx.ex2.approx.ftz" if ftz else "ptx.ex2.approx"
 
 
-def _exp(x: Expr, precise: bool) -> Expr:
-    return _call("exp", x) if precise else _call("ptx.ex2.approx", x * FloatImm(LOG2E, F32))
+def _exp2(x: Expr, precise: bool, ftz: bool = False) -> Expr:
+    return _call("exp2", x) if precise else _call(_ex2(ftz), x)
+
+
+def _exp(x: Expr, precise: bool, ftz: bool = False) -> Expr:
+    return _call("exp", x) if precise else _call(_ex2(ftz), x * FloatImm(LOG2E, F32))
 
 
 def _rsqrt(x: Expr, precise: bool) -> Expr:
@@ -69,6 +75,10 @@ def _silu(x: Expr, precise: bool) -> Expr:
 def _log2(x: Expr, precise: bool) -> Expr:
     return _call("log2", x) if precise else _call("ptx.lg2.approx", x)
 
+
+#: The ops that take ``ftz=True`` (flush subnormals: ``ex2.approx.ftz.f32``); their
+#: variants list ``options.FTZ`` (``variants/elementwise/reg.py`` ``register_each``).
+FTZ_OPS = ("exp", "exp2")
 
 #: float32 math of the unary ops: (x, precise) -> Expr
 _MATH: dict[str, Callable] = {
@@ -126,8 +136,11 @@ class Elementwise:
             x = binop("*", x, scale)
         if bias is not None:
             x = binop("+", x, bias)
-        wide = cast(F32, x) if x.dtype != F32 else x
-        r = _MATH[self.math](wide, bool(options.get("precise")))
+        wide = cast(F32, x) if x.dtype != F32 else x  # x: the compute dtype (src's)
+        if options.get("ftz"):
+            r = _MATH[self.math](wide, False, True)
+        else:
+            r = _MATH[self.math](wide, bool(options.get("precise")))
         return cast(dst_t, r) if dst_t != F32 else r
 
 
@@ -246,6 +259,10 @@ def check_elementwise(c: Checker, op: Elementwise, dst: BufferRegion, srcs: list
         want = dt.bool_ if name == "pred" else compute_t
         out.append(_check_source(c, op, name, v, want, dst))
     opts = dict(options)
+    if opts.get("ftz") and opts.get("precise"):  # (other ops do not take ftz=: options.FTZ)
+        c.fail(f"ftz= is an option of {' and '.join(FTZ_OPS)} through the approximate "
+               f"instruction (ex2.approx.ftz.f32), not of {op.name} with precise=True",
+               "drop ftz= or precise=")
     for name in ("scale", "bias"):
         if opts.get(name) is not None:
             opts[name] = _check_source(c, op, name, opts[name], compute_t, dst)

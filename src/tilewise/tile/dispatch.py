@@ -29,7 +29,7 @@ from ..passes.simplify import launch_ranges
 from .context import (ActiveThreads, DispatchContext, Unknown, eval_threads, launch_env,
                       scope_threads)
 from .registry import DispatchFail, candidates
-from .uniform import analyse, is_uniform, read_only
+from .uniform import analyse, is_uniform, read_only, uniform_within
 
 
 @dataclass
@@ -86,8 +86,9 @@ class _Dispatch(Mutator):
         self.unknown: list[str] = []
         self.tid, self.new_binding = _thread_var(func)
         self.log: list[Decision] = []
-        self.uniform, self.divergent = analyse(func)
+        self.uniform, self.divergent, self.regional = analyse(func)
         self.readonly = read_only(func)
+        self.sides: list[tuple[int, bool]] = []  # the if-statement sides around the call
         # Locals assigned once from immutable values are inlined into tile-call operands,
         # so that `r0 = by * 128; ... A[r0:r0 + 128]` keeps its alignment facts.
         self.immutable: set[int] = {id(b.var) for b in func.launch}
@@ -100,8 +101,11 @@ class _Dispatch(Mutator):
     def is_uniform(self, e) -> bool:
         """True when ``e`` has one value for the whole CTA (CTA ids, constant-bound loop
         variables, locals computed from them, loads from read-only global buffers at such
-        indices): such a condition never splits the CTA."""
-        return is_uniform(e, self.uniform, self.readonly)
+        indices), or for every thread that reaches it (locals uniform inside the static
+        thread branches around it: tile/uniform.py): such a condition never splits the
+        threads at the call."""
+        here = uniform_within(self.uniform, self.regional, frozenset(self.sides))
+        return is_uniform(e, here, self.readonly)
 
     def visit_For(self, s):
         self.immutable.add(id(s.var))
@@ -171,20 +175,30 @@ class _Dispatch(Mutator):
         finally:
             (self.unknown if cond_mask is None else self.masks).pop()
 
+    def side(self, s, which: bool, uniform: bool, mask, text, body):
+        """Visit one side of ``s`` (its key on ``self.sides``; its mask unless uniform)."""
+        self.sides.append((id(s), which))
+        try:
+            return self.visit(body) if uniform else self.branch(mask, text, body)
+        finally:
+            self.sides.pop()
+
     def visit_IfThenElse(self, s: IfThenElse):
         from ..ir.printer import script
 
         text = script(s.cond)
-        if self.is_uniform(s.cond):
-            return self.generic_visit(s)
-        try:
-            m = eval_threads(s.cond, self.env, self.tids) != 0
-        except Unknown:
-            m = None
-        then = self.branch(m, text, s.then_body)
+        uniform = self.is_uniform(s.cond)
+        m = None
+        if not uniform:
+            try:
+                m = eval_threads(s.cond, self.env, self.tids) != 0
+            except Unknown:
+                pass
+        then = self.side(s, True, uniform, m, text, s.then_body)
         other = None
         if s.else_body is not None:
-            other = self.branch(None if m is None else ~m, f"not ({text})", s.else_body)
+            other = self.side(s, False, uniform, None if m is None else ~m, f"not ({text})",
+                              s.else_body)
         if then is s.then_body and other is s.else_body:
             return s
         return dataclasses.replace(s, then_body=then, else_body=other)

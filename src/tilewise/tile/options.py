@@ -92,6 +92,8 @@ TRANS_B = Option("transB", "bool", "B is given as its transpose, a (N, K) region
 # ---- elementwise math, reductions
 PRECISE = Option("precise", "bool", "compute through libdevice instead of the approximate "
                  "instructions (ex2/lg2/rsqrt.approx.f32)")
+FTZ = Option("ftz", "bool", "exp / exp2: flush subnormal inputs and results to zero "
+             "(ex2.approx.ftz.f32, one instruction; the form without it adds three)")
 SCALE = Option("scale", "operand", "dst = f(src * scale + bias): a number, a run-time scalar "
                "or a region that broadcasts")
 BIAS = Option("bias", "operand", "see scale=")

@@ -4,25 +4,33 @@ run with only some of their threads.
 A value is uniform when it is built from uniform inputs (CTA ids, scalar parameters and
 sizes, constants, uniform locals, and loads at uniform indices from a global buffer the
 kernel never writes: an expert's row count, a group index) by arithmetic; any other loaded
-value or a thread id is not. A
-local is uniform when every assignment to it stores a uniform value under uniform control
-(no enclosing ``if``/``while`` condition or loop bound that differs between threads, no
-loop left early by some threads only). Loop-carried locals make this a fixpoint: start
-from "every local is uniform" and drop locals until nothing changes.
+value or a thread id is not. A local is uniform when every assignment to it stores a
+uniform value under uniform control (no enclosing ``if``/``while`` condition or loop bound
+that differs between threads, no loop left early by some threads only). Loop-carried locals
+make this a fixpoint: start from "every local is uniform" and drop locals until nothing
+changes.
 
 A loop is *divergent* when some thread may leave it or skip part of it while others go on:
 a ``break``/``continue`` under a condition that is not uniform, or a ``while`` condition or
 ``for`` bound that is not uniform. Tile calls inside such a loop may run with only some of
 the threads (the dispatch pass treats their active set as unknown).
+
+**Uniform inside a branch.** Warp-specialised kernels split the CTA by a condition on the
+thread id alone (``if wg == 2: produce() else: consume()``): a *static* partition, the same
+threads on the same side every time. A local assigned only inside such a branch, from
+values uniform there, is uniform among the threads of that side (a consumer's block
+counter, its loop variable): a condition on it inside the same side splits none of them.
+``analyse`` returns these locals with the branch sides (``(id(if), side)``) they are uniform
+in; the dispatch pass treats them as uniform where every such side encloses the use. A
+loop whose bounds are uniform that way is not divergent either.
 """
 
 from __future__ import annotations
 
 from ..ir.expr import (AddressOf, BinOp, BufferLoad, BufferRegion, Call, Cast, FloatImm,
                        IntImm, Select, UnaryOp, Var)
-from ..ir.stmt import Buffer, BufferStore
 from ..ir.launch import CTA_KINDS
-from ..ir.stmt import Assign, For, IfThenElse, LetStmt, While
+from ..ir.stmt import Assign, Buffer, BufferStore, For, IfThenElse, LetStmt, While
 from ..ir.visitor import Visitor, walk
 
 
@@ -35,6 +43,7 @@ class _Sites(Visitor):
         self.loop_jumps: dict[int, list] = {}  # id(loop) -> guards of its break/continue
         self.loops: list = []
         self.loop_guards: dict[int, list] = {}  # id(loop) -> its own bound/condition exprs
+        self.loop_outer: dict[int, tuple] = {}  # id(loop) -> the guards around it
 
     def visit_LetStmt(self, s: LetStmt):
         self.sites.append((s.var, s.value, tuple(self.guards)))
@@ -44,13 +53,14 @@ class _Sites(Visitor):
         self.sites.append((s.var, s.value, tuple(self.guards)))
 
     def visit_IfThenElse(self, s: IfThenElse):
-        self.guards.append(s.cond)
-        self.visit(s.then_body)
-        self.visit(s.else_body)
-        self.guards.pop()
+        for side, body in ((True, s.then_body), (False, s.else_body)):
+            self.guards.append(_Branch(s, side))
+            self.visit(body)
+            self.guards.pop()
 
     def _loop(self, s, exprs, body):
         self.loop_guards[id(s)] = list(exprs)
+        self.loop_outer[id(s)] = tuple(self.guards)
         self.loop_jumps[id(s)] = []
         self.loops.append(s)
         self.guards.append(_LoopGuard(s))
@@ -79,6 +89,13 @@ class _LoopGuard:
         self.loop = loop
 
 
+class _Branch:
+    """A guard meaning "on side ``side`` of if-statement ``node``"."""
+
+    def __init__(self, node, side: bool):
+        self.cond, self.key = node.cond, (id(node), side)
+
+
 def read_only(func) -> frozenset[int]:
     """ids of the kernel's global buffers it never writes: never stored to, never a region
     or an address operand of a call (a tile primitive or an instruction may write those)."""
@@ -92,9 +109,11 @@ def read_only(func) -> frozenset[int]:
                      if b.scope == "global" and id(b) not in touched)
 
 
-def analyse(func) -> tuple[set[int], set[int]]:
-    """``(uniform local ids, divergent loop ids)`` of a kernel (launch CTA ids, scalar
-    parameters and symbolic sizes are uniform inputs)."""
+def analyse(func) -> tuple[set[int], set[int], dict[int, frozenset]]:
+    """``(uniform local ids, divergent loop ids, {local id: branch sides})`` of a kernel
+    (launch CTA ids, scalar parameters and symbolic sizes are uniform inputs; so are loads
+    from :func:`read_only` buffers at uniform indices); the third holds the locals uniform
+    only inside static thread branches (the module docstring)."""
     sites = _Sites()
     sites.visit(func.body)
     readonly = read_only(func)
@@ -110,18 +129,106 @@ def analyse(func) -> tuple[set[int], set[int]]:
                     is_uniform(value, uniform, readonly)
                     and _guards_uniform(guards, uniform, divergent, readonly))}
         if not drop:
-            return uniform, divergent
+            break
         uniform -= drop
+    return _regional(func, sites, uniform, readonly)
 
 
-def _loop_uniform(key, sites, uniform, readonly) -> bool:
-    if not all(is_uniform(e, uniform, readonly) for e in sites.loop_guards[key]):
+def _static_vars(func, sites) -> set[int]:
+    """Locals (and launch variables) whose value depends on the thread id and constants
+    only, assigned once: a condition on them splits the CTA the same way every time."""
+    static = {id(b.var) for b in func.launch if b.kind not in CTA_KINDS}
+    count: dict[int, int] = {}
+    for v, _, _ in sites.sites:
+        count[id(v)] = count.get(id(v), 0) + 1
+    changed = True
+    while changed:
+        changed = False
+        for v, value, _ in sites.sites:
+            if id(v) not in static and count[id(v)] == 1 and _made_of(value, static):
+                static.add(id(v))
+                changed = True
+    return static
+
+
+def _made_of(e, allowed: set[int]) -> bool:
+    bad = []
+    walk(e, lambda n: bad.append(n) if (isinstance(n, Var) and id(n) not in allowed) or not
+         isinstance(n, (Var, IntImm, BinOp, UnaryOp, Cast)) else None)
+    return not bad
+
+
+def _regional(func, sites, uniform, readonly):
+    """Extend ``uniform`` by the locals uniform inside static thread branches, to a fix
+    point; return (uniform, divergent loops, {local: branch sides})."""
+    static = _static_vars(func, sites)
+    regional: dict[int, frozenset] = {}
+    for v, _, guards in sites.sites:
+        if id(v) not in uniform:
+            keys = _keys(guards, static)
+            regional.setdefault(id(v), keys)
+            if regional[id(v)] != keys:
+                regional[id(v)] = None  # assigned in different branch sides: not regional
+    regional = {k: v for k, v in regional.items() if v}
+    while True:
+        divergent = {key for key in sites.loop_guards
+                     if not _loop_uniform(key, sites, uniform, readonly, regional, static)}
+        drop = {id(v) for v, value, guards in sites.sites if id(v) in regional
+                and not (_within(value, uniform, regional, regional[id(v)], readonly)
+                         and _guards_ok(guards, uniform, regional, divergent, static,
+                                        readonly))}
+        if not drop:
+            return uniform, divergent, regional
+        for k in drop:
+            del regional[k]
+
+
+def _keys(guards, static) -> frozenset:
+    return frozenset(g.key for g in guards
+                     if isinstance(g, _Branch) and _made_of(g.cond, static))
+
+
+def uniform_within(uniform: set[int], regional: dict[int, frozenset], keys) -> set[int]:
+    """The locals uniform among the threads inside the branch sides ``keys`` (the uniform
+    ones, and the regional ones whose sides are all among ``keys``)."""
+    return uniform | {k for k, v in regional.items() if v <= keys}
+
+
+def _within(e, uniform, regional, keys, readonly) -> bool:
+    """``e`` is uniform among the threads inside branch sides ``keys``."""
+    return is_uniform(e, uniform_within(uniform, regional, keys), readonly)
+
+
+def _guards_ok(guards, uniform, regional, divergent, static, readonly) -> bool:
+    outer: list = []
+    for g in guards:
+        if isinstance(g, _LoopGuard):
+            if id(g.loop) in divergent:
+                return False
+        elif not (_made_of(g.cond, static)
+                  or _within(g.cond, uniform, regional, _keys(outer, static), readonly)):
+            return False
+        outer.append(g)
+    return True
+
+
+def _loop_uniform(key, sites, uniform, readonly, regional=None, static=None) -> bool:
+    """Every thread that enters loop ``key`` runs all its iterations (bounds and jumps
+    uniform; with ``regional``, uniform inside the static branches around the loop)."""
+    if regional is None:
+        def ok(e):
+            return is_uniform(e, uniform, readonly)
+    else:
+        keys = _keys(sites.loop_outer[key], static)
+
+        def ok(e):
+            return _within(e, uniform, regional, keys, readonly)
+    if not all(ok(e) for e in sites.loop_guards[key]):
         return False
     for guards in sites.loop_jumps[key]:
         inner = guards[next(i for i, g in enumerate(guards)
                             if isinstance(g, _LoopGuard) and id(g.loop) == key) + 1:]
-        if not all(is_uniform(g, uniform, readonly) for g in inner
-                   if not isinstance(g, _LoopGuard)):
+        if not all(ok(g.cond) for g in inner if not isinstance(g, _LoopGuard)):
             return False
     return True
 
@@ -131,7 +238,7 @@ def _guards_uniform(guards, uniform, divergent, readonly) -> bool:
         if isinstance(g, _LoopGuard):
             if id(g.loop) in divergent:
                 return False
-        elif not is_uniform(g, uniform, readonly):
+        elif not is_uniform(g.cond, uniform, readonly):
             return False
     return True
 

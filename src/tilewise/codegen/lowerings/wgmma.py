@@ -3,7 +3,8 @@ i64 immediate) and ``mma_async``, which LLVM 22 has no intrinsic for
 (``/work/shared/reference/nvptx-llvm22-compat.md`` §2, "wgmma.mma_async itself"): inline
 PTX with the accumulator registers read and written in place (``+r``, as outputs tied to
 their inputs), the two descriptors as ``l`` operands and ``scale-d`` as a predicate set from
-a register."""
+a register. ``mma_async.rs`` (A from registers) passes a0..a3 as ``r`` operands in the A
+descriptor's place and has no trans-a immediate."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ...ir.expr import IntImm
 from ...ptx import wgmma
 from .. import types as ty
 from ..registry import lowering
-from .args import imm
+from .args import bits32, imm
 
 
 @lowering("ptx.wgmma.wait_group")
@@ -37,13 +38,40 @@ def mma_async_text(n: int, ab: str, acc: str, trans_a: bool, trans_b: bool, nreg
             f"{{{regs}}}, ${a}, ${b}, p, 1, 1{trans};\n}}")
 
 
+def mma_async_rs_text(n: int, ab: str, acc: str, trans_b: bool, nregs: int) -> str:
+    """The inline PTX of one ``wgmma.mma_async`` with A from registers (``$0..$nregs-1``
+    the accumulators, their tied inputs, then a0..a3, the B descriptor and scale-d)."""
+    t = wgmma.PTX_TYPE[ab]
+    regs = ", ".join(f"${i}" for i in range(nregs))
+    a = ", ".join(f"${2 * nregs + i}" for i in range(wgmma.A_REGS))
+    b, scale = 2 * nregs + wgmma.A_REGS, 2 * nregs + wgmma.A_REGS + 1
+    return ("{\n.reg .pred p;\n"
+            f"setp.ne.b32 p, ${scale}, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.{wgmma.ACC_TYPE[acc]}.{t}.{t} "
+            f"{{{regs}}}, {{{a}}}, ${b}, p, 1, 1, {int(trans_b)};\n}}")
+
+
 @lowering("ptx.wgmma.mma_async")
 def _mma_async(em, c):
     a_desc, b_desc, scale_d, n, ab, acc, trans_a, trans_b = c.args[:8]
-    regs = c.args[8:]
-    nregs = len(regs)
     text = mma_async_text(imm(em, n), ab.value, acc.value, bool(imm(em, trans_a)),
-                          bool(imm(em, trans_b)), nregs)
+                          bool(imm(em, trans_b)), len(c.args) - 8)
+    _emit(em, c, c.args[8:], [em.typed(a_desc, dt.uint64)], b_desc, scale_d, text, "l")
+
+
+@lowering("ptx.wgmma.mma_async.rs")
+def _mma_async_rs(em, c):
+    k = wgmma.A_REGS
+    b_desc, scale_d, n, ab, acc, trans_b = c.args[k:k + 6]
+    text = mma_async_rs_text(imm(em, n), ab.value, acc.value, bool(imm(em, trans_b)),
+                             len(c.args) - k - 6)
+    _emit(em, c, c.args[k + 6:], [bits32(em, a) for a in c.args[:k]], b_desc, scale_d, text,
+          ",".join(["r"] * k))
+
+
+def _emit(em, c, regs, a_ops, b_desc, scale_d, text: str, a_cons: str) -> None:
+    """The accumulators in place around one inline-PTX wgmma (A operands ``a_ops``)."""
+    nregs = len(regs)
     ptrs = [em.element_ptr(r.buffer, r.indices, c) for r in regs]
     if isinstance(scale_d, IntImm) and not scale_d.value:
         # D = A B reads no accumulator: undefined inputs end the old values' live ranges
@@ -51,9 +79,8 @@ def _mma_async(em, c):
         ins = [ir.Constant(ty.I32, ir.Undefined)] * nregs
     else:
         ins = [em.b.load(p, typ=ty.I32, align=4) for p in ptrs]
-    ops = ins + [em.typed(a_desc, dt.uint64), em.typed(b_desc, dt.uint64),
-                 em.b.zext(em.truth(scale_d), ty.I32)]
-    cons = ",".join(["=r"] * nregs + [str(i) for i in range(nregs)] + ["l", "l", "r"])
+    ops = ins + a_ops + [em.typed(b_desc, dt.uint64), em.b.zext(em.truth(scale_d), ty.I32)]
+    cons = ",".join(["=r"] * nregs + [str(i) for i in range(nregs)] + [a_cons, "l", "r"])
     out_t = ty.I32 if nregs == 1 else ir.LiteralStructType([ty.I32] * nregs)
     fnty = ir.FunctionType(out_t, [o.type for o in ops])
     res = em.b.call(ir.InlineAsm(fnty, text, cons, side_effect=True), ops)
@@ -63,6 +90,12 @@ def _mma_async(em, c):
 
 @lowering("ptx.smem_addr")
 def _smem_addr(em, c):
-    """A shared-space pointer's value is its offset in the shared window."""
+    """A shared-space pointer's value is its offset in the shared window, passed through an
+    opaque ``mov`` so that LLVM computes it where it is used: a matrix descriptor built from
+    it then lives for one instruction. (Hoisted out of a loop, the descriptors of a 64 x 256
+    operand are 16 loop-invariant 64-bit values, 32 registers a kernel holding a 64 x 256
+    float32 accumulator does not have.)"""
     p, _ = em.address(c.args[0], ty.SHARED)
-    return em.b.trunc(em.b.ptrtoint(p, ty.I64), ty.I32)
+    addr = em.b.trunc(em.b.ptrtoint(p, ty.I64), ty.I32)
+    fnty = ir.FunctionType(ty.I32, [ty.I32])
+    return em.b.call(ir.InlineAsm(fnty, "mov.b32 $0, $1;", "=r,r", side_effect=True), [addr])

@@ -146,14 +146,20 @@ def sqrt_rn(ctx, site, args):
 
 
 _EXACT = {"ptx.ex2.approx": np.exp2, "ptx.lg2.approx": np.log2,
-          "ptx.rsqrt.approx": lambda x: 1.0 / np.sqrt(x)}
+          "ptx.rsqrt.approx": lambda x: 1.0 / np.sqrt(x), "ptx.ex2.approx.ftz": np.exp2}
+_FTZ = {"ptx.ex2.approx.ftz"}
+_TINY = np.finfo(np.float32).tiny  # the smallest normal float32
 
 
 def _approx(ctx, site, args):
     fn = _EXACT[site.name]
-    x = np.asarray(args[0], np.float32).astype(np.float64)
+    x = np.asarray(args[0], np.float32)
+    if site.name in _FTZ:  # a subnormal input reads as zero (of its sign)
+        x = np.where(np.abs(x) < _TINY, np.copysign(np.float32(0), x), x)
     with np.errstate(all="ignore"):
-        r = alu.canonical_nan(fn(x).astype(np.float32), np.dtype(np.float32))
+        r = alu.canonical_nan(fn(x.astype(np.float64)).astype(np.float32), np.dtype(np.float32))
+    if site.name in _FTZ:  # and a subnormal result is flushed to +0
+        r = np.where(np.abs(r) < _TINY, np.float32(0), r).astype(np.float32)
     return r if np.ndim(args[0]) else np.float32(r)
 
 

@@ -33,7 +33,7 @@ from tilewise.ptx.packed import LANES, packed_name
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
-from tilewise.tile.compute import ELEMENTWISE
+from tilewise.tile.compute import ELEMENTWISE, FTZ_OPS
 from tilewise.tile.regtile import RegTile, is_reg_tile
 from tilewise.tile.registry import predicate, register_dispatch
 from tilewise.tile.tilecode import Source, packed_constant, plan_sources, vector_view
@@ -165,13 +165,15 @@ class _Coords:
 
 def register_each(variant: str, priority: int, when: list, emit) -> None:
     """Register ``emit(ctx, op)`` as ``variant`` of every elementwise primitive; the unary
-    math ones honour ``scale=``, ``bias=`` and ``precise=``."""
+    math ones honour ``scale=``, ``bias=`` and ``precise=``, ``exp`` and ``exp2`` also
+    ``ftz=``."""
     for name, op in ELEMENTWISE.items():
         def impl(ctx, op=op):
             return emit(ctx, op)
 
         impl.__module__ = emit.__module__
         options = (O.SCALE, O.BIAS, O.PRECISE) if op.unary_math else ()
+        options += (O.FTZ,) if name in FTZ_OPS else ()
         register_dispatch(name, "cuda", variant=variant, priority=priority, when=when,
                           options=options)(impl)
 

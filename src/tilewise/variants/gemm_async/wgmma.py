@@ -80,6 +80,14 @@ def _c_tile(ctx):
     return True
 
 
+def _a_shared(ctx):
+    a = ctx.call.args[1]
+    if a.buffer.scope == "local":
+        return False, (f"A ({a.buffer.name!r}) is a register tile; the wgmma_rs variant takes "
+                       "A from registers")
+    return True
+
+
 def _inputs(ctx):
     _, a, b = ctx.call.args
     if a.buffer.dtype != b.buffer.dtype:
@@ -125,6 +133,7 @@ def _emit(ctx):
     predicate("three regions", _operands),
     predicate("scope", P.scope_in, scopes=("warpgroup",)),
     predicate("all threads active", P.all_active),
+    predicate("A in shared memory", _a_shared),
     predicate("input dtypes", _inputs),
     predicate("accumulator tile", _c_tile),
 ])

@@ -13,8 +13,13 @@ results agree with it to within float32 rounding of each K-step (tests state 2e-
 per step). tf32 inputs keep their 10 high mantissa bits (the low 13 are ignored, not
 rounded); fp8 inputs are exact in float64.
 
+``wgmma.mma_async.rs`` takes A from the warpgroup's registers: thread ``t``'s a0..a3 are
+elements ``a_coords(t, 0..7)`` of the 64 x 16 tile (two 16-bit inputs per register, the
+even element in the low half); the rest is the shared-memory form's.
+
 Asynchrony (:mod:`.state`): the accumulators are written at issue, but
-stay in flight, and the operands being read, until a ``wait_group`` retires the group.
+stay in flight, and the operands being read, until a ``wait_group`` retires the group; so
+do the A registers of the ``.rs`` form.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from ....ptx import wgmma
 from ...access import (check_accumulators, check_proxy_fence, check_shared_read,
                         register_offsets)
 from ...collective import whole_groups
-from ...memory import SHARED
+from ...memory import SHARED, offset_of
 from ...registry import semantics, write_regs
 from .state import wgmma_of
 
@@ -107,19 +112,70 @@ def _inside(ctx, site, addr, eb: int, wg: int) -> bool:
 @semantics("ptx.wgmma.mma_async")
 def mma_async(ctx, site, args):
     a_desc, b_desc, scale_d, n, ab, acc, trans_a, trans_b = args[:8]
+
+    def a_tile(wg, act):
+        da = _uniform(ctx, site, a_desc, act, wg, "the A descriptor")
+        if da is None:
+            return None, None, None
+        A, a_bytes = _operand(ctx, site, da, not trans_a, wgmma.M, wgmma.K_OF[ab], ab, wg)
+        return A, a_bytes, None
+
+    _mma(ctx, site, a_tile, b_desc, scale_d, n, ab, acc, trans_b, args[8:])
+
+
+@semantics("ptx.wgmma.mma_async.rs")
+def mma_async_rs(ctx, site, args):
+    k = wgmma.A_REGS
+    b_desc, scale_d, n, ab, acc, trans_b = args[k:k + 6]
+    words = [np.broadcast_to(np.asarray(a), ctx.active().shape) for a in args[:k]]
+    a_addr = _operand_offsets(ctx, site)
+
+    def a_tile(wg, act):
+        sel = np.nonzero(act // WARPGROUP == wg)[0]
+        A = _register_a(np.stack([w[sel] for w in words], 1), act[sel] % WARPGROUP, ab)
+        a_regs = None if a_addr is None else (a_addr[sel][:, :, None]
+                                              + np.arange(4)).reshape(len(sel), -1)
+        return A, np.zeros(0, np.int64), a_regs
+
+    _mma(ctx, site, a_tile, b_desc, scale_d, n, ab, acc, trans_b, args[k + 6:])
+
+
+def _register_a(words: np.ndarray, t: np.ndarray, ab: str) -> np.ndarray:
+    """The 64 x 16 A tile (float64) from the warpgroup threads ``t``'s a0..a3 (``words``:
+    threads x 4 uint32)."""
+    halves = np.stack([words.astype(np.uint32) & 0xFFFF, words.astype(np.uint32) >> 16], 2)
+    vals = halves.reshape(len(t), 8).astype(np.uint16).view(DTYPES[ab].numpy())
+    rows, cols = wgmma.a_coords(t[:, None], np.arange(8)[None, :])
+    A = np.zeros((wgmma.M, 16))
+    A[rows, cols] = vals.astype(np.float64)
+    return A
+
+
+def _operand_offsets(ctx, site) -> np.ndarray | None:
+    """(active threads, A registers) local offsets of the ``reg32`` operands, or None when
+    they are not all register elements."""
+    if not site.operand_addrs or any(a is None for a in site.operand_addrs):
+        return None
+    act = ctx.active()
+    return np.stack([offset_of(np.broadcast_to(a(ctx), act.shape))
+                     for a in site.operand_addrs], axis=1)
+
+
+def _mma(ctx, site, a_tile, b_desc, scale_d, n, ab, acc, trans_b, regs_in) -> None:
+    """One wgmma per warpgroup: A from ``a_tile(wg, act)`` -> (tile, shared bytes read, A
+    register bytes or None), B through its descriptor, D in the accumulator registers."""
     act = ctx.active()
     wgs = whole_groups(ctx, site.span, "wgmma.mma_async", WARPGROUP, "warpgroup")
     k = wgmma.K_OF[ab]
     acc_t = np.float32 if acc == "float32" else np.float16
-    out = _registers(args[8:], act)
+    out = _registers(regs_in, act)
     regs_addr = register_offsets(ctx, site)
     for wg in np.atleast_1d(wgs).tolist():
-        da = _uniform(ctx, site, a_desc, act, wg, "the A descriptor")
         db = _uniform(ctx, site, b_desc, act, wg, "the B descriptor")
         sd = _uniform(ctx, site, scale_d, act, wg, "scale-d")
-        if da is None or db is None or sd is None:
+        if db is None or sd is None:
             continue
-        A, a_bytes = _operand(ctx, site, da, not trans_a, wgmma.M, k, ab, wg)
+        A, a_bytes, a_regs = a_tile(wg, act)
         B, b_bytes = _operand(ctx, site, db, not trans_b, n, k, ab, wg)
         if A is None or B is None:
             continue
@@ -131,7 +187,7 @@ def mma_async(ctx, site, args):
         prod = A @ B.T  # (64, n), exact products summed in float64
         _accumulate(out, sel, act[sel] % WARPGROUP, prod, sd, acc_t, n)
         wgmma_of(ctx).issue(wg, act[sel], _reg_bytes(site, regs_addr, sel),
-                               (a_bytes, b_bytes), site.span)
+                            (a_bytes, b_bytes), site.span, a_regs)
     write_regs(ctx, site, out)
 
 

@@ -1,0 +1,492 @@
+"""Fused attention on Hopper in tilewise: ``O = softmax(Q Kᵀ · scale) V`` in one kernel, the
+FlashAttention-3 way (H100 / H200, sm_90a).
+
+``make_attention(batch, heads, seq_q, seq_k, head_dim, causal=False, dtype="bfloat16",
+kv_heads=None, scale=None)`` returns a kernel launched as ``k(Q, K, V, O)`` with exactly
+``torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal, scale=scale,
+enable_gqa=kv_heads is not None)``'s contract: Q and O are (batch, heads, seq_q, head_dim),
+K and V (batch, kv_heads, seq_k, head_dim), contiguous, float16 or bfloat16; head_dim 64, 128
+or 256; any sequence lengths; ``heads`` a multiple of ``kv_heads`` (query head ``h`` reads
+key/value head ``h // (heads // kv_heads)``); ``scale`` defaults to ``1 / sqrt(head_dim)``;
+``causal`` as torch defines it, *top-left* aligned: query ``i`` sees keys ``j <= i`` (with
+seq_q > seq_k the last queries see every key; with seq_q < seq_k no query sees the keys past
+seq_q). ``return_lse=True`` gives ``k(Q, K, V, O, LSE)``, which also writes the log-sum-exp
+of each row, ``LSE[b, h, i] = log(sum_j exp(scale · q_i · k_j))`` over the keys row ``i``
+sees (``torch.logsumexp`` of the scaled, masked scores), float32 (batch, heads, seq_q): what
+the backward pass (``attention_backward.py``) needs.
+
+The technique, from the outside in (FlashAttention-3, Shah et al. 2024, §3):
+
+* **Persistent CTAs over (batch, head, q-block) work.** One CTA per SM walks the tiles
+  ``t = bx, bx + #CTAs, ...``; a tile is 128 query rows of one (batch, head). Tiles of one
+  head are consecutive, so the CTAs working at one time share that head's K and V in L2;
+  with ``causal`` the q-blocks of a head go longest first (the last rows see the most
+  keys). Each role decodes ``t`` by the same ``@T.inline`` helper, ``work_item``.
+* **Warp specialisation.** Warpgroups 0 and 1 are the *consumers*, each owning 64 of the
+  tile's query rows; warpgroup 2 is the *producer*. It gives its registers away
+  (``setmaxnreg`` 24) and the consumers take them (240: S, P and a 64 x head_dim float32
+  O live at once), and one of its threads issues every TMA load: Q once per tile, K and V
+  block by block through rings of ``stages`` shared buffers, each guarded by a *full*
+  mbarrier (the producer announces the bytes, the copy engine completes them) and an
+  *empty* one (both consumers arrive when they no longer read it). K and V have rings of
+  their own, since K block j is read one step before V block j. (nvJitLink ignores
+  ``setmaxnreg``; tilewise assembles kernels that use it with a whole-program ``ptxas``:
+  docs/codegen.md.)
+* **Ping-pong between the consumers.** Two named barriers order the tensor-core work of the
+  consumers: in each step warpgroup ``c`` waits on barrier ``1 + c`` (``bar.sync``, 256
+  threads) before issuing its GEMMs, then lets the other one go (``bar.arrive`` on its
+  barrier). So while one warpgroup runs its softmax on the CUDA cores the other runs its
+  GEMMs on the tensor cores. The issue code is one body unrolled for the two *slots*
+  (``for slot in T.static_range(2): if cw == slot: ...``): both consumers run the same
+  program, each issuing in its own slot (which is also what lets the simulator run them as
+  two thread sets that wait on each other).
+* **Inside a warpgroup, the next S = Q Kⱼᵀ overlaps the softmax.** Step ``j`` issues
+  ``S = Q Kⱼᵀ`` and then ``O += P Vⱼ₋₁`` (P of step j - 1), waits for the first
+  (``wgmma.wait_group(1)``), runs the softmax of S while the second still runs, then waits
+  for it (``wait_group(0)``), frees Vⱼ₋₁ and turns S into the next P. Block 0 (no P V to
+  issue yet) and the steady state are two copies of one body (``for phase in
+  T.static_range(2)``), so no run-time ``if`` sits between a ``wgmma.fence`` and its wgmmas
+  (ptxas would serialise them).
+* **P stays in registers.** The float32 accumulator of S, rounded to 16 bits in place
+  (``Tx.wg.cast``: ``cvt.rn.bf16x2.f32``, no data moves), *is* the A operand of the next
+  wgmma (``wgmma_a_fragment(BN)`` is ``wgmma_accumulator(BN)``): ``Tx.wg.gemm_async(O, P,
+  V_smem)`` dispatches to ``wgmma.mma_async`` with A from registers (the ``wgmma_rs``
+  variant), and P never touches shared memory.
+* **Online softmax with exp2.** Per row the running maximum ``m`` (of the raw scores) and
+  sum ``l``; with ``c = scale · log2(e)`` folded in, ``P = 2^(S c - m c)`` is one ``fma`` and
+  one ``ex2.approx.ftz`` per score, and ``alpha = 2^((m_old - m) c)`` rescales ``l`` and
+  ``O``. The row max is ``Tx.wg.max`` over the accumulator fragment (in-thread, then two
+  shuffles) into ``wgmma_accumulator_rows()``, which broadcasts back over the rows in
+  registers; ``l`` is kept as each lane's partial sums (S viewed as (64, 4, BN / 4), the
+  middle axis the 4 lanes of a row, summed over the last axis without a shuffle) and summed
+  across the lanes once per tile.
+* **Masks only where needed.** With ``causal``, the key blocks a tile's rows cannot see are
+  neither loaded nor computed; only blocks crossing the diagonal, or the last one when
+  ``seq_k`` is not a multiple of the block, get ``-inf`` per score (by its row and column,
+  the fragment's formula). Rows past ``seq_q`` and keys past ``seq_k`` read as zeros (TMA).
+* **Epilogue through shared memory and a TMA store.** ``O / l`` is cast to the output
+  dtype, written to a swizzled shared tile (``stmatrix``), fenced for the async proxy and
+  stored by TMA, which drops rows past ``seq_q``. With head_dim 256 the output tile lives in
+  the Q tile (shared memory is short), so the next tile's Q load waits for that store.
+
+Correctness: float64 numpy in the simulator (``tests/attn/``, every hazard check on) and
+torch SDPA on the GPU; ``benchmarks/bench_attention.py`` times it against SDPA's flash and
+cuDNN backends and a Triton kernel.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tilewise import T, Tx
+from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
+                             wgmma_accumulator_rows, wid_in_wg)
+
+BM = 128  # query rows per tile: two consumer warpgroups of 64
+BLOCK_N = {64: 128, 128: 128, 256: 64}  # keys per block, by head_dim (registers, smem)
+SMEM_BYTES = 227 * 1024  # the H100 / H200 opt-in limit per CTA
+H200_SMS = 132
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+NEG_INF = float("-inf")
+
+
+def plan(head_dim: int, block_n: int | None = None, stages: int | None = None):
+    """(block_n, stages, o_in_q): keys per block, K/V ring depth, and whether the output
+    tile reuses the Q tile's shared memory (when a separate one does not fit)."""
+    bn = block_n or BLOCK_N[head_dim]
+    q = BM * head_dim * 2
+    kv = 2 * bn * head_dim * 2  # one K and one V block
+    o_in_q = q + q + 2 * kv > SMEM_BYTES - 1024
+    free = SMEM_BYTES - 1024 - q - (0 if o_in_q else q)
+    return bn, stages or min(4, free // kv), o_in_q
+
+
+#: The sizes the kernel leaves symbolic (bound from the arrays at launch): one compiled
+#: kernel serves every batch and sequence length of a (heads, head_dim, causal, dtype, ...).
+BATCH, SEQ_Q, SEQ_K = T.int32(), T.int32(), T.int32()
+
+
+def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int,
+                   causal: bool = False, dtype: str = "bfloat16", kv_heads: int | None = None,
+                   scale: float | None = None, return_lse: bool = False, *,
+                   block_n: int | None = None, stages: int | None = None,
+                   num_sms: int | None = None):
+    """The attention kernel ``k(Q, K, V, O)`` (``k(Q, K, V, O, LSE)`` with ``return_lse``);
+    see the module docstring. ``block_n`` (keys per block), ``stages`` (K/V ring depth) and
+    ``num_sms`` (persistent CTAs) tune it. The batch and the sequence lengths are checked
+    here and left symbolic in the kernel, so calls that differ only in them share one
+    compiled kernel."""
+    _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads)
+    BN, stages, o_in_q = plan(head_dim, block_n, stages)
+    if BN % 16 or not 16 <= BN <= 256 or stages < 1:
+        raise ValueError(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "
+                         "256 and the ring has at least one stage")
+    scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
+    key = (heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
+           bool(return_lse), BN, stages, o_in_q, num_sms or _sm_count())
+    if key not in _KERNELS:  # built once: the same kernel object compiles once
+        _KERNELS[key] = _build(*key)
+    return _KERNELS[key]
+
+
+_KERNELS: dict = {}
+
+
+def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, ctas):
+    batch, seq_q, seq_k = BATCH, SEQ_Q, SEQ_K
+    group = heads // Hk
+    sl2 = scale * LOG2E
+    threads = 384  # consumers: warpgroups 0 and 1; producer: warpgroup 2
+    q_layout = swizzled_tile(BM, D, 16, 128)
+    kv_layout = swizzled_tile(BN, D, 16, 128, stages=stages)
+    # K's ring viewed as (stages, D, BN): the B operand of S = Q Kᵀ, K-major
+    kt_layout = kv_layout.permute((0, 2, 1), shape=(stages, BN, D))
+    acc_s, acc_o, rows = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator_rows()
+    p_frag = wgmma_a_fragment(BN)
+    # S's registers seen as (64, 4, BN / 4): the middle axis is the 4 lanes that share a row,
+    # so a sum over the last axis stays in each thread. l is kept as those per-lane partial
+    # sums (rescaling is linear) and reduced across the lanes once per tile.
+    by_lane = S[(4, 2, 8, 4, BN // 8, 2):(1 @ wid_in_wg, 2, 4 @ laneid, 1 @ laneid, 4, 1)]
+    by_lane = by_lane.group((64, 4, BN // 4))
+    per_lane = S[(4, 2, 8, 4, 1):(1 @ wid_in_wg, 1, 4 @ laneid, 1 @ laneid, 1)].group((64, 4, 1))
+    rows3 = (S[(4, 2, 8, 1, 1):(1 @ wid_in_wg, 1, 4 @ laneid, 1, 1)] + R[4:1 @ laneid]).group(
+        (64, 1, 1))
+    q_bytes, kv_bytes = BM * D * 2, BN * D * 2
+
+    @T.prim_func
+    def attention(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle,
+                  LSE_ptr: T.handle):
+        Q = T.match_buffer(Q_ptr, (batch, heads, seq_q, D), dtype)
+        K = T.match_buffer(K_ptr, (batch, Hk, seq_k, D), dtype)
+        V = T.match_buffer(V_ptr, (batch, Hk, seq_k, D), dtype)
+        O = T.match_buffer(O_ptr, (batch, heads, seq_q, D), dtype)  # noqa: E741
+        if return_lse:
+            LSE = T.match_buffer(LSE_ptr, (batch, heads, seq_q), "float32")
+        T.device_entry()
+        bx = T.cta_id([ctas])
+        tid = T.thread_id([threads])
+        wg = tid // 128  # 0, 1: consumers; 2: the producer
+        MB = (seq_q + BM - 1) // BM  # q-blocks per (batch, head)
+        NB = (seq_k + BN - 1) // BN  # key blocks
+        tiles = batch * heads * MB
+        Qs = T.alloc_buffer((BM, D), dtype, scope="shared.dyn", layout=q_layout, align=1024)
+        Ks = T.alloc_buffer((stages, BN, D), dtype, scope="shared.dyn", layout=kv_layout,
+                            align=1024)
+        Kt = Ks.view(stages, D, BN, layout=kt_layout)
+        Vs = T.alloc_buffer((stages, BN, D), dtype, scope="shared.dyn", layout=kv_layout,
+                            align=1024)
+        if o_in_q:
+            Os = Qs
+        else:
+            Os = T.alloc_buffer((BM, D), dtype, scope="shared.dyn", layout=q_layout,
+                                align=1024)
+        q_full = T.alloc_shared((1,), "uint64")
+        q_empty = T.alloc_shared((1,), "uint64")
+        k_full = T.alloc_shared((stages,), "uint64")
+        k_empty = T.alloc_shared((stages,), "uint64")
+        v_full = T.alloc_shared((stages,), "uint64")
+        v_empty = T.alloc_shared((stages,), "uint64")
+        if tid == 0:
+            T.ptx.mbarrier.init(T.address_of(q_full[0]), 1)
+            T.ptx.mbarrier.init(T.address_of(q_empty[0]), 2)
+            for s in range(stages):
+                T.ptx.mbarrier.init(T.address_of(k_full[s]), 1)
+                T.ptx.mbarrier.init(T.address_of(k_empty[s]), 2)
+                T.ptx.mbarrier.init(T.address_of(v_full[s]), 1)
+                T.ptx.mbarrier.init(T.address_of(v_empty[s]), 2)
+        T.cuda.cta_sync()
+        if wg == 2:  # ------------------------------------------------------------ producer
+            T.ptx.setmaxnreg(False, 24)  # the producer gives its registers away
+            if tid == 256:  # one thread issues every load
+                it = 0  # K/V blocks this CTA has gone through (the ring's position)
+                tc = 0  # tiles this CTA has done (the Q barrier's phase)
+                for t in range(bx, tiles, ctas):
+                    b, h, hk, m0, n_blocks = work_item(t, MB, NB, heads, group, seq_k, causal,
+                                                       BM, BN)
+                    T.ptx.mbarrier.try_wait(T.address_of(q_empty[0]), (tc + 1) % 2)
+                    T.ptx.mbarrier.arrive.expect_tx(T.address_of(q_full[0]), q_bytes)
+                    Tx.thread.copy_async(Qs[:, :], Q[b, h, m0:m0 + BM, :], dispatch="tma",
+                                         mbar=T.address_of(q_full[0]))
+                    for j in range(n_blocks + 1):
+                        if j < n_blocks:  # K block j
+                            s = (it + j) % stages
+                            T.ptx.mbarrier.try_wait(T.address_of(k_empty[s]),
+                                                    ((it + j) // stages + 1) % 2)
+                            T.ptx.mbarrier.arrive.expect_tx(T.address_of(k_full[s]), kv_bytes)
+                            Tx.thread.copy_async(Ks[s, :, :], K[b, hk, j * BN:j * BN + BN, :],
+                                                 dispatch="tma", mbar=T.address_of(k_full[s]))
+                        if j > 0:  # V block j - 1: it is read one step after K block j - 1
+                            sv = (it + j - 1) % stages
+                            T.ptx.mbarrier.try_wait(T.address_of(v_empty[sv]),
+                                                    ((it + j - 1) // stages + 1) % 2)
+                            T.ptx.mbarrier.arrive.expect_tx(T.address_of(v_full[sv]), kv_bytes)
+                            Tx.thread.copy_async(Vs[sv, :, :], V[b, hk, j * BN - BN:j * BN, :],
+                                                 dispatch="tma", mbar=T.address_of(v_full[sv]))
+                    it = it + n_blocks
+                    tc = tc + 1
+        else:  # ------------------------------------------------------------------ consumers
+            T.ptx.setmaxnreg(True, 240)  # ... and the consumers take them
+            # registers: S (Sacc), P, O, O, per-row m, l, alpha and a scratch x
+            sr = T.alloc_local((BN // 2,), "float32")
+            Sacc = sr.view(64, BN, layout=acc_s)
+            P = T.alloc_local((64, BN), dtype, layout=p_frag)
+            Oacc = T.alloc_local((64, D), "float32", layout=acc_o)
+            Ob = T.alloc_local((64, D), dtype, layout=acc_o)
+            mr = T.alloc_local((2,), "float32")
+            m = mr.view(64, 1, layout=rows)
+            lr = T.alloc_local((2,), "float32")
+            lsum = lr.view(64, 1, layout=rows)
+            lpr = T.alloc_local((2,), "float32")
+            lpart = lpr.view(64, 4, 1, layout=per_lane)  # l, per lane of the row
+            ar = T.alloc_local((2,), "float32")
+            alpha = ar.view(64, 1, layout=rows)
+            alpha3 = ar.view(64, 1, 1, layout=rows3)
+            S3 = sr.view(64, 4, BN // 4, layout=by_lane)
+            yr = T.alloc_local((2,), "float32")
+            y = yr.view(64, 4, 1, layout=per_lane)
+            xr = T.alloc_local((2,), "float32")
+            x = xr.view(64, 1, layout=rows)
+            cw = wg  # this warpgroup's 64 rows of each tile
+            leader = tid % 128 == 0
+            lane = tid % 32
+            if cw == 1:
+                T.ptx.bar.arrive(1, 256)  # warpgroup 0 issues its GEMMs first
+            it = 0
+            tc = 0
+            for t in range(bx, tiles, ctas):
+                b, h, hk, m0, n_blocks = work_item(t, MB, NB, heads, group, seq_k, causal,
+                                                   BM, BN)
+                r0 = m0 + 64 * cw  # this warpgroup's first row
+                # blocks from n_full on hold a masked score (the diagonal, or keys >= seq_k)
+                if causal:
+                    n_full = T.min((r0 + 1) // BN, seq_k // BN)
+                else:
+                    n_full = seq_k // BN
+                Tx.wg.fill(m, NEG_INF)
+                Tx.wg.fill(lpart, 0.0)
+                Tx.wg.zero(Oacc)  # so the first rescale (by 0) and P V need no special case
+                T.ptx.mbarrier.try_wait(T.address_of(q_full[0]), tc % 2)
+                # One body, unrolled twice while parsing: phase 0 is block 0 (no P V to issue
+                # yet), phase 1 the steady state, blocks 1 .. n_blocks - 1. Keeping `if`s out
+                # of the issue sequence lets ptxas keep the wgmmas asynchronous.
+                for phase in T.static_range(2):
+                    for jj in range(n_blocks - 1 if phase else 1):
+                        j = jj + phase  # the key block
+                        s = (it + j) % stages
+                        sv = (it + j + stages - 1) % stages
+                        T.ptx.mbarrier.try_wait(T.address_of(k_full[s]), (it + j) // stages % 2)
+                        if phase:
+                            Tx.wg.mul(Oacc, Oacc, alpha)  # rescale O before adding P V
+                            T.ptx.mbarrier.try_wait(T.address_of(v_full[sv]),
+                                                    (it + j - 1) // stages % 2)
+                        for slot in T.static_range(2):  # ping-pong: warpgroup `slot` issues
+                            if cw == slot:
+                                T.ptx.bar.sync(1 + slot, 256)  # its turn on the tensor cores
+                                T.ptx.wgmma.fence()
+                                Tx.wg.gemm_async(Sacc, Qs[slot * 64:slot * 64 + 64, :],
+                                                 Kt[s, :, :], accum=False)
+                                T.ptx.wgmma.commit_group()
+                                if phase:  # O += P V of the previous block, in flight with S
+                                    Tx.wg.gemm_async(Oacc, P, Vs[sv, :, :], accum=True)
+                                    T.ptx.wgmma.commit_group()
+                                T.ptx.bar.arrive(2 - slot, 256)  # the other one's turn
+                        T.ptx.wgmma.wait_group(phase)  # S is ready (P V may still run)
+                        if leader:
+                            T.ptx.mbarrier.arrive(T.address_of(k_empty[s]))
+                            if not o_in_q and j == n_blocks - 1:
+                                T.ptx.mbarrier.arrive(T.address_of(q_empty[0]))  # Q is free
+                        if j >= n_full:  # -inf where the key is past seq_k or above the diagonal
+                            for r in T.static_range(BN // 2):
+                                col = j * BN + 8 * (r // 4) + 2 * (lane % 4) + r % 2
+                                row = r0 + 16 * (tid // 32 % 4) + lane // 4 + 8 * (r // 2 % 2)
+                                if causal:
+                                    sr[r] = T.select((col >= seq_k) | (col > row), NEG_INF,
+                                                     sr[r])
+                                else:
+                                    sr[r] = T.select(col >= seq_k, NEG_INF, sr[r])
+                        # online softmax, in the log2 domain with the scale folded in
+                        Tx.wg.max(x, Sacc, axes=-1)
+                        Tx.wg.maximum(x, x, m)  # the new running max
+                        Tx.wg.sub(alpha, m, x)
+                        Tx.wg.exp2(alpha, alpha, scale=sl2, ftz=True)  # 2^((m_old - m) c)
+                        Tx.wg.maximum(m, m, x)
+                        Tx.wg.mul(x, x, -sl2)
+                        Tx.wg.fma(Sacc, Sacc, sl2, x)  # S c - m c
+                        Tx.wg.exp2(Sacc, Sacc, ftz=True)  # P, unnormalised
+                        Tx.wg.sum(y, S3, axes=-1)  # this lane's part of the row sums
+                        Tx.wg.fma(lpart, lpart, alpha3, y)  # l = l alpha + rowsum(P)
+                        if phase:
+                            T.ptx.wgmma.wait_group(0)  # P V done: V and P are free
+                            if leader:
+                                T.ptx.mbarrier.arrive(T.address_of(v_empty[sv]))
+                        Tx.wg.cast(P, Sacc)  # P, in registers, is the next wgmma's A operand
+                # the last block's P V
+                sv = (it + n_blocks - 1) % stages
+                Tx.wg.mul(Oacc, Oacc, alpha)
+                T.ptx.mbarrier.try_wait(T.address_of(v_full[sv]),
+                                        (it + n_blocks - 1) // stages % 2)
+                for slot in T.static_range(2):
+                    if cw == slot:
+                        T.ptx.bar.sync(1 + slot, 256)
+                        T.ptx.wgmma.fence()
+                        Tx.wg.gemm_async(Oacc, P, Vs[sv, :, :], accum=True)
+                        T.ptx.wgmma.commit_group()
+                        T.ptx.bar.arrive(2 - slot, 256)
+                T.ptx.wgmma.wait_group(0)
+                if leader:
+                    T.ptx.mbarrier.arrive(T.address_of(v_empty[sv]))
+                # epilogue: O / l -> shared (the output dtype) -> TMA store; and the LSE
+                Tx.wg.sum(lsum, lpart, axes=1)  # the 4 lanes' parts: l per row
+                if return_lse:
+                    Tx.wg.log2(x, lsum)
+                    Tx.wg.fma(x, m, sl2, x)
+                    Tx.wg.mul(x, x, LN2)  # m scale + log(l): natural log
+                    for i in T.static_range(2):
+                        row = r0 + 16 * (tid // 32 % 4) + lane // 4 + 8 * i
+                        if lane % 4 == 0 and row < seq_q:
+                            LSE[b, h, row] = xr[i]
+                Tx.wg.reciprocal(lsum, lsum)
+                Tx.wg.mul(Oacc, Oacc, lsum)
+                Tx.wg.cast(Ob, Oacc)
+                if leader:
+                    T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has left Os
+                T.ptx.bar.sync(3 + cw, 128)
+                Tx.wg.copy(Os[cw * 64:cw * 64 + 64, :], Ob)
+                T.ptx.fence.proxy_async()
+                T.ptx.bar.sync(3 + cw, 128)
+                if leader:
+                    Tx.thread.copy_async(O[b, h, r0:r0 + 64, :], Os[cw * 64:cw * 64 + 64, :],
+                                         dispatch="tma")
+                    T.ptx.cp_async.bulk.commit_group()
+                    if o_in_q:  # the next Q may land once the store has read the tile
+                        T.ptx.cp_async.bulk.wait_group_read(0)
+                        T.ptx.mbarrier.arrive(T.address_of(q_empty[0]))
+                it = it + n_blocks
+                tc = tc + 1
+            if leader:
+                T.ptx.cp_async.bulk.wait_group(0)
+
+    return attention if return_lse else _without_lse(attention)
+
+
+def make_attention_backward(*args, **kwargs):
+    """The backward pass, with ``make_attention``'s arguments: an object called as
+    ``bwd(Q, K, V, O, dO, LSE, dQ, dK, dV)`` (examples/attention_backward.py)."""
+    return _sibling("attention_backward").make_attention_backward(*args, **kwargs)
+
+
+def _sibling(name: str):
+    """A module of this folder, loaded by path (the examples are files, not a package)."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    key = f"_tilewise_example_{name}"
+    if key not in sys.modules:
+        path = pathlib.Path(__file__).with_name(f"{name}.py")
+        spec = importlib.util.spec_from_file_location(key, path)
+        sys.modules[key] = mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    return sys.modules[key]
+
+
+def _without_lse(func):
+    """The kernel without its LSE parameter (``return_lse=False`` never binds it)."""
+    import dataclasses
+
+    return dataclasses.replace(func, params=func.params[:4] + func.params[5:])  # sizes stay
+
+
+def _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
+    if dtype not in ("bfloat16", "float16"):
+        raise ValueError(f"make_attention takes bfloat16 or float16, not {dtype!r}")
+    if head_dim not in BLOCK_N:
+        raise ValueError(f"head_dim={head_dim}: 64, 128 or 256")
+    for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name}={v!r} must be a positive int")
+    if kv_heads is not None and (kv_heads < 1 or heads % kv_heads):
+        raise ValueError(f"kv_heads={kv_heads} must divide heads={heads}")
+
+
+def _sm_count() -> int:
+    """The SM count of this machine's GPU (one persistent CTA each); the H200's without one."""
+    try:
+        from tilewise import runtime
+
+        if runtime.gpu_available():
+            return runtime.sm_count()
+    except Exception:  # noqa: BLE001 - no driver, no GPU: the simulator's default
+        pass
+    return H200_SMS
+
+
+@T.inline
+def work_item(t, MB, NB, heads, group, seq_k, causal, BM, BN):
+    """Work item ``t`` of the persistent loop -> (batch, head, its key/value head, first
+    row, key blocks to visit): the one order the producer and both consumers walk, written
+    once and parsed into each role's loop. Causal tiles go longest first (the last q-block
+    of a head sees the most keys) and see only the key blocks up to their diagonal."""
+    bh = t // MB
+    b = bh // heads
+    h = bh % heads
+    mb = MB - 1 - t % MB if causal else t % MB
+    m0 = mb * BM
+    if causal:  # the key blocks the tile's rows see; the rest are skipped
+        n_blocks = T.min(NB, (T.min(m0 + BM, seq_k) + BN - 1) // BN)
+    else:
+        n_blocks = NB
+    return b, h, h // group, m0, n_blocks
+
+
+# ---- `tilewise run examples/attention.py` and the tests: a small causal GQA case ----------
+SHAPE = (1, 2, 160, 200, 64)  # batch, heads, seq_q, seq_k, head_dim: tails in both
+KV_HEADS = 1
+TARGET = "sm_90a"
+attention = make_attention(*SHAPE, causal=True, kv_heads=KV_HEADS, return_lse=True,
+                           num_sms=4)
+# P is rounded to 16 bits before P V (2^-9 of each weight, bf16) and O once more: against
+# float64, |O - ref| <= 2^-7 |ref| + 2^-6 for inputs of unit variance; the LSE is float32.
+RTOL = 2.0 ** -7
+ATOL = 2.0 ** -6
+
+
+def inputs(rng, shape=SHAPE, dtype="bfloat16", kv_heads=KV_HEADS):
+    """Random Q, K, V of unit variance (never zeros), O and LSE poisoned with NaN."""
+    import ml_dtypes
+    import numpy as np
+
+    d = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.dtype(dtype)
+    b, h, sq, sk, hd = shape
+    hk = kv_heads or h
+    return [rng.standard_normal((b, h, sq, hd)).astype(d),
+            rng.standard_normal((b, hk, sk, hd)).astype(d),
+            rng.standard_normal((b, hk, sk, hd)).astype(d),
+            np.full((b, h, sq, hd), np.nan, d), np.full((b, h, sq), np.nan, np.float32)]
+
+
+def reference(q, k, v, o, lse, causal=True, scale=None):
+    """O and LSE in float64 as torch SDPA defines them (top-left causal mask, GQA by repeating
+    the key/value heads), O rounded to the inputs' dtype."""
+    import numpy as np
+
+    out, l_ = attention_reference(q, k, v, causal, scale)
+    return [q, k, v, out.astype(o.dtype), l_.astype(np.float32)]
+
+
+def attention_reference(q, k, v, causal: bool, scale: float | None = None):
+    """(O, LSE) in float64 from numpy arrays (batch, heads, seq, head_dim)."""
+    import numpy as np
+
+    q, k, v = (np.asarray(x).astype(np.float64) for x in (q, k, v))
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = q @ k.transpose(0, 1, 3, 2) * (scale if scale is not None else q.shape[-1] ** -0.5)
+    if causal:
+        above = np.arange(k.shape[2])[None, :] > np.arange(q.shape[2])[:, None]
+        s = np.where(above, -np.inf, s)
+    mx = s.max(-1, keepdims=True)
+    e = np.exp(s - mx)
+    total = e.sum(-1, keepdims=True)
+    return e @ v / total, (np.log(total) + mx)[..., 0]
