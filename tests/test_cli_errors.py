@@ -153,6 +153,17 @@ def test_a_path_holding_a_colon_loads(tmp_path, capsys):
     assert main(["compile", str(f), "--emit", "ir"]) == 0
     assert main(["compile", f"{f}:k", "--emit", "ir"]) == 0
     assert capsys.readouterr().out.count("def k(") == 2
+    d = tmp_path / "x:y"  # a colon in a folder's name, and FUNC
+    d.mkdir()
+    (d / "k.py").write_text(KERNEL)
+    assert main(["compile", f"{d / 'k.py'}:k", "--emit", "ir"]) == 0
+    assert "def k(" in capsys.readouterr().out
+
+
+def test_a_missing_path_holding_a_colon_is_named_whole(tmp_path, capsys):
+    missing = f"{tmp_path}/no:such/k.py"
+    assert main(["compile", missing]) == 2
+    assert f"no such file: {missing}" in capsys.readouterr().err
 
 
 def test_output_is_written_where_asked(tmp_path, capsys):

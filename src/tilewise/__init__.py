@@ -7,7 +7,7 @@ CUDA libraries are imported lazily, only when a launch needs them.
 """
 
 from .errors import (CompileError, DispatchError, HazardError, LaunchError, LayoutError,
-                     ScriptError, SimulationError, TargetError, TilewiseError,
+                     ScriptError, SimulationError, SimulationWarning, TargetError, TilewiseError,
                      TilewisePerformanceWarning, VerifyError)
 from ._version import __version__
 from .autotune import autotune  # the function (binding it here shadows the module's name)
@@ -16,8 +16,8 @@ from .script import T, Tx, from_source
 
 __all__ = ["T", "Tx", "from_source", "TilewiseError", "ScriptError", "LayoutError",
            "DispatchError", "CompileError", "LaunchError", "SimulationError", "HazardError",
-           "TargetError", "VerifyError", "TilewisePerformanceWarning", "autotune", "Target",
-           "compile", "simulate", "load"]
+           "SimulationWarning", "TargetError", "VerifyError", "TilewisePerformanceWarning",
+           "autotune", "Target", "compile", "simulate", "load"]
 
 
 def _compile_for_device(func):

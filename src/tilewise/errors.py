@@ -139,6 +139,20 @@ class HazardError(SimulationError):
     kind = "hazard"
 
 
+class SimulationWarning(UserWarning):
+    """Something the simulator found benign but worth knowing (``report.warnings``: two CTAs
+    writing identical bytes to one place), rendered like an error, as a warning."""
+
+    kind = "warning"
+
+    def __init__(self, message: str, span: Span | None = None, hint: str | None = None):
+        self.message, self.span, self.hint = message, span, hint
+        super().__init__(self.render())
+
+    render = TilewiseError.render
+    __str__ = TilewiseError.__str__
+
+
 class TargetError(TilewiseError):
     """An unknown or malformed target name, or a feature the target does not have."""
 

@@ -1,11 +1,34 @@
 """Every setting tilewise reads from the environment, read once, typed, in one place.
 
+variable                    knob                                      default
+==========================  ========================================  =====================
+TILEWISE_CACHE_DIR          ``knobs.cache_dir``: on-disk compile      ``$XDG_CACHE_HOME/
+                            cache                                     tilewise``
+TILEWISE_CACHE              ``knobs.cache_enabled`` (``0`` disables)  on
+TILEWISE_DUMP_DIR           ``knobs.dump_dir``: write every stage     unset (no dumps)
+                            there
+TILEWISE_SIM_STRICT         ``knobs.sim_strict``: hazards raise       on (``0``: record)
+TILEWISE_SIM_STRICT_RACES   ``knobs.sim_strict_races``: two CTAs      off (a warning)
+                            writing identical bytes is a hazard
+TILEWISE_SIM_CHECKS         ``knobs.sim_checks``: the simulator's     ``full``
+                            checks, ``full`` / ``races`` / ``none``
+TILEWISE_SIM_MAX_LOOP       ``knobs.sim_max_loop``: iterations one    1048576
+                            simulated loop may run before it is
+                            reported as endless
+CUDA_HOME                   ``knobs.cuda_home``: a toolkit, searched  ``/usr/local/cuda``
+                            for libdevice after the nvidia-nvvm wheel
+==========================  ========================================  =====================
+=======
 * ``TILEWISE_CACHE_DIR`` -> ``knobs.cache_dir``: the on-disk compile cache
   (default ``$XDG_CACHE_HOME/tilewise``).
 * ``TILEWISE_CACHE`` -> ``knobs.cache_enabled`` (``0`` disables; default on).
 * ``TILEWISE_DUMP_DIR`` -> ``knobs.dump_dir``: write every stage there (default unset).
 * ``TILEWISE_SIM_STRICT`` -> ``knobs.sim_strict``: hazards raise (default on; ``0``
   records them in the report).
+* ``TILEWISE_SIM_STRICT_RACES`` -> ``knobs.sim_strict_races``: two CTAs writing identical
+  bytes to one place is a hazard (default off: a warning in the report).
+* ``TILEWISE_SIM_CHECKS`` -> ``knobs.sim_checks``: the simulator's checks, ``full``,
+  ``races`` or ``none`` (default ``full``; ``simulate(..., checks=)``).
 * ``TILEWISE_SIM_MAX_LOOP`` -> ``knobs.sim_max_loop``: iterations one simulated loop may
   run before it is reported as endless (default 1048576).
 * ``TILEWISE_TRACEBACK_FILTERING`` -> ``knobs.traceback_filtering``: a TilewiseError
@@ -51,6 +74,14 @@ def _count(value: str | None, default: int) -> int:
     return n if n > 0 else default
 
 
+SIM_CHECKS = ("full", "races", "none")  # the simulator's check levels, the default first
+
+
+def _choice(value: str | None, options: tuple) -> str:
+    v = (value or "").strip().lower()
+    return v if v in options else options[0]
+
+
 @dataclass
 class Knobs:
     """The settings; :meth:`from_env` reads them from an environment mapping."""
@@ -59,6 +90,8 @@ class Knobs:
     cache_enabled: bool = True
     dump_dir: str | None = None
     sim_strict: bool = True
+    sim_strict_races: bool = False
+    sim_checks: str = "full"
     cuda_home: str = "/usr/local/cuda"
     sim_max_loop: int = 1 << 20
     traceback_filtering: bool = True
@@ -72,6 +105,8 @@ class Knobs:
                    cache_enabled=_flag(env.get("TILEWISE_CACHE"), True),
                    dump_dir=env.get("TILEWISE_DUMP_DIR") or None,
                    sim_strict=_flag(env.get("TILEWISE_SIM_STRICT"), True),
+                   sim_strict_races=_flag(env.get("TILEWISE_SIM_STRICT_RACES"), False),
+                   sim_checks=_choice(env.get("TILEWISE_SIM_CHECKS"), SIM_CHECKS),
                    cuda_home=env.get("CUDA_HOME") or "/usr/local/cuda",
                    sim_max_loop=_count(env.get("TILEWISE_SIM_MAX_LOOP"), 1 << 20),
                    traceback_filtering=_flag(env.get("TILEWISE_TRACEBACK_FILTERING"), True),

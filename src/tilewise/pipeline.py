@@ -17,6 +17,7 @@ from .errors import DispatchError, performance_warning
 from .ir.stmt import PrimFunc, as_prim_func
 from .ir.verify import verify
 from .passes.check_limits import check_limits
+from .passes.check_operands import check_operands, check_params
 from .passes.check_targets import check_targets
 from .passes.dead_code import dead_code
 from .passes.flatten import flatten
@@ -80,6 +81,8 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
     ("dead-code", lambda f, out: dead_code(f)),
     ("plan-shared", _plan_shared),
     ("check-limits", lambda f, out: check_limits(f, out.target, out.shared)),
+    ("check-operands", lambda f, out: check_operands(f)),
+    ("check-params", lambda f, out: check_params(f, out.target.ptx_version_for(out.features))),
     ("verify-flat", lambda f, out: verify(f, flat=True)),
 ]
 

@@ -35,7 +35,8 @@ def split_spec(spec: str) -> tuple[pathlib.Path, str]:
     if whole.is_dir():
         raise TilewiseError(f"{spec} is a folder, not a Python file",
                             hint="name the file that defines the kernel: FILE[:FUNC]")
-    raise TilewiseError(f"no such file: {path if sep and path else spec}",
+    missing = path if sep and path and name.isidentifier() else spec  # ':' in the path
+    raise TilewiseError(f"no such file: {missing}",
                         hint="write FILE[:FUNC], FILE a Python file that defines a "
                              "@T.prim_func kernel")
 

@@ -17,8 +17,12 @@ def k(A_ptr: T.handle):
 '''
 
 
-def ptx_of(*lines: str, target="sm_90a") -> str:
-    src = HEAD + "".join("    " + ln + "\n" for ln in lines)
+CLUSTER_HEAD = HEAD.replace("    T.device_entry()\n", "    T.device_entry()\n"
+                           "    T.cta_id([2])\n    T.cta_id_in_cluster([2])\n")
+
+
+def ptx_of(*lines: str, target="sm_90a", head=HEAD) -> str:
+    src = head + "".join("    " + ln + "\n" for ln in lines)
     kernel = tw.compile(from_source(src), target)
     ptx = kernel.source("ptx")
     assert link_cubin(ptx, target)[:4] == b"\x7fELF"
@@ -59,9 +63,19 @@ def test_an_alias_keeps_its_spelling_in_the_ir():
 
 def test_remote_arrive_expect_tx_maps_the_address_into_the_cluster():
     ptx = ptx_of("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 16, remote=1, "
-                 "pred=tid == 0)")
+                 "pred=tid == 0)", head=CLUSTER_HEAD)
     assert "mapa.shared::cluster" in ptx
     assert "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [" in ptx
+
+
+@pytest.mark.parametrize("head,rank,message", [
+    (HEAD, 1, "remote= 1 names a CTA of a cluster, but the kernel declares no cluster"),
+    (CLUSTER_HEAD, 2, "remote= 2 is outside the cluster of 2 CTA(s) (2, 1, 1)")])
+def test_a_constant_remote_rank_outside_the_cluster_is_refused_at_compile_time(head, rank,
+                                                                               message):
+    with pytest.raises(tw.CompileError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ptx_of(f"T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 16, remote={rank})",
+               head=head)
 
 
 def test_local_arrive_expect_tx_is_the_cta_form():

@@ -18,7 +18,8 @@ def test_equal_priority_is_an_error():
 
 
 def test_candidates_by_priority():
-    assert [v.name for v in candidates("copy")][:3] == ["ld_stmatrix", "reg", "gmem_smem"]
+    assert [v.name for v in candidates("copy")][:4] == ["ld_stmatrix", "thread_regs", "reg",
+                                                        "gmem_smem"]
     assert candidates("copy")[-1].name == "fallback"
 
 

@@ -61,8 +61,24 @@ def _simulate(tw, func, target, rng) -> str:
             return "sim-skipped"
     except tw.TilewiseError:
         pass  # simulate reports it
-    tw.simulate(func, *random_inputs(func, rng), target=target)
+    tw.simulate(func, *random_inputs(func, rng), target=target, **_sim_options(func, rng))
     return "simulated"
+
+
+def _sim_options(func, rng) -> dict:
+    """simulate()'s options drawn for a mutant: a check level, outputs=, strict_races=."""
+    out = {}
+    r = rng.random()
+    if r < 0.15:
+        out["checks"] = "races"
+    elif r < 0.3:
+        out["checks"] = "none"
+    names = [b.name for b in func.param_buffers()]
+    if names and rng.random() < 0.3:
+        out["outputs"] = tuple(n for n in names if rng.random() < 0.5)
+    if rng.random() < 0.2:
+        out["strict_races"] = True
+    return out
 
 
 def _stages(tw, func, target, options, rng) -> list[str]:

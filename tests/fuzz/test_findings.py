@@ -144,3 +144,21 @@ def test_match_buffer_lines_in_another_order_than_the_parameters():
 def test_maxntid_is_checked_but_not_emitted_beside_reqntid():
     k = tw.compile(from_source(body("B[tid] = A[tid]"), filename=FILE), maxntid=256)
     assert ".reqntid 128" in k.ptx and ".maxntid" not in k.ptx and len(k.cubin) > 0
+
+
+def test_a_register_limit_below_an_instructions_need_is_the_users_error():
+    """ptxas C7602 (a wgmma accumulator of 128 registers under maxnreg=64) is a limit the
+    user set, not a code generator defect (found: examples/gemm_hopper.py:1005:2301)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from gemm_hopper import make_gemm
+
+    k = tw.compile(make_gemm(), maxnreg=64)
+    with pytest.raises(tw.CompileError) as info:
+        k.cubin  # noqa: B018 - nvJitLink assembles the PTX
+    assert "the kernel allows 64 registers per thread, but one of its instructions needs" \
+        in str(info.value)
+    assert "defect" not in str(info.value) + info.value.hint
+    assert "maxnreg=" in info.value.hint

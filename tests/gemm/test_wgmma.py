@@ -135,6 +135,53 @@ HAZARDS = [
 ]
 
 
+UNFENCED_HEAD = HAZARD_HEAD.replace("    T.ptx.fence.proxy_async()\n", "")
+HAZARDS += [
+    # no wgmma.fence anywhere: the registers written before the first wgmma are not ordered
+    ("no-fence-anywhere", "written by other instructions and the warpgroup has executed no "
+     "wgmma.fence", ["Tx.wg.copy(acc[:, :], C[:, :])",
+                     "Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :], accum=True)  # BUG",
+                     "T.ptx.wgmma.commit_group()", "T.ptx.wgmma.wait_group(0)"]),
+    ("zeroed-then-no-fence", "the warpgroup has executed no wgmma.fence", [
+        "Tx.wg.zero(acc[:, :])",
+        "Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :], accum=True)  # BUG",
+        "T.ptx.wgmma.commit_group()", "T.ptx.wgmma.wait_group(0)"]),
+]
+# generic-proxy writes of an operand (stores, cp.async, stmatrix) and no fence.proxy.async
+PROXY_HAZARDS = [
+    ("stores", "wgmma.mma_async reads shared memory that thread 0 wrote with ordinary stores "
+     "and no fence.proxy.async since", []),
+    ("cp-async", "wrote with ordinary stores and no fence.proxy.async since", [
+        "T.cuda.cta_sync()", "Tx.cta.copy_async(Bs[:, :], B[:, :], dispatch='ldgsts')",
+        "T.ptx.cp_async.commit_group()", "T.ptx.cp_async.wait_group(0)",
+        "T.cuda.cta_sync()"]),
+]
+
+
+@pytest.mark.parametrize("hid,message,extra", PROXY_HAZARDS, ids=[h[0] for h in PROXY_HAZARDS])
+def test_a_wgmma_operand_written_by_the_generic_proxy_needs_a_proxy_fence(hid, message, extra):
+    from tilewise import from_source
+    from tilewise.layout import wgmma_accumulator
+
+    body = ["T.ptx.wgmma.fence()", "Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :])  # BUG",
+            "T.ptx.wgmma.commit_group()", "T.ptx.wgmma.wait_group(0)"]
+    env = {"LA": G.layout(64, 64, 128), "wgmma_accumulator": wgmma_accumulator}
+    for head, fenced in ((UNFENCED_HEAD, False), (HAZARD_HEAD, True)):
+        lines = extra + (["T.ptx.fence.proxy_async()", "T.cuda.cta_sync()"]
+                         if extra and fenced else []) + body
+        src = head + "".join("    " + ln + "\n" for ln in lines)
+        func = from_source(src, env=env, filename="hz.py")
+        if fenced:
+            assert tw.simulate(func, *G.wgmma_inputs(np.random.default_rng(0))).ok
+            continue
+        with pytest.raises(HazardError, match=message) as e:
+            tw.simulate(func, *G.wgmma_inputs(np.random.default_rng(0)))
+        assert e.value.span.line == next(
+            i for i, ln in enumerate(src.splitlines(), 1) if "# BUG" in ln), str(e.value)
+        assert "then T.cuda.cta_sync(), before the wgmma.mma_async that reads it" in str(
+            e.value.hint)
+
+
 @pytest.mark.parametrize("hid,message,lines", HAZARDS, ids=[h[0] for h in HAZARDS])
 def test_wgmma_hazards_name_the_line(hid, message, lines):
     from tilewise import from_source

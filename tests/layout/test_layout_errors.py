@@ -27,6 +27,13 @@ REG = TileLayout(S[(128, 8) : (1 @ tid_in_wg, 1)])
 # (id, thunk, text the message must contain, text the hint must contain)
 CORPUS = [
     (
+        "permute-of-a-merged-layout",  # the iters of a row-major tile fuse into one
+        lambda: TileLayout(S[(8, 16)]).canonicalize().permute((1, 0)),
+        "order (1, 0) is not a permutation of the 1 dimension(s) of TileLayout(S[128]) (its "
+        "iters merged",
+        "say which shape the 2 dimensions have: layout.permute((1, 0), shape=(...))",
+    ),
+    (
         "count-mismatch",
         lambda: S[(128, 8) : (1,)],
         "S[...] has 2 extents but 1 strides",

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tilewise import T
+from tilewise import T, Tx
+from tilewise.layout import swizzled_tile, wgmma_accumulator
+
+TILE = swizzled_tile(64, 64, 16, 128)  # a 64 x 64 fp16 operand, 128-byte swizzle
+ACC = wgmma_accumulator(64)
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,13 @@ class Planted:
     tool: str  # the compute-sanitizer tool whose documentation covers the class
     target: str = "sm_90a"
     hangs: bool = False  # on the GPU the kernel never finishes (a deadlock)
+
+    @property
+    def outputs(self) -> tuple:
+        """The buffers a GPU run allocates fresh (fill ``empty``: uninitialised), which the
+        simulator is told with ``simulate(..., outputs=)``."""
+        names = [b.name for b in self.kernel.param_buffers()]
+        return tuple(n for n, (_, _, fill) in zip(names, self.args) if fill == "empty")
 
 
 N = 128
@@ -232,7 +243,8 @@ def mbarrier_count_overflow(A_ptr: T.handle, B_ptr: T.handle):
     tid = T.thread_id([128])
     bar = T.alloc_shared((1,), "uint64")
     if tid == 0:
-        T.ptx.mbarrier.init(T.address_of(bar[0]), 1 << 20)  # BUG
+        # a count known only at run time (a constant is refused when compiling)
+        T.ptx.mbarrier.init(T.address_of(bar[0]), (1 << 20) + A[0])  # BUG
     T.cuda.cta_sync()
     B[tid] = A[tid]
 
@@ -248,7 +260,7 @@ def mbarrier_tx_overflow(A_ptr: T.handle, B_ptr: T.handle):
         T.ptx.mbarrier.init(T.address_of(bar[0]), 1)
     T.cuda.cta_sync()
     if tid == 0:
-        T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[0]), 1 << 20)  # BUG
+        T.ptx.mbarrier.arrive_expect_tx(T.address_of(bar[0]), (1 << 20) + A[0])  # BUG
     B[tid] = A[tid]
 
 
@@ -317,7 +329,49 @@ def bulk_read_before_wait(A_ptr: T.handle, B_ptr: T.handle):
     T.ptx.mbarrier.try_wait(T.address_of(bar[0]), 0)
 
 
+@T.prim_func
+def missing_fence_before_wgmma(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 64), "float16")
+    B = T.match_buffer(B_ptr, (64, 64), "float16")
+    C = T.match_buffer(C_ptr, (64, 64), "float32")
+    T.device_entry()
+    T.thread_id([128])
+    As = T.alloc_shared((64, 64), "float16", layout=TILE, align=1024)
+    Bs = T.alloc_shared((64, 64), "float16", layout=TILE, align=1024)
+    acc = T.alloc_local((64, 64), "float32", layout=ACC)
+    Tx.cta.copy(As[:, :], A[:, :])
+    Tx.cta.copy(Bs[:, :], B[:, :])
+    T.cuda.cta_sync()
+    T.ptx.wgmma.fence()
+    Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :])  # BUG
+    T.ptx.wgmma.commit_group()
+    T.ptx.wgmma.wait_group(0)
+    Tx.wg.copy(C[:, :], acc[:, :])
+
+
+@T.prim_func
+def wgmma_without_wgmma_fence(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 64), "float16")
+    B = T.match_buffer(B_ptr, (64, 64), "float16")
+    C = T.match_buffer(C_ptr, (64, 64), "float32")
+    T.device_entry()
+    T.thread_id([128])
+    As = T.alloc_shared((64, 64), "float16", layout=TILE, align=1024)
+    Bs = T.alloc_shared((64, 64), "float16", layout=TILE, align=1024)
+    acc = T.alloc_local((64, 64), "float32", layout=ACC)
+    Tx.cta.copy(As[:, :], A[:, :])
+    Tx.cta.copy(Bs[:, :], B[:, :])
+    T.ptx.fence.proxy_async()
+    T.cuda.cta_sync()
+    Tx.wg.zero(acc[:, :])
+    Tx.wg.gemm_async(acc[:, :], As[:, :], Bs[:, :], accum=True)  # BUG
+    T.ptx.wgmma.commit_group()
+    T.ptx.wgmma.wait_group(0)
+    Tx.wg.copy(C[:, :], acc[:, :])
+
+
 H16 = ((1024, "float16", "arange"), (1024, "float16", "zeros"))
+WG = ((4096, "float16", "arange"), (4096, "float16", "arange"), (4096, "float32", "zeros"))
 
 PLANTED = [
     Planted("oob_global_write", "global store one element past the end",
@@ -344,7 +398,8 @@ PLANTED = [
     Planted("uninit_register", "read of a register (local buffer) never written",
             uninit_register, I32, ("an uninitialised register",), "initcheck"),
     Planted("uninit_global_read", "read of global memory nothing wrote (fresh allocation)",
-            uninit_global_read, ((N, "int32", "arange"), (N, "int32", "empty")), None,
+            uninit_global_read, ((N, "int32", "arange"), (N, "int32", "empty")),
+            ("reads global memory of 'B' that nothing has written in this launch",),
             "initcheck"),
     Planted("global_waw_threads", "every thread writes one global word", global_waw_threads,
             I32, ("write-write race on global memory", "in the same statement"), "racecheck"),
@@ -382,4 +437,11 @@ PLANTED = [
     Planted("bulk_read_before_wait", "read of a bulk copy's bytes before its mbarrier wait",
             bulk_read_before_wait, H16, ("read before the bulk copy's mbarrier completed",),
             "racecheck"),
+    Planted("missing_fence_before_wgmma", "wgmma operand written by ordinary stores, no "
+            "fence.proxy.async", missing_fence_before_wgmma, WG,
+            ("wgmma.mma_async reads shared memory that thread", "no fence.proxy.async since"),
+            "racecheck"),
+    Planted("wgmma_without_wgmma_fence", "accumulator zeroed, then wgmma with no wgmma.fence "
+            "anywhere", wgmma_without_wgmma_fence, WG,
+            ("the warpgroup has executed no wgmma.fence",), "racecheck"),
 ]

@@ -201,12 +201,28 @@ def bad_size(A_ptr: T.handle, B_ptr: T.handle):
     T.cuda.cta_sync()
     if tid == 0:
         T.ptx.cp_async.bulk.g2s(  # BUG: 24 bytes
-            T.address_of(S[0]), T.address_of(A[0]), 24, T.address_of(bar[0]))
+            T.address_of(S[0]), T.address_of(A[0]), 24 + tid, T.address_of(bar[0]))
 
 
 def test_size_not_a_multiple_of_16():
+    # a size known at run time: the simulator reports it (a constant: the compiler does)
     caught(bad_size, "# BUG: 24 bytes", "size 24 is not a positive multiple of 16 bytes",
            "warp 0, lane 0")
+
+
+def test_a_constant_size_not_a_multiple_of_16_is_refused_at_compile_time():
+    src = ("@T.prim_func\ndef k(A_ptr: T.handle, B_ptr: T.handle):\n"
+           '    A = T.match_buffer(A_ptr, (1024,), "float16")\n    T.device_entry()\n'
+           "    tid = T.thread_id([128])\n    S = T.alloc_shared((1024,), \"float16\")\n"
+           '    bar = T.alloc_shared([1], "uint64")\n    if tid == 0:\n'
+           "        T.ptx.cp_async.bulk.g2s(T.address_of(S[0]), T.address_of(A[0]), 24, "
+           "T.address_of(bar[0]))  # BUG\n")
+    func = tw.from_source(src, filename="bulk.py")
+    with pytest.raises(tw.CompileError, match="cp_async.bulk.g2s: size 24 is not a positive "
+                       "multiple of 16 bytes") as e:
+        tw.simulate(func, np.zeros(1024, np.float16), np.zeros(1024, np.float16))
+    assert e.value.span.line == next(i for i, ln in enumerate(src.splitlines(), 1)
+                                     if "# BUG" in ln)
 
 
 @T.prim_func

@@ -158,17 +158,39 @@ def test_bar_arrive_signals_bar_sync_waiters():
 
 
 @T.prim_func
-def odd_count(A_ptr: T.handle):
+def odd_count(A_ptr: T.handle, count: T.int32):
     A = T.match_buffer(A_ptr, (64,), "float32")
     T.device_entry()
     tid = T.thread_id([64])
-    T.ptx.bar.sync(1, 48)  # BUG: not whole warps
+    T.ptx.bar.sync(1, count)  # BUG: not whole warps (known at run time)
+    A[tid] = 1.0
+
+
+@T.prim_func
+def odd_count_constant(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64,), "float32")
+    T.device_entry()
+    tid = T.thread_id([64])
+    T.ptx.bar.sync(1, 48)  # BUG: not whole warps, a constant
     A[tid] = 1.0
 
 
 def test_a_named_barrier_count_that_is_not_whole_warps_is_reported():
     with pytest.raises(tw.HazardError, match=r"bar.sync 1, 48: the id must be 0..15 and the "
                        r"count a positive multiple of 32") as e:
-        tw.simulate(odd_count, poison(64, np.float32))
-    assert e.value.span.line == line_of(__file__, "# BUG: not whole warps")
+        tw.simulate(odd_count, poison(64, np.float32), 48)
+    assert e.value.span.line == line_of(__file__, "# BUG: not whole warps (known at run time)")
     assert "whole warps" in e.value.hint
+
+
+@pytest.mark.parametrize("run", ["compile", "simulate"])
+def test_a_constant_named_barrier_count_is_refused_when_compiling(run):
+    # it reached ptxas and was reported as a code generator defect
+    with pytest.raises(tw.CompileError, match=r"bar.sync 1, 48: the thread count of a named "
+                       r"barrier must be a positive multiple of 32 \(whole warps\), up to the "
+                       r"CTA's 64 threads") as e:
+        if run == "compile":
+            tw.compile(odd_count_constant, "sm_90a")
+        else:
+            tw.simulate(odd_count_constant, poison(64, np.float32))
+    assert e.value.span.line == line_of(__file__, "# BUG: not whole warps, a constant")

@@ -133,7 +133,7 @@ def test_two_cp_async_into_one_destination_race():
 
 
 def test_the_race_report_names_the_other_cta():
-    k = kernel("B[tid] = A[tid]  # <-", threads=64, ctas=3)
+    k = kernel("B[tid] = A[tid] + bx  # <-", threads=64, ctas=3)
     with pytest.raises(tw.HazardError) as info:
         run(k)
     text = str(info.value)

@@ -113,11 +113,16 @@ def test_pred_selects_the_threads_that_arrive():
 
 
 def test_remote_arrive_without_a_cluster_is_a_clear_simulation_error():
-    k = kernel("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=1, "
+    # a rank known only at run time (A[0] is 0); a constant one is refused when compiling
+    k = kernel("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=1 + A[0], "
                "pred=tid == 0)  # <- a peer", "A[tid] = tid", count=1)
     err = caught(k, tw.SimulationError, "CTA rank 1 of the cluster",
                  "declares no cluster", "T.cta_id_in_cluster")
     assert not isinstance(err, tw.HazardError)
+    k = kernel("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=1, "
+               "pred=tid == 0)  # <- a peer", "A[tid] = tid", count=1)
+    caught(k, tw.CompileError, "remote= 1 names a CTA of a cluster, but the kernel declares "
+           "no cluster", "T.cta_id_in_cluster")
 
 
 def test_setmaxnreg_is_a_no_op_for_whole_warpgroups():

@@ -236,6 +236,11 @@ HAZARDS = [
      {"COMMIT": "pass", "BODY": "pass"}),
     ("dealloc-by-another-warp", "tcgen05.dealloc by warp 1 of tensor memory allocated by "
      "warp 0", "# DEALLOC", {"DEALLOC_WARP": "1", "BODY": WAIT + "\n    " + LOAD}),
+    # the operands written by ordinary stores and no fence.proxy.async: the MMA reads them
+    # through the async proxy
+    ("missing-proxy-fence", "tcgen05.mma reads shared memory that thread 0 wrote with ordinary "
+     "stores and no fence.proxy.async since", "# MMA",
+     {"T.ptx.fence.proxy_async()": "pass", "BODY": WAIT + "\n    " + LOAD}),
 ]
 
 

@@ -175,12 +175,33 @@ def test_hazard_at_the_users_line(case):
 
 
 def test_remote_rank_outside_the_cluster():
-    src = kernel("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=2)" + MARK,
-                 cluster=2)
+    # known only at run time (rank + 2 with rank 0): the simulator reports it
+    src = kernel("if rank == 0:",
+                 "    T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=rank + 2)"
+                 + MARK, cluster=2)
     with pytest.raises(tw.SimulationError) as info:
         _run(src)
     check_error(info.value, "names CTA rank 2 of the cluster, which has 2 CTA(s) (ranks 0..1)",
                 "T.cta_id_in_cluster", src, FILE)
+    # a constant: the compiler refuses it
+    src = kernel("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=2)" + MARK,
+                 cluster=2)
+    with pytest.raises(tw.CompileError) as info:
+        _run(src)
+    check_error(info.value, "remote= 2 is outside the cluster of 2 CTA(s) (2, 1, 1)",
+                "use a rank in 0..1", src, FILE)
+
+
+@pytest.mark.parametrize("mask,message", [
+    (4, "multicast cta_mask 0x4 names CTA rank(s) 2 outside the cluster of 2 CTA(s)"),
+    (0, "multicast cta_mask 0x0 names no CTA")])
+def test_a_constant_multicast_mask_outside_the_cluster_is_refused_at_compile_time(mask,
+                                                                                  message):
+    src = kernel("if tid == 0:", EXPECT.format(TILE),
+                 LOAD.format(f", cta_mask={mask}", MARK), WAIT, cluster=2)
+    with pytest.raises(tw.CompileError) as info:
+        _run(src)
+    check_error(info.value, message, "set bits 0..1 only" if mask else None, src, FILE)
 
 
 def test_row_pitch_known_at_launch_only():
@@ -259,10 +280,13 @@ def test_tma_stores_of_two_ctas_into_one_tile_race():
     func = from_source(src, filename=FILE, env=ENV)
     a = np.zeros((64, 64), np.float16)
     assert tw.simulate(func, a, np.zeros_like(a)).ok  # one CTA: no race
+    with pytest.warns(tw.SimulationWarning):  # the same tile twice: benign, a warning
+        assert len(tw.simulate(func, a, np.zeros_like(a), grid=2).warnings) == 1
     with pytest.raises(tw.HazardError) as info:
-        tw.simulate(func, a, np.zeros_like(a), grid=2)
-    check_error(info.value, "write-write race on global memory: this thread writes bytes CTA "
-                "(0, 0, 0) wrote in the same launch", "index with T.cta_id", src, FILE)
+        tw.simulate(func, a, np.zeros_like(a), grid=2, strict_races=True)
+    check_error(info.value, "write-write race on global memory with identical bytes: this "
+                "thread writes bytes CTA (0, 0, 0) wrote in the same launch",
+                "give each CTA its own part", src, FILE)
 
 
 def test_a_tma_load_of_global_bytes_another_thread_just_wrote_races():

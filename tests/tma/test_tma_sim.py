@@ -102,6 +102,15 @@ def test_rows_wider_than_the_swizzle_are_copied_row_by_row():
         assert got.tobytes() == w.tobytes()
 
 
+def test_rows_that_do_not_start_128_byte_aligned_are_declined_as_docs_dispatch_md_says():
+    """192-byte rows under a 128-byte swizzle: the second row's box would start at shared
+    offset 192, and a TMA destination must be 128-byte aligned."""
+    k = make_roundtrip(2, "float16", 128, (16, 96))
+    with pytest.raises(tw.DispatchError, match="a box starts only 96-byte aligned in shared "
+                       "memory; a TMA destination must be 128-byte aligned"):
+        lower(k, "sm_90a")
+
+
 @pytest.mark.parametrize("N, K, dtype, swizzle", [(64, 128, "bfloat16", 128),
                                                   (128, 64, "float16", 128),
                                                   (64, 64, "bfloat16", 64)])

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 
 from ..errors import CompileError
 
@@ -124,6 +125,9 @@ def _ptxas(path: str, ptx: str, arch: str) -> bytes:
                                hint="set TILEWISE_PTXAS to a working ptxas, or to 'none' to "
                                     "assemble with nvJitLink") from exc
         if r.returncode != 0:
+            user = _user_limit(r.stderr)
+            if user is not None:
+                raise CompileError(user[0], hint=user[1])
             raise CompileError(f"ptxas ({path}) could not assemble the PTX for {arch}:\n"
                                f"{r.stderr.strip()}",
                                hint="inspect k.source('ptx'); a ptxas older than the PTX "
@@ -152,8 +156,30 @@ def _nvjitlink(ptx: str, arch: str, name: str) -> bytes:
         nvjitlink.get_linked_cubin(handle, out)
         return bytes(out)
     except nvjitlink.nvJitLinkError as exc:
+        log = _log(nvjitlink, handle)
+        user = _user_limit(log)
+        if user is not None:
+            raise CompileError(user[0], hint=user[1]) from exc
         raise CompileError(f"nvJitLink could not assemble the PTX for {arch}: {exc}\n"
-                           f"{_log(nvjitlink, handle)}".rstrip(),
+                           f"{log}".rstrip(),
                            hint="inspect k.source('ptx'); this is a code generator defect") from exc
     finally:
         nvjitlink.destroy(handle)
+
+
+_TOO_FEW_REGS = re.compile(r"C7602\) Insufficient registers \((\d+)\).*?register target of "
+                           r"(\d+)", re.S)
+
+
+def _user_limit(log: str):
+    """(message, hint) when ptxas refused the PTX for a limit the user set, not a defect of
+    the code: too few registers per thread for one instruction (C7602, e.g. a wgmma whose
+    accumulator needs 128 registers under maxnreg=64)."""
+    m = _TOO_FEW_REGS.search(log)
+    if m is None:
+        return None
+    have, need = int(m.group(1)), int(m.group(2))
+    return (f"the kernel allows {have} registers per thread, but one of its instructions needs "
+            f"{need} (ptxas C7602: insufficient registers)",
+            f"raise the register limit to {need} or more: maxnreg= of tw.compile, or fewer "
+            "threads per CTA (65536 registers are shared by a CTA's threads), or no minctasm=")

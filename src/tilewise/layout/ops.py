@@ -74,9 +74,15 @@ def permute(layout: LayoutOps, order: Sequence[int], shape: Sequence[int] | None
     groups = _groups(layout, shape)
     idx = [as_int(i, "a permutation entry", "order lists dimension numbers") for i in order]
     if sorted(idx) != list(range(len(groups))):
+        merged = shape is None and len(idx) > len(groups)
         raise LayoutError(
-            f"order {tuple(idx)} is not a permutation of the {len(groups)} dimensions",
-            hint=f"list each of 0..{len(groups) - 1} exactly once",
+            f"order {tuple(idx)} is not a permutation of the {len(groups)} dimension(s) of "
+            f"{layout!r}" + (" (its iters merged: contiguous dimensions fuse into one)"
+                             if merged else ""),
+            hint=(f"say which shape the {len(idx)} dimensions have: "
+                  f"layout.permute({tuple(idx)}, shape=(...)), the shape's extents a "
+                  "factoring of the layout's" if merged else
+                  f"list each of 0..{len(groups) - 1} exactly once"),
         )
     shard = [it for i in idx for it in (groups[i] or [_placeholder(layout)])]
     return layout.replaced(shard=shard)

@@ -31,6 +31,8 @@ def check_unroll(p, values, node, most: int = MAX_UNROLL, what: str = "a loop un
         n = len(values)
     except TypeError:
         return
+    except OverflowError:  # a range of more than 2^63 items
+        n = 1 << 63
     if n > most:
         raise p.error(f"{what} has {n} iterations; tilewise unrolls at most {most}",
                       "use range(...) for a loop the GPU runs (not unrolled), or fewer "

@@ -322,6 +322,11 @@ for _k in THREAD_KINDS:
 
 # ------------------------------------------------------------------ buffers
 def _alloc(p, scope, args, kwargs, fname):
+    if len(args) == 1 and "dtype" in kwargs:  # TIRx: T.alloc_buffer(shape, dtype=...)
+        args, kwargs = [args[0], kwargs["dtype"]], {k: v for k, v in kwargs.items()
+                                                     if k != "dtype"}
+    elif "dtype" in kwargs:
+        raise p.error(f"T.{fname} got the dtype both by position and as dtype=")
     _arity(p, fname, args, kwargs, 2, 2, ("layout", "scope", "align"))
     scope = kwargs.get("scope", scope)
     if scope not in SCOPES or scope in ("global", "tmem"):
@@ -497,6 +502,9 @@ def _range(p, args, kwargs, kind):
     for v in (start, stop):
         if not is_ir(v) and (not isinstance(v, int) or isinstance(v, bool)):
             raise p.error(f"{name} bounds must be integers, got {_describe(v)}")
+        if not is_ir(v) and not -(1 << 63) <= v < 1 << 63:
+            raise p.error(f"the {name} bound {_describe(v)} does not fit int64, the widest "
+                          "loop counter", "check the bound")
         if is_ir(v) and not v.dtype.is_int:
             raise p.error(f"{name} bounds must be integers, got a {v.dtype} value")
     if is_ir(step) or not isinstance(step, int) or isinstance(step, bool) or step == 0:
@@ -526,7 +534,11 @@ def _static_range(p, args, kwargs):
     if any(is_ir(a) or not isinstance(a, int) or isinstance(a, bool) for a in args):
         raise p.error("T.static_range bounds must be compile-time ints",
                       "use range(...) for a loop with run-time bounds")
-    return list(range(*args))
+    from .analysis import check_unroll
+
+    r = range(*args)
+    check_unroll(p, r, p.node)  # before making the list: it may not fit in memory
+    return list(r)
 
 
 @handler("tvm_storage_sync")
@@ -543,6 +555,17 @@ def _tile_call(p, ref: TilePrimitiveRef, args, kwargs):
     prim = ref.prim
     ops = prim.operands
     least = sum(not o.optional for o in ops)
+    if len(args) > len(ops) and prim.trailing:  # TIRx: exp(dst, src, bias, scale)
+        extra = args[len(ops):]
+        if len(extra) > len(prim.trailing):
+            raise p.error(f"Tx.{prim.name} takes {len(ops)} operands "
+                          f"({', '.join(prim.operand_names)}) and then at most "
+                          f"{', '.join(prim.trailing)}, got {len(args)} arguments")
+        for k, v in zip(prim.trailing, extra):
+            if k in kwargs:
+                raise p.error(f"Tx.{prim.name} got {k} both by position and as {k}=")
+            kwargs = {**kwargs, k: v}
+        args = args[:len(ops)]
     if not least <= len(args) <= len(ops):
         want = str(len(ops)) if least == len(ops) else f"{least} to {len(ops)}"
         raise p.error(f"Tx.{prim.name} takes {want} operands ({', '.join(prim.operand_names)})"

@@ -32,6 +32,8 @@ _UNARY_NAMES = {ast.USub: "-", ast.UAdd: "+", ast.Not: "not", ast.Invert: "~"}
 
 
 _BIG = 1 << 16
+_MAX_BITS = 1024  # compile-time integers beyond this are mistakes (Python prints none > 4300
+#                   digits: a message naming one would fail)
 
 
 def _check_size(p, op: str, a, b) -> None:
@@ -68,7 +70,12 @@ class Expressions:
         return node.value
 
     def e_Name(self, node):
-        return self.lookup(node.id, node)
+        v = self.lookup(node.id, node)
+        if isinstance(v, int) and v.bit_length() > _MAX_BITS:  # from the Python scope
+            raise self.error(f"{node.id!r} is an integer of {v.bit_length()} bits; no tilewise "
+                             "type holds more than 64", "check the value the kernel's Python "
+                             "scope gives it")
+        return v
 
     def e_Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
@@ -178,11 +185,16 @@ class Expressions:
         would take Python minutes or gigabytes to compute)."""
         _check_size(self, op, a, b)
         try:
-            return _PY_OPS[op](a, b)
+            out = _PY_OPS[op](a, b)
         except TilewiseError:
             raise
         except Exception as e:
             raise self.error(f"{describe(a)} {op} {describe(b)} failed: {e}") from None
+        if isinstance(out, int) and out.bit_length() > _MAX_BITS:
+            raise self.error(f"{describe(a)} {op} {describe(b)} is an integer of "
+                             f"{out.bit_length()} bits; no tilewise type holds more than 64",
+                             "check the constants (a value this large is a mistake)")
+        return out
 
     def e_UnaryOp(self, node: ast.UnaryOp):
         v = self.expr(node.operand)

@@ -163,7 +163,50 @@ def read_function(fn, what: str):
         raise ScriptError(f"cannot find the definition of {fn.__name__!r} in its source", where,
                           hint="define it with `def` at the start of a line of a file, or pass "
                                "the text to tilewise.script.from_source") from None
+    if not _same_code(fn, file):
+        raise ScriptError(f"the text at {file}:{first} is not the source of {fn.__name__!r}: "
+                          "the function was made by exec/compile of another text under that "
+                          "file name, or the file changed after it was loaded", where,
+                          hint="pass the kernel's text to tilewise.from_source(text, "
+                          "filename=...), or register it with linecache before exec (what "
+                          "IPython does), so that its own source is read") from None
     return fdef, file, src.splitlines(), first - 1, shift
+
+
+_CODES: dict = {}  # (file, text) -> {(name, first line): code}: each file text compiled once
+
+
+def _same_code(fn, file: str) -> bool:
+    """Whether the text inspect reads for ``fn`` (its file's, from linecache or the disk) is
+    the text ``fn`` was compiled from: the file's text compiled again must hold a function
+    of that name at that line with the same code. A function that ``exec`` made from
+    another text under a real file name (or a file edited since it was loaded) would
+    otherwise be parsed from the file's text: silently another kernel."""
+    import linecache
+    import types
+
+    code = fn.__code__
+    text = "".join(linecache.getlines(file, fn.__globals__))
+    key = (file, text)
+    codes = _CODES.get(key)
+    if codes is None:
+        codes = {}
+        try:
+            stack = [compile(text, file, "exec", dont_inherit=True)]
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            stack = []
+        while stack:
+            c = stack.pop()
+            for k in c.co_consts:
+                if isinstance(k, types.CodeType):
+                    codes[k.co_name, k.co_firstlineno] = k
+                    stack.append(k)
+        if len(_CODES) > 256:
+            _CODES.clear()
+        _CODES[key] = codes
+    c = codes.get((code.co_name, code.co_firstlineno))
+    return (c is not None and c.co_code == code.co_code and c.co_consts == code.co_consts
+            and c.co_names == code.co_names)
 
 
 @api_boundary

@@ -17,7 +17,8 @@ from __future__ import annotations
 from ..ir import alu
 from ..ir import dtype as dt
 from ..ir.expr import Expr, FloatImm, IntImm, UnaryOp, as_int, cmp, const
-from .values import describe, is_ir, is_scalar, literal_type, unify_literal_types
+from .values import (describe, is_ir, is_scalar, literal_type, show_number,
+                     unify_literal_types)
 
 _OP_HINTS = {
     "/": 'integers have no true division here: write // for floor division, or convert '
@@ -49,9 +50,10 @@ def literal(p, v, t: dt.DataType, what: str) -> Expr:
     if isinstance(v, int):
         if t.is_int:
             if not alu.fits(v, t):
-                raise p.error(f"the constant {v} does not fit {what} ({fits_text(t)})",
-                              f'use a wider type, or write T.cast({v}, "{t}") to wrap it '
-                              "on purpose")
+                raise p.error(f"the constant {show_number(v)} does not fit {what} "
+                              f"({fits_text(t)})",
+                              f'use a wider type, or write T.cast({show_number(v)}, "{t}") to '
+                              "wrap it on purpose")
             return IntImm(v, t)
         if t.is_float:
             v = float(v) if abs(v) < 1 << 1000 else float("inf")  # checked as a float below

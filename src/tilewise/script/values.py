@@ -52,8 +52,17 @@ def describe(v) -> str:
     if isinstance(v, Expr):
         return f"a run-time {v.dtype} value"
     if isinstance(v, (int, float, str, bool)):
-        return repr(v)
+        return show_number(v)
     return type(v).__name__
+
+
+def show_number(v) -> str:
+    """``v`` for a message: an integer too long to print (Python converts none of more than
+    4300 digits) is described by its size."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10 ** 30:
+        digits = int(abs(v).bit_length() * 0.30103) + 1
+        return f"{'-' if v < 0 else ''}<an integer of about {digits} digits>"
+    return repr(v)
 
 
 class LoopRange:

@@ -9,7 +9,8 @@ from ..ir.launch import WARP
 from .memory import (LOCAL, SHARED, SPACE_SHIFT, UNWRITTEN, VISIBLE, byte_span, offset_of,
                      space_of)
 from .races import check_shared_write
-from .values import np_dtype
+from .registry import mechanism
+from .values import fit, np_dtype
 
 
 def typed_view(ctx, place, d: np.dtype) -> np.ndarray:
@@ -29,11 +30,16 @@ def typed_view(ctx, place, d: np.dtype) -> np.ndarray:
 
 
 def _bounds(ctx, idx, size, span, buf, tids, place, isz):
-    bad = (idx < 0) | (idx >= size)
-    if not np.any(bad):
-        return idx
-    k = int(np.argmax(np.broadcast_to(bad, tids.shape)))
-    i = int(np.broadcast_to(idx, tids.shape)[k])
+    if idx.ndim == 0:
+        if 0 <= idx < size:
+            return idx
+        bad = np.asarray(True)
+    else:
+        bad = (idx < 0) | (idx >= size)
+        if not bad.any():
+            return idx
+    k = int(np.argmax(fit(bad, tids.shape)))
+    i = int(fit(idx, tids.shape)[k])
     ctx.hazard(f"out-of-bounds access: {buf.name}[{i}] but {buf.name!r} has {size} "
                f"element(s)", span, "check the index arithmetic and the loop bounds",
                tid=tids[k], addr=(place.space << SPACE_SHIFT) + place.base + i * isz)
@@ -50,26 +56,42 @@ def make_load(plan, buf, span, operand: bool = False, init_check: bool = True):
     register operand of an instruction, which orders itself with the async work on it;
     ``init_check``: a register read is checked for an uninitialised value; off for
     read-write operands whose instruction decides whether it reads them, see
-    :func:`check_local_read`)."""
+    :func:`check_local_read`). The closure does only the checks of ``plan.checks``."""
     place, d, size = plan.of(buf), np_dtype(buf.dtype), _static_size(buf)
+    chk = plan.checks
 
-    def load(ctx, idx):
+    def index(ctx, idx):
         tids = ctx.active()
         view = typed_view(ctx, place, d)
         idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids,
                       place, d.itemsize)
-        offs = place.base + idx * d.itemsize
-        if place.space == LOCAL:
-            if not operand:
-                for w in ctx.asyncs.reg_watchers:  # async work owning registers (wgmma)
-                    w.register_access(tids, offs, d.itemsize, span, False)
-            if init_check:
-                check_local_read(ctx, offs, d.itemsize, tids, span, buf.name)
+        return tids, view, idx
+
+    if place.space == LOCAL:
+        regs, init = chk.regs and not operand, chk.regs and init_check
+
+        def load_local(ctx, idx):
+            tids, view, idx = index(ctx, idx)
+            if regs or init:
+                offs = place.base + idx * d.itemsize
+                if regs:
+                    for w in ctx.asyncs.reg_watchers:  # async work owning registers (wgmma)
+                        w.register_access(tids, offs, d.itemsize, span, False)
+                if init and not _all_written(ctx.mem, place):
+                    check_local_read(ctx, offs, d.itemsize, tids, span, buf.name)
             return view[tids, idx]
-        if place.space == SHARED:
-            check_shared_read(ctx, offs, d.itemsize, tids, span)
-        else:
-            ctx.mem.races.read(ctx, place.space, offs, d.itemsize, tids, span)
+        return load_local
+    shared = place.space == SHARED
+    checked = chk.shared if shared else (chk.glob or chk.outputs)
+
+    def load(ctx, idx):
+        tids, view, idx = index(ctx, idx)
+        if checked:
+            offs = place.base + idx * d.itemsize
+            if shared:
+                check_shared_read(ctx, offs, d.itemsize, tids, span)
+            else:
+                ctx.mem.races.read(ctx, place.space, offs, d.itemsize, tids, span)
         out = view[idx]
         return out if out.ndim else d.type(out)
 
@@ -78,31 +100,56 @@ def make_load(plan, buf, span, operand: bool = False, init_check: bool = True):
 
 def make_store(plan, buf, span, operand: bool = False):
     """``fn(ctx, idx, values)`` writing element ``idx`` of ``buf`` (``operand``: an
-    instruction's destination register)."""
+    instruction's destination register), with the checks of ``plan.checks``."""
     place, d, size = plan.of(buf), np_dtype(buf.dtype), _static_size(buf)
+    chk = plan.checks
 
-    def store(ctx, idx, vals):
+    def index(ctx, idx):
         tids = ctx.active()
         view = typed_view(ctx, place, d)
         idx = _bounds(ctx, np.asarray(idx, np.int64), size or view.shape[-1], span, buf, tids,
                       place, d.itemsize)
-        offs = place.base + idx * d.itemsize
-        if place.space == LOCAL:
-            if not operand:
-                for w in ctx.asyncs.reg_watchers:
-                    w.register_access(tids, offs, d.itemsize, span, True)
+        return tids, view, idx
+
+    if place.space == LOCAL:
+        regs = chk.regs and not operand
+
+        key = (place.base, place.nbytes)
+
+        def store_local(ctx, idx, vals):
+            tids, view, idx = index(ctx, idx)
             view[tids, idx] = vals
-            mark_local_write(ctx, offs, d.itemsize, tids)
-            return
-        if place.space == SHARED:
-            mark_shared_write(ctx, offs, d.itemsize, tids, span)
+            if chk.regs:
+                offs = place.base + idx * d.itemsize
+                if regs:
+                    for w in ctx.asyncs.reg_watchers:
+                        w.register_access(tids, offs, d.itemsize, span, True)
+                if key not in ctx.mem.local_ready:  # else every byte is written already
+                    mark_local_write(ctx, offs, d.itemsize, tids)
+        return store_local
+    shared = place.space == SHARED
+    checked = chk.shared if shared else (chk.glob or chk.outputs)
+
+    def store(ctx, idx, vals):
+        tids, view, idx = index(ctx, idx)
+        if not checked:
+            pass
+        elif shared:
+            mark_shared_write(ctx, place.base + idx * d.itemsize, d.itemsize, tids, span)
         else:
-            ctx.mem.races.write(ctx, place.space, offs, d.itemsize, tids, span)
+            ctx.mem.races.write(ctx, place.space, place.base + idx * d.itemsize, d.itemsize,
+                                tids, span, lambda: _rows(vals, d, len(tids)))
         if np.ndim(idx) == 0 and np.ndim(vals):  # threads racing on one element (reported
             vals = vals[-1]                      # above): one of them wins
         view[idx] = vals
 
     return store
+
+
+def _rows(vals, d: np.dtype, n: int) -> np.ndarray:
+    """The bytes of ``vals`` (dtype ``d``) as one row per thread of ``n``."""
+    v = np.ascontiguousarray(np.broadcast_to(np.asarray(vals, d), (n,)))
+    return v.view(np.uint8).reshape(n, d.itemsize)
 
 
 def make_address(plan, buf):
@@ -112,10 +159,106 @@ def make_address(plan, buf):
     return lambda idx: np.int64(base) + np.asarray(idx, np.int64) * isz
 
 
+class RegBlock:
+    """The register operands of one instruction when each is an element of a local buffer
+    at a constant, in-bounds index (``acc[0], ..., acc[31]`` of a wgmma): read and written
+    as one gather / scatter of the threads' local bytes instead of one load or store per
+    register. ``offs``: their local byte offsets; values keep each buffer's dtype."""
+
+    def __init__(self, plan, regs, spans):
+        self.dtypes = [np_dtype(r.buffer.dtype) for r in regs]
+        isz = self.dtypes[0].itemsize
+        self.names, self.spans, self.chk = [r.buffer.name for r in regs], spans, plan.checks
+        self.offs = np.array([plan.of(r.buffer).base + r.indices[0].value * isz for r in regs],
+                             np.int64)
+        self.cols = byte_span(self.offs, isz).ravel()
+        c0 = int(self.cols[0])  # consecutive bytes (acc[0..n] in order): a slice
+        self.span_cols = (slice(c0, c0 + len(self.cols))
+                          if (self.cols == np.arange(c0, c0 + len(self.cols))).all()
+                          else self.cols)
+        self.raw, self.isz = np.dtype(f"u{isz}"), isz
+
+    def _cells(self, tids):
+        """The index of the active threads' register bytes in local memory."""
+        if isinstance(self.span_cols, slice) and int(tids[-1]) - int(tids[0]) == len(tids) - 1:
+            return slice(int(tids[0]), int(tids[0]) + len(tids)), self.span_cols
+        return tids[:, None], self.cols
+
+    @classmethod
+    def build(cls, plan, regs, spans):
+        """A block for ``regs`` (BufferLoads), or None when one is not a local element at a
+        constant in-bounds index or the registers differ in width."""
+        from ..ir.expr import BufferLoad, IntImm
+
+        if not regs or not all(isinstance(r, BufferLoad) and len(r.indices) == 1
+                               and isinstance(r.indices[0], IntImm)
+                               and isinstance(r.buffer.size, int)
+                               and 0 <= r.indices[0].value < r.buffer.size
+                               and plan.of(r.buffer).space == LOCAL for r in regs):
+            return None
+        if len({r.buffer.dtype.bytes for r in regs}) != 1:
+            return None
+        return cls(plan, regs, spans)
+
+    def offsets(self, ctx) -> np.ndarray:
+        """(active threads, registers) local byte offsets."""
+        return np.broadcast_to(self.offs, (ctx.n_active(), len(self.offs)))
+
+    def read(self, ctx, init_check: bool) -> list:
+        """Each register's values for the active threads (a column each)."""
+        tids = ctx.active()
+        cells = self._cells(tids)
+        if init_check and self.chk.regs and not ctx.mem.local_set[cells].all():
+            for j, off in enumerate(self.offs.tolist()):
+                check_local_read(ctx, off, self.isz, tids, self.spans[j], self.names[j])
+        raw = np.ascontiguousarray(ctx.mem.local[cells]).view(self.raw)
+        return [raw[:, j].view(d) for j, d in enumerate(self.dtypes)]
+
+    def write(self, ctx, values) -> None:
+        """Set each register of the active threads to the bits of ``values[j]`` (the
+        value converted when its width differs); ``values`` may be one (threads,
+        registers) array of the registers' width."""
+        tids = ctx.active()
+        if isinstance(values, np.ndarray) and values.ndim == 2:
+            raw = np.ascontiguousarray(values).view(self.raw)
+        else:
+            raw = np.empty((len(tids), len(self.dtypes)), self.raw)
+            for j, (v, d) in enumerate(zip(values, self.dtypes)):
+                v = np.asarray(v)
+                raw[:, j] = (v if v.dtype.itemsize == self.isz else v.astype(d)).view(self.raw)
+        cells = self._cells(tids)
+        ctx.mem.local[cells] = raw.view(np.uint8)
+        if self.chk.regs:
+            ctx.mem.local_set[cells] = True
+
+
 # ---------------------------------------------------------------- local-memory shadow
+_READY_TRIES = 4  # whole-buffer checks per buffer and CTA before giving up on the shortcut
+
+
+def _all_written(mem, place) -> bool:
+    """Whether every thread has written every byte of the local allocation ``place`` (then
+    no read of it can be uninitialised: written bytes stay written). Checked a few times
+    per CTA, then the per-access check carries on alone."""
+    key = (place.base, place.nbytes)
+    if key in mem.local_ready:
+        return True
+    tries = mem.local_tries.get(key, 0)
+    if tries >= _READY_TRIES:
+        return False
+    mem.local_tries[key] = tries + 1
+    if mem.local_set[:, place.base:place.base + place.nbytes].all():
+        mem.local_ready.add(key)
+        return True
+    return False
+
+
+
 def check_local_read(ctx, offs, nbytes, tids, span, name="local memory") -> None:
     """An uninitialised-register read: a byte of local memory its thread never wrote."""
-    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    if not ctx.checks.regs:
+        return
+    span_b = byte_span(fit(offs, tids.shape), nbytes)
     unset = ~ctx.mem.local_set[tids[:, None], span_b]
     if unset.any():
         k, j = np.argwhere(unset)[0]
@@ -128,6 +271,8 @@ def check_local_read(ctx, offs, nbytes, tids, span, name="local memory") -> None
 def register_offsets(ctx, site) -> np.ndarray | None:
     """(active threads, registers) local offsets of an instruction's register operands
     (``site.reg_addrs``), None when it has none."""
+    if site.block is not None:
+        return site.block.offsets(ctx)
     if not site.reg_addrs:
         return None
     act = ctx.active()
@@ -139,6 +284,8 @@ def check_accumulators(ctx, tids, offs, span, what: str, hint: str) -> None:
     """``what`` reads its read-write (accumulator) registers at local offsets ``offs`` (a
     row per thread of ``tids``): each must have been written (the instruction decides
     whether it reads them: a wgmma with scale-d 0 does not)."""
+    if not ctx.checks.regs:
+        return
     unset = ~ctx.mem.local_set[tids[:, None], offs]
     if unset.any():
         k, j = np.argwhere(unset)[0]
@@ -148,7 +295,9 @@ def check_accumulators(ctx, tids, offs, span, what: str, hint: str) -> None:
 
 
 def mark_local_write(ctx, offs, nbytes, tids) -> None:
-    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    if not ctx.checks.regs:
+        return
+    span_b = byte_span(fit(offs, tids.shape), nbytes)
     ctx.mem.local_set[tids[:, None], span_b] = True
 
 
@@ -158,16 +307,18 @@ def check_shared_read(ctx, offs, nbytes, tids, span, note: bool = True) -> None:
     (asked of the async core) or written by another thread since the last barrier. The
     read is recorded for the write-after-read check (:mod:`.races`) unless ``note`` is
     false (an mbarrier operation: atomic on the barrier object, not a plain read)."""
-    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    if not ctx.checks.shared:
+        return
+    span_b = byte_span(fit(offs, tids.shape), nbytes)
     mem = ctx.mem
     if note:
         mem.readers.note(span_b, tids[:, None])
     own = mem.owner[span_b]
     t = tids[:, None]
     bad = (own != VISIBLE) & (own != t) & (own != -(2 + t // WARP))
-    if mem.n_pending or (mem.bulk_tagged and np.any(bad)):
+    if mem.n_pending or (mem.bulk_tagged and bad.any()):
         bad = ctx.asyncs.check_read(span_b, tids, bad, own, span)
-    if np.any(bad):
+    if bad.any():
         k, j = np.argwhere(bad)[0]
         _report_invisible(ctx, int(own[k, j]), int(tids[k]), int(span_b[k, j]), span)
 
@@ -191,7 +342,9 @@ def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None) -> None:
     after asking the async core whether something in flight writes or reads them and
     checking for races with other threads' accesses. The write is a generic-proxy one: the
     copy engine sees it only after the writer's fence.proxy.async."""
-    span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+    if not ctx.checks.shared:
+        return
+    span_b = byte_span(fit(offs, tids.shape), nbytes)
     ctx.asyncs.check_write(span_b, tids, span)
     check_shared_write(ctx, offs, nbytes, span_b, tids, span)
     who = np.broadcast_to((tids if owner is None else owner)[:, None], span_b.shape)
@@ -202,6 +355,27 @@ def mark_shared_write(ctx, offs, nbytes, tids, span, owner=None) -> None:
     if mem.gen_writer is not None:  # a generic-proxy write (see the bulk family's proxies)
         mem.gen_writer[span_b] = np.broadcast_to(tids[:, None], span_b.shape)
         mem.gen_dirty = True
+
+
+@mechanism("async_proxy")
+def check_proxy_fence(ctx, offs, tid: int, what: str, span, reader: str) -> None:
+    """The async proxy (a ``what`` issued by ``tid``: a store by the copy engine, a wgmma /
+    tcgen05.mma / tcgen05.cp operand fetch; ``reader`` in the hint) reads shared bytes
+    ``offs``: every generic-proxy write to them must have been fenced by its writer
+    (``fence.proxy.async``; the shadow is ``mem.gen_writer``)."""
+    mem = ctx.mem
+    if not mem.gen_dirty:
+        return
+    w = mem.gen_writer[offs]
+    bad = w >= 0
+    if bad.any():
+        k = int(np.argmax(bad))
+        ctx.hazard(f"{what} reads shared memory that thread {int(w[k])} wrote with ordinary "
+                   f"stores and no fence.proxy.async since: the async proxy (which {what} "
+                   "reads through) may not see those writes", span,
+                   "call T.ptx.fence.proxy_async() in every thread that wrote the tile, then "
+                   f"T.cuda.cta_sync(), before {reader}", tid=tid,
+                   addr=(SHARED << SPACE_SHIFT) + int(offs[k]))
 
 
 def mbarrier_addrs(ctx, mbar, span, what, read: bool = True):
@@ -220,7 +394,10 @@ def check_pointer(ctx, addrs, nbytes, span, what, spaces=None, align=None):
     """Validate per-thread pointers for an ``nbytes`` access: space, alignment, bounds.
     Returns ``(space, offsets)`` arrays, or None after a (non-strict) hazard."""
     tids = ctx.active()
-    addrs = np.broadcast_to(np.asarray(addrs, np.int64), tids.shape)
+    addrs = fit(addrs, tids.shape, np.int64)
+    fast = _one_space(ctx, addrs, nbytes, spaces, align or nbytes)
+    if fast is not None:
+        return fast
     sp, off = space_of(addrs), offset_of(addrs)
     s0 = int(sp[0]) if len(sp) else SHARED
     if (sp == s0).all():  # the usual case: one space for every thread
@@ -236,6 +413,23 @@ def check_pointer(ctx, addrs, nbytes, span, what, spaces=None, align=None):
                         tids[k])
         return None
     return sp, off
+
+
+def _one_space(ctx, addrs, nbytes: int, spaces, align: int):
+    """``check_pointer``'s usual case in three array operations: every pointer lies in the
+    first one's space, in bounds and aligned (a power of two). None otherwise (or for no
+    threads): the general path then finds and reports the offending thread."""
+    if not len(addrs) or align & (align - 1):
+        return None
+    s0 = int(addrs[0]) >> SPACE_SHIFT
+    lim = _allowed_limit(ctx, s0, spaces) if s0 > 0 else -1
+    if lim < nbytes:
+        return None
+    off = addrs - (s0 << SPACE_SHIFT)  # another space is < 0 or >= 2^40: out of bounds below
+    bad = off.view(np.uint64) > lim - nbytes
+    if align > 1:
+        bad |= (off & (align - 1)) != 0
+    return None if bad.any() else (np.full(len(off), s0, np.int64), off)
 
 
 def _allowed_limit(ctx, s: int, spaces) -> int:
@@ -304,5 +498,6 @@ def write_bytes(ctx, sp, off, data, tids, span=None) -> None:
             ctx.mem.local_set[tids[sel][:, None], cols] = True
         else:
             if span is not None and s != SHARED:
-                ctx.mem.races.write(ctx, s, off[sel], nbytes, tids[sel], span)
+                ctx.mem.races.write(ctx, s, off[sel], nbytes, tids[sel], span,
+                                    lambda sel=sel: data[sel])
             ctx.mem.space_bytes(s)[cols] = data[sel]

@@ -6,12 +6,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.launch import WARP
+from .values import fit
 
 
 def whole_groups(ctx, span, what: str, size: int = WARP, unit: str = "warp") -> np.ndarray:
     """The ids of the active groups of ``size`` threads (warps by default), each of which
     must be fully active; a partial group is a hazard."""
     act = ctx.active()
+    first = act[::size]
+    if (len(act) % size == 0 and not (first % size).any()
+            and (act[size - 1::size] == first + size - 1).all()):  # sorted: whole groups
+        return first // size
     groups, counts = np.unique(act // size, return_counts=True)
     if (counts != size).any():
         k = int(np.argmax(counts != size))
@@ -25,7 +30,7 @@ def whole_groups(ctx, span, what: str, size: int = WARP, unit: str = "warp") -> 
 def warp_uniform(ctx, span, values, what: str) -> dict[int, int]:
     """One value per active warp; a warp whose threads disagree is a hazard."""
     act = ctx.active()
-    v = np.broadcast_to(np.asarray(values, np.int64), act.shape)
+    v = fit(values, act.shape, np.int64)
     out = {}
     for w in np.unique(act // WARP).tolist():
         vw = v[act // WARP == w]

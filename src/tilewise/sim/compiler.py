@@ -19,27 +19,34 @@ import numpy as np
 
 from ..errors import SimulationError, TilewiseError
 from ..ir import expr as E
+from ..ir.dtype import DTYPES
 from ..ir.launch import CTA_KINDS, cta_value, thread_value
 from ..ir.visitor import jumps_out
 from ..ptx.table import PTX_OPS
 from . import values as V
-from .access import make_address, make_load, make_store
+from .access import RegBlock, make_address, make_load, make_store
+from .checks import Checks
 from .memory import StoragePlan
 from .registry import Site, load_all
 from .scheduler import blocks
 from .state import masked
 
 
+_BOOL = DTYPES["bool"]
+
+
 class Program:
     """A compiled kernel: ``body(ctx)`` runs one CTA; ``bind_launch(ctx, cta)`` sets the
     launch variables; ``plan`` places its buffers (shared ones where ``shared``, the
     pipeline's SharedPlan, says); ``n_slots`` scalar slots. ``perf``: a
-    :class:`~.perf.PerfObserver` that sees every shared / global access (None: none)."""
+    :class:`~.perf.PerfObserver` that sees every shared / global access (None: none);
+    ``checks`` the check level its loads and stores were compiled for (:mod:`.checks`)."""
 
-    def __init__(self, func, shared=None, perf=None):
+    def __init__(self, func, shared=None, perf=None, checks: str = "full"):
         self.func = func
         self.perf = perf
-        self.plan = StoragePlan(func, shared)
+        self.checks = Checks.of(checks)
+        self.plan = StoragePlan(func, shared, self.checks)
         self.slots: dict[int, int] = {}
         self.semantics = load_all()
         self._launch = [(self.slot(b.var), b) for b in func.launch]
@@ -220,8 +227,30 @@ class Program:
         fn = V.binop_fn(e.op, e.a.dtype)
         if fn is None:
             raise SimulationError(f"operator {e.op!r} is not defined on {e.a.dtype}", e.span)
+        if _fusable(e):
+            return self._fused(e)
         fa, fb, d = self.expr(e.a), self.expr(e.b), V.np_dtype(e.dtype)
         return lambda ctx: V.as_type(fn(fa(ctx), fb(ctx)), d)
+
+    def _fused(self, e):
+        """An integer expression tree as one Python function of numpy calls (no closure and
+        conversion per node: the ufuncs of :func:`values.binop_fn` keep the operands' type);
+        its leaves (variables, loads, calls, casts) are their own closures."""
+        env: dict = {}
+
+        def name(obj) -> str:
+            key = f"_{len(env)}"
+            env[key] = obj
+            return key
+
+        def gen(x, depth: int = 0) -> str:  # deeper trees: a fused function per subtree
+            if isinstance(x, E.BinOp) and _fusable(x) and depth < _FUSE_DEPTH:
+                return (f"{name(V.binop_fn(x.op, x.a.dtype))}({gen(x.a, depth + 1)}, "
+                        f"{gen(x.b, depth + 1)})")
+            if isinstance(x, E.IntImm):
+                return name(V.constant(x.value, x.type))
+            return f"{name(self.expr(x))}(ctx)"
+        return eval(f"lambda ctx: {gen(e)}", env)  # noqa: S307 - our own generated text
 
     def e_UnaryOp(self, e):
         fn = V.unary_fn(e.op, e.a.dtype)
@@ -262,17 +291,22 @@ class Program:
         if op is None or fn is None:
             raise SimulationError(f"{e.op!r} has no simulator semantics", e.span)
         site = Site(e, e.span, op)
-        operands = self._operands(op, e, site)
+        operands, regs_in = self._operands(op, e, site)
         if self.perf is not None:
             fn = self.perf.wrap_call(fn, site)
         report_key = e.op
 
         def call(ctx):
             ctx.report.instructions[report_key] += ctx.n_active()
-            return fn(ctx, site, [a(ctx) for a in operands])
+            args = [a(ctx) for a in operands]
+            if regs_in is not None:
+                args.extend(regs_in(ctx))
+            return fn(ctx, site, args)
         return _guard(call, e.span)
 
     def _operands(self, op, e, site):
+        """The operand closures, and ``regs_in(ctx) -> [values]`` reading the register
+        operands in one gather (None when they are read one by one, or not at all)."""
         fixed = len(op.params)
         out = []
         for p, a in zip(op.params, e.args[:fixed]):
@@ -281,14 +315,19 @@ class Program:
             self._reg_address(a) if p.kind == "reg32" and _local_load(a) else None
             for p, a in zip(op.params, e.args[:fixed]) if p.kind == "reg32")
         regs = e.args[fixed:]
+        site.block = RegBlock.build(self.plan, regs, [r.span or self.span for r in regs])
         if op.writes_regs:
             site.regs = tuple(self._lvalue(r) for r in regs)
             site.reg_addrs = tuple(self._reg_address(r) for r in regs)
-        if op.reads_regs:
-            # read-write registers (accumulators): the instruction checks what it reads
-            checked = not op.writes_regs
-            out.extend(self._reg_value(r, checked) for r in regs)
-        return out
+        if not op.reads_regs:
+            return out, None
+        # read-write registers (accumulators): the instruction checks what it reads
+        checked = not op.writes_regs
+        if site.block is not None:
+            block = site.block
+            return out, lambda ctx: block.read(ctx, checked)
+        out.extend(self._reg_value(r, checked) for r in regs)
+        return out, None
 
     def _reg_value(self, r, init_check: bool = True):
         """A register operand read by the instruction itself (not an ordinary load)."""
@@ -315,6 +354,17 @@ class Program:
 
 
 # ---------------------------------------------------------------------- helpers
+_FUSE_DEPTH = 48  # nested calls in one generated function (Python's parser allows 200 (s)
+
+
+def _fusable(e) -> bool:
+    """An integer / bool operator whose numpy ufunc returns the right type by itself (both
+    operands of one type, the result that type or bool)."""
+    a, b = e.a.dtype, e.b.dtype
+    return (a == b and a.kind in ("int", "uint", "bool") and e.dtype in (a, _BOOL)
+            and e.op in V.FUSABLE)
+
+
 def _nop(ctx):
     return None
 

@@ -82,14 +82,20 @@ def _uses_async_proxy(func) -> bool:
     """Whether ``func`` has an instruction that accesses shared memory through the async
     proxy (its row's ``traits.proxy``): a kernel with none cannot miss a fence.proxy.async,
     and skips the ``gen_writer`` shadow."""
+    from ..ptx.traits import ASYNC
+
+    return _uses(func, lambda row: row.traits.proxy == ASYNC)
+
+
+def _uses(func, which) -> bool:
+    """Whether the kernel calls an instruction whose table row ``which`` accepts."""
     from ..ir.expr import Call
     from ..ir.visitor import walk
     from ..ptx.table import PTX_OPS
-    from ..ptx.traits import ASYNC
 
     found = []
     walk(func.body, lambda n: found.append(n) if isinstance(n, Call)
-         and PTX_OPS[n.op].traits.proxy == ASYNC else None)
+         and which(PTX_OPS[n.op]) else None)
     return bool(found)
 
 
@@ -97,11 +103,19 @@ class StoragePlan:
     """Compile-time placement of every buffer of a flat PrimFunc: shared ones as ``shared``
     (the pipeline's SharedPlan; laid out here when None) says, local ones here;
     ``async_proxy``: whether the kernel uses the async proxy (an instruction whose
-    ``traits.proxy`` is ``"async"``)."""
+    ``traits.proxy`` is ``"async"``) and the proxy checks are on; ``checks``: the check
+    level (:mod:`.checks`)."""
 
-    def __init__(self, func, shared=None):
+    def __init__(self, func, shared=None, checks=None):
+        from .checks import FULL
+
+        self.checks = checks or FULL
         self.places: dict[int, Placement] = {}
-        self.async_proxy = _uses_async_proxy(func)
+        self.async_proxy = self.checks.proxy and _uses_async_proxy(func)
+        # register writes are tracked for wgmma from the first instruction, not from the
+        # first wgmma op (a write before any wgmma.fence needs one too)
+        self.wgmma = self.checks.regs and _uses(func, lambda row: row.name.startswith(
+            "ptx.wgmma."))
         self.param_names = [b.name for b in func.param_buffers()]
         self.shared = plan_shared(func) if shared is None else shared
         self.shared_bytes = self.shared.simulated_bytes
@@ -157,6 +171,8 @@ class CtaMemory:
         self.shared = np.full(max(plan.shared_bytes, 1), 0xA5, np.uint8)
         self.local = np.full((n_threads, max(plan.local_bytes, 1)), 0xA5, np.uint8)
         self.local_set = np.zeros(self.local.shape, bool)
+        self.local_ready: set = set()  # local allocations every thread has wholly written
+        self.local_tries: dict = {}  # how often that was asked of each allocation
         self.pending = np.zeros(self.shared.size, np.int32)
         self.owner = np.full(self.shared.size, UNWRITTEN, np.int32)
         self.readers = Readers(self.shared.size)
@@ -177,6 +193,8 @@ class CtaMemory:
         self.shared.fill(0xA5)
         self.local.fill(0xA5)
         self.local_set.fill(False)
+        self.local_ready.clear()
+        self.local_tries.clear()
         self.pending.fill(0)
         self.owner.fill(UNWRITTEN)
         self.readers.clear()
@@ -206,19 +224,24 @@ class CtaMemory:
         thread that never waited is not flagged."""
         if not len(tids):
             return
+        if self.races is not None:
+            self.races.release(self.rank, tids)
+        if not self.plan.checks.shared:
+            return
         member = Members(np.asarray(tids, np.int64), self.local.shape[0])
         own = self.owner
         mine = own >= 0
         mine[mine] = member(own[mine])
         own[mine] = VISIBLE
         self.readers.release(member)
-        if self.races is not None:
-            self.races.release(self.rank, tids)
 
     def barrier(self) -> None:
         """``bar.sync``: every completed write becomes visible to every thread. Bytes of a
         bulk copy do only once some thread has observed its mbarrier phase complete (a
         barrier orders nothing with an asynchronous write that no thread has waited for)."""
+        self.races.sync()
+        if not self.plan.checks.shared:
+            return
         written = self.owner != UNWRITTEN
         if self.bulk_tagged:
             unseen = written & (self.owner <= BULK_TAG0)
@@ -227,7 +250,6 @@ class CtaMemory:
             written &= ~unseen
         self.owner[written] = VISIBLE
         self.readers.clear()
-        self.races.sync()
 
 
 NO_ONE, MANY = -1, -2  # Readers: nobody read the byte / several threads did
@@ -237,7 +259,9 @@ class Readers:
     """Which thread read each byte of one memory since the running CTA's last barrier.
 
     Reads are only logged (``note``: an append); the per-byte shadow (``NO_ONE``, one
-    thread ``t >= 0``, or ``MANY``) is built from the log when a write first needs it
+    thread ``t >= 0``, or ``MANY``, stored plus one so that a fresh shadow is zeros: pages
+    the kernel never touches are never written) is built from the log when a write first
+    needs it
     (:meth:`shadow`) or the log grows long, and from then on until the barrier each read
     updates it. So a kernel that reads and writes different bytes between barriers pays one
     append per read, and a long run of reads with no barrier stays bounded in memory."""
@@ -274,7 +298,7 @@ class Readers:
     def shadow(self) -> np.ndarray:
         """The per-byte readers of this epoch (the log folded in)."""
         if self.now is None:
-            self.now = np.full(self.size, NO_ONE, np.int32)
+            self.now = np.zeros(self.size, np.int32)  # NO_ONE + 1
         if not self.live:
             for span_b, who in self.log:
                 _fold(self.now, span_b, who)
@@ -282,6 +306,10 @@ class Readers:
             self.log.clear()
             self.live = True
         return self.now
+
+    def at(self, span_b: np.ndarray) -> np.ndarray:
+        """The readers of the bytes ``span_b``: NO_ONE, a thread, or MANY."""
+        return self.shadow()[span_b] - 1
 
     def release(self, member) -> list[np.ndarray]:
         """Forget the reads of the threads ``member`` accepts (a barrier phase they arrived
@@ -300,9 +328,9 @@ class Readers:
                     keep.append((span_b[~m], who[~m]))
             self.log = keep
             return gone
-        read = np.flatnonzero(self.now != NO_ONE)  # one sweep, then back to a short log
-        r = self.now[read]
-        self.now[read] = NO_ONE
+        read = np.flatnonzero(self.now)  # one sweep, then back to a short log
+        r = self.now[read] - 1
+        self.now[read] = 0
         gone = (r == MANY) | member(r)
         kept = read[~gone]
         self.log = [(kept[:, None], r[~gone][:, None])] if len(kept) else []
@@ -313,14 +341,14 @@ class Readers:
     def clear(self) -> list[np.ndarray]:
         """A barrier: forget this epoch's readers; returns the byte spans they read."""
         if self.touched is None:  # many reads: find and reset them in one sweep
-            read = np.flatnonzero(self.now != NO_ONE)
-            self.now[read] = NO_ONE
+            read = np.flatnonzero(self.now)
+            self.now[read] = 0
             spans = [read]
         else:
             spans = [s for s, _ in self.log] + self.touched
             if self.live:
                 for s in self.touched:
-                    self.now[s] = NO_ONE
+                    self.now[s] = 0
         self.log.clear()
         self.touched = []
         self.live = False
@@ -343,12 +371,14 @@ class Members:
 
 
 def _fold(shadow: np.ndarray, span_b: np.ndarray, who: np.ndarray) -> None:
+    """Record reads by ``who`` in an encoded shadow (value + 1: 0 is NO_ONE)."""
     cur = shadow[span_b]
-    new = np.where((cur == NO_ONE) | (cur == who), who, MANY).astype(np.int32)
+    w = who + 1
+    new = np.where((cur == 0) | (cur == w), w, MANY + 1).astype(np.int32)
     shadow[span_b] = new
     lost = shadow[span_b] != new  # two rows of one access read one byte
     if lost.any():
-        shadow[span_b[lost]] = MANY
+        shadow[span_b[lost]] = MANY + 1
 
 
 _ARANGE = {n: np.arange(n, dtype=np.int64) for n in (1, 2, 4, 8, 16)}
@@ -359,4 +389,6 @@ def byte_span(offsets: np.ndarray, nbytes: int) -> np.ndarray:
     step = _ARANGE.get(nbytes)
     if step is None:
         step = np.arange(nbytes, dtype=np.int64)
+        if nbytes <= 1 << 16 and len(_ARANGE) < 256:
+            _ARANGE[nbytes] = step
     return np.asarray(offsets, np.int64)[..., None] + step

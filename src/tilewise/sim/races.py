@@ -45,7 +45,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir.launch import WARP
+from .checks import FULL
 from .memory import GLOBAL0, MANY, NO_ONE, SPACE_SHIFT, Members, Readers, byte_span
+from .values import fit
 
 _GID_LIMIT = (1 << 31) - 1
 _SEVERAL_CTAS = -(1 << 30)
@@ -97,7 +99,7 @@ def check_shared_write(ctx, starts, width, span_b, tids, span) -> None:
         return
     if mem.readers.empty:
         return
-    rd = mem.readers.shadow()[span_b]
+    rd = mem.readers.at(span_b)
     bad = ((rd >= 0) & (rd != t)) | (rd == MANY)
     if bad.any():
         k, j = np.argwhere(bad)[0]
@@ -124,23 +126,24 @@ class _Arg:
 
     def __init__(self, size: int):
         self.size = size
-        self.writer: np.ndarray | None = None  # the last writer's gid (made by a write)
+        self.writer: np.ndarray | None = None  # the last writer's gid + 1 (made by a write)
         self.epoch: np.ndarray | None = None  # the epoch of that write
-        self.cta_readers: np.ndarray | None = None  # NO_ONE, the one unit, or MANY
+        self.cta_readers: np.ndarray | None = None  # NO_ONE, the one unit, or MANY; + 1
         self.readers = Readers(size)  # the running unit's reads since its barrier
         self.deferred: list[tuple[int, list]] = []  # (unit, byte spans) not folded yet
         self.n_deferred = 0
+        self.written: np.ndarray | None = None  # outputs=: bytes a thread wrote already
         self.recent: list[np.ndarray] | None = []  # spans written in ``recent_epoch``
         self.recent_epoch = -1
 
     def fold(self) -> np.ndarray:
         """``cta_readers`` with every deferred read folded in."""
         if self.cta_readers is None:
-            self.cta_readers = np.full(self.size, NO_ONE, np.int32)
+            self.cta_readers = np.zeros(self.size, np.int32)  # NO_ONE + 1
         for lin, spans in self.deferred:
             offs = np.concatenate([x.ravel() for x in spans])
-            cur = self.cta_readers[offs]
-            self.cta_readers[offs] = np.where((cur == NO_ONE) | (cur == lin), lin, MANY)
+            cur = self.cta_readers[offs] - 1
+            self.cta_readers[offs] = np.where((cur == NO_ONE) | (cur == lin), lin, MANY) + 1
         self.deferred, self.n_deferred = [], 0
         return self.cta_readers
 
@@ -177,13 +180,19 @@ class GlobalRaces:
     earlier epoch is ordered before everything now, and any write of an earlier unit
     (``gid < base``) is not."""
 
-    def __init__(self, globals_, block: int, cluster: int = 1):
+    def __init__(self, globals_, block: int, cluster: int = 1, strict_same: bool = False,
+                 checks=FULL, outputs=()):
         self.block = block
+        self.strict_same = strict_same  # identical bytes of two units: an error too
+        self.globals = globals_
         self.cluster = cluster
         self.threads = block * cluster  # of one unit
         self.args = [_Arg(g.size) for g in globals_]
+        if checks.outputs:
+            for k in outputs:  # uninitialised at launch: nothing wrote them yet
+                self.args[k].written = np.zeros(globals_[k].size, bool)
         self.ctas: list[tuple] = []  # unit run index -> its first CTA (x, y, z)
-        self.enabled = True
+        self.enabled = checks.glob
         self.lin = -1
         self.base = 0
         self.epoch = 0
@@ -213,7 +222,7 @@ class GlobalRaces:
         for a in self.args:
             offs = a.written_in(self.epoch)
             if offs is not None:
-                offs = offs[(a.epoch[offs] == self.epoch) & member(a.writer[offs])]
+                offs = offs[(a.epoch[offs] == self.epoch) & member(a.writer[offs] - 1)]
                 a.epoch[offs] = RELEASED
             if not a.readers.empty:
                 a.defer(self.lin, a.readers.release(member))
@@ -224,17 +233,20 @@ class GlobalRaces:
     def _unordered(self, a, span_b, gid):
         """Bytes of ``span_b`` whose last write is not ordered before this access, and the
         writers (gids)."""
-        wv = a.writer[span_b]
+        wv = a.writer[span_b] - 1
         bad = (wv != NO_ONE) & (wv != gid)
         if bad.any():
             bad &= (wv < self.base) | (a.epoch[span_b] == self.epoch)
         return bad, wv
 
     def read(self, ctx, space: int, offs, nbytes: int, tids, span) -> None:
+        a = self.args[space - GLOBAL0]
+        if a.written is not None:
+            _check_init(ctx, a, space, byte_span(fit(offs, tids.shape), nbytes),
+                        tids, span)
         if not self.enabled:
             return
-        a = self.args[space - GLOBAL0]
-        span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+        span_b = byte_span(fit(offs, tids.shape), nbytes)
         gid = self._gids(ctx, tids)
         if a.writer is not None:
             bad, wv = self._unordered(a, span_b, gid)
@@ -242,10 +254,24 @@ class GlobalRaces:
                 self._report(ctx, bad, wv, span_b, tids, span, space, "reads", "wrote")
         a.readers.note(span_b, gid)
 
-    def write(self, ctx, space: int, offs, nbytes: int, tids, span) -> None:
+    def combine(self, ctx, space: int, offs, nbytes: int, tids, span) -> None:
+        """A reduction into global memory (atomic in the copy engine: no race): it reads the
+        bytes, which an ``outputs=`` array must have had written, and writes them."""
+        a = self.args[space - GLOBAL0]
+        if a.written is not None:
+            span_b = byte_span(fit(offs, tids.shape), nbytes)
+            _check_init(ctx, a, space, span_b, tids, span)
+            a.written[span_b] = True
+
+    def write(self, ctx, space: int, offs, nbytes: int, tids, span, data=None) -> None:
+        """``tids`` write ``nbytes`` at ``offs`` of global space ``space``; ``data()``, when
+        given, returns the bytes they write (a row per thread): a write of the very bytes an
+        earlier unit wrote there is a benign race (:meth:`_same_bytes`)."""
+        a = self.args[space - GLOBAL0]
+        if a.written is not None:
+            a.written[byte_span(fit(offs, tids.shape), nbytes)] = True
         if not self.enabled:
             return
-        a = self.args[space - GLOBAL0]
         pair = overlap(offs, nbytes, tids)
         if pair is not None:
             i, j, off = pair
@@ -254,25 +280,49 @@ class GlobalRaces:
                        "run it)", span, _HINT_THREADS, tid=int(tids[i]),
                        addr=(space << SPACE_SHIFT) + off)
             return
-        span_b = byte_span(np.broadcast_to(offs, tids.shape), nbytes)
+        span_b = byte_span(fit(offs, tids.shape), nbytes)
         gid = self._gids(ctx, tids)
         if a.writer is None:
-            a.writer = np.full(a.size, NO_ONE, np.int32)
+            a.writer = np.zeros(a.size, np.int32)  # NO_ONE + 1: untouched pages stay free
             a.epoch = np.zeros(a.size, np.int32)
         bad, wv = self._unordered(a, span_b, gid)
-        if bad.any():
+        if bad.any() and not self._same_bytes(ctx, a, bad, wv, span_b, data, space, tids, span):
             self._report(ctx, bad, wv, span_b, tids, span, space, "writes", "wrote")
             return
         if self._read_by_others(ctx, a, span_b, gid, tids, span, space):
             return
-        a.writer[span_b] = np.broadcast_to(gid, span_b.shape)
+        a.writer[span_b] = gid + 1
         a.epoch[span_b] = self.epoch
         a.note_write(span_b, self.epoch)
+
+    def _same_bytes(self, ctx, a, bad, wv, span_b, data, space, tids, span) -> bool:
+        """A write-write race with earlier units only, every byte the same as the one there
+        (TIRx's copies of one tile by several CTAs): a warning in the report, not a hazard,
+        unless ``strict_races``. Races within the unit stay hazards whatever the values (a
+        read-modify-write hides behind equal values)."""
+        if data is None or (wv[bad] >= self.base).any():
+            return False
+        rows = np.broadcast_to(data(), span_b.shape)
+        if (self.globals[space - GLOBAL0][span_b][bad] != rows[bad]).any():
+            return False
+        k, j = np.argwhere(bad)[0]
+        lin = int(wv[k, j]) // self.threads
+        who = ("the cluster of " if self.cluster > 1 else "") + f"CTA {self.ctas[lin]}"
+        report = ctx.hazard if self.strict_same else ctx.warn
+        report(f"write-write race on global memory with identical bytes: this thread writes "
+               f"bytes {who} wrote in the same launch, the same values ("
+               + ("strict_races: an error" if self.strict_same else
+                  "benign whatever order the CTAs run in; an error with "
+                  "simulate(..., strict_races=True)") + ")", span,
+               "let one CTA write the shared part of the output (if T.cta_id == 0), or "
+               "give each CTA its own part", tid=int(tids[k]),
+               addr=(space << SPACE_SHIFT) + int(span_b[k, j]))
+        return True
 
     def _read_by_others(self, ctx, a, span_b, gid, tids, span, space) -> bool:
         rc = a.fold() if a.deferred else a.cta_readers
         if rc is not None:
-            rc = rc[span_b]
+            rc = rc[span_b] - 1
             bad = (rc != NO_ONE) & (rc != self.lin)
             if bad.any():
                 self._report(ctx, bad, np.where(rc == MANY, _SEVERAL_CTAS, -(3 + rc)), span_b,
@@ -280,7 +330,7 @@ class GlobalRaces:
                 return True
         if a.readers.empty:
             return False
-        rv = a.readers.shadow()[span_b]
+        rv = a.readers.at(span_b)
         bad = ((rv >= 0) & (rv != gid)) | (rv == MANY)
         if bad.any():
             self._report(ctx, bad, np.where(rv == MANY, -1, rv), span_b, tids, span, space,
@@ -317,6 +367,19 @@ class GlobalRaces:
         rank, t = divmod(t, self.block)
         return (f"thread {t} of this CTA" if rank == ctx.rank else
                 f"thread {t} of CTA rank {rank} of this cluster")
+
+
+def _check_init(ctx, a, space, span_b, tids, span) -> None:
+    """A read of bytes of an ``outputs=`` array that no thread of the launch has written."""
+    bad = ~a.written[span_b]
+    if bad.any():
+        k, j = np.argwhere(bad)[0]
+        name = ctx.params[space - GLOBAL0] if space - GLOBAL0 < len(ctx.params) else "?"
+        ctx.hazard(f"reads global memory of {name!r} that nothing has written in this launch "
+                   "(an output, uninitialised at launch: outputs= in simulate)", span,
+                   "write the output before reading it back (or load the inputs you meant), "
+                   f"or drop {name!r} from outputs= if the caller initialises it",
+                   tid=int(tids[k]), addr=(space << SPACE_SHIFT) + int(span_b[k, j]))
 
 
 _HINT_THREADS = ("give each thread its own element (index with the thread id), let one "

@@ -19,6 +19,19 @@ _LOADED = False
 EXIT_CHECKS: list[Callable] = []  # fn(ctx, func_span) run when a CTA finishes
 
 
+def write_regs(ctx, site, values) -> None:
+    """Write the destination registers of ``site`` for the active threads (``values[j]``:
+    register j's bits; or one (threads, registers) array), in one scatter where the
+    registers allow it."""
+    if site.block is not None:
+        site.block.write(ctx, values)
+        return
+    if getattr(values, "ndim", 1) == 2:
+        values = [values[:, j] for j in range(values.shape[1])]
+    for write, v in zip(site.regs, values):
+        write(ctx, v)
+
+
 @dataclass
 class Site:
     """One Call of the program, compiled once: ``regs`` holds the register writers of
@@ -29,6 +42,7 @@ class Site:
     op: object
     regs: tuple = ()
     reg_addrs: tuple = ()  # the destination registers' addresses, callables (ctx) -> int64
+    block: object = None  # access.RegBlock: every register operand as one gather / scatter
     # the addresses of ``reg32`` operands read from registers (wgmma's A from registers),
     # callables (ctx) -> int64, None for an operand that is not a register element
     operand_addrs: tuple = ()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+import warnings
+import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import LaunchError, SimulationError, api_boundary
+from ..errors import LaunchError, SimulationError, SimulationWarning, api_boundary
 from ..ir import signature as sig
 from ..ir.launch import LaunchConfig, cluster_rank
 from ..ir.stmt import PrimFunc
@@ -149,18 +152,32 @@ def check_grid(grid, func) -> tuple:
     return tuple(int(n) for n in g) + (1,) * (3 - len(g))
 
 
+@dataclass
+class SimOptions:
+    """How one launch is simulated (the keywords of :func:`simulate`)."""
+
+    strict: bool = True
+    strict_races: bool = False
+    checks: str = "full"
+    keep_tmem: bool = False
+    outputs: tuple = ()  # indices of the global arguments unwritten at launch
+
+
 class _Run:
     """One launch: the program, its memories and the report."""
 
-    def __init__(self, prog: Program, globals_, grid, strict, keep_tmem, values):
+    def __init__(self, prog: Program, globals_, grid, opts: SimOptions, values):
         cfg = LaunchConfig.of(prog.func)
         self.prog, self.globals, self.grid = prog, globals_, grid
         self.block, self.cluster = cfg.block, cfg.cluster
-        self.strict, self.keep_tmem, self.values = strict, keep_tmem, values or {}
+        self.opts, self.values = opts, values or {}
+        self.strict, self.keep_tmem = opts.strict, opts.keep_tmem
         self.report = SimReport(grid=grid, block=self.block)
         self.names = [b.name for b in prog.func.param_buffers()]
         # one race shadow per launch; a cluster's CTAs are one unit of it (sim/races.py)
-        self.races = GlobalRaces(globals_, self.block, int(np.prod(self.cluster)))
+        self.races = GlobalRaces(globals_, self.block, int(np.prod(self.cluster)),
+                                 strict_same=opts.strict_races, checks=prog.checks,
+                                 outputs=opts.outputs)
 
     def memory(self, rank: int = 0) -> CtaMemory:
         mem = CtaMemory(self.prog.plan, self.block, self.globals)
@@ -169,6 +186,9 @@ class _Run:
 
     def ctx(self, cta, mem) -> Ctx:
         ctx = Ctx(self.block, self.prog.n_slots, cta, mem, self.report, self.strict, self.names)
+        ctx.checks = self.prog.checks
+        if self.prog.plan.wgmma:  # register writes before the first wgmma op count too
+            ctx.asyncs.part("wgmma")
         self.prog.bind_launch(ctx, cta, self.values)
         return ctx
 
@@ -221,11 +241,11 @@ class _Run:
             cl.exited(ctx.rank)
 
 
-def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = False,
+def run_program(prog: Program, globals_, grid, opts: SimOptions,
                 values: dict | None = None) -> SimReport:
     """Execute every CTA of ``grid``: one after another, or cluster by cluster when the
     kernel declares clusters (``T.cta_id_in_cluster``)."""
-    run = _Run(prog, globals_, grid, strict, keep_tmem, values)
+    run = _Run(prog, globals_, grid, opts, values)
     if any(g % c for g, c in zip(grid, run.cluster)):
         raise LaunchError(f"the grid {grid} is not a whole number of clusters {run.cluster}",
                           prog.func.span, "make every grid dimension a multiple of the "
@@ -242,33 +262,93 @@ def run_program(prog: Program, globals_, grid, strict: bool, keep_tmem: bool = F
 
 @api_boundary
 def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
-             keep_tmem: bool = False, perf: bool = False) -> SimReport:
+             keep_tmem: bool = False, outputs=(), checks: str | None = None,
+             strict_races: bool | None = None, perf: bool = False) -> SimReport:
     """Run a kernel on the CPU, writing results into the argument arrays in place.
 
     ``func``: a ``@T.prim_func`` (lowered here for ``target``, default sm_90a) or a
     ``Lowered`` program (which runs for the target it was lowered for); ``args``: in
     parameter order, as at launch: a numpy array per global buffer (dtype and shape checked;
     symbolic sizes bound from them) and a number per scalar parameter (range-checked against
-    its dtype); ``grid``:
-    override the CTA grid; ``strict``: raise the first :class:`HazardError` (default, or
-    ``knobs.sim_strict`` from TILEWISE_SIM_STRICT) or record every hazard in the report
-    and carry on; ``keep_tmem``: keep each CTA's tensor memory at exit in
-    ``report.ctas[i].tmem`` (to check which cells a tcgen05 program wrote); ``perf``:
-    count shared-memory bank conflicts and global sectors per access site, and collect the
+    its dtype); ``grid``: override the CTA grid; ``strict``: raise the first
+    :class:`HazardError` (default, or ``knobs.sim_strict`` from TILEWISE_SIM_STRICT) or
+    record every hazard in the report and carry on; ``keep_tmem``: keep each CTA's tensor
+    memory at exit in ``report.ctas[i].tmem`` (to check which cells a tcgen05 program
+    wrote); ``outputs``: names of global buffers the kernel should write before it reads
+    them — their arrays are filled with 0xFF bytes (NaN for floats) and a read of a byte
+    the launch has not written is a hazard, as on a fresh ``cudaMalloc``; ``checks``:
+    ``"full"`` (default, or ``knobs.sim_checks``), ``"races"`` (data races and memory
+    ordering only) or ``"none"`` (results only: bounds and deadlocks are still reported);
+    ``strict_races``: two CTAs writing identical bytes to one place is a hazard rather than
+    a warning in ``report.warnings`` (default ``knobs.sim_strict_races``); ``perf``: count
+    shared-memory bank conflicts and global sectors per access site, and collect the
     dispatch's warnings, in ``report.perf`` (:mod:`tilewise.sim.perf`). Returns a
     :class:`SimReport`.
     """
     from ..knobs import knobs
 
-    if strict is None:
-        strict = knobs.sim_strict
     lowered = lower_for_sim(func, target)
     kernel, flat = lowered.kernel or lowered.func, lowered.func
+    opts = SimOptions(knobs.sim_strict if strict is None else bool(strict),
+                      knobs.sim_strict_races if strict_races is None else bool(strict_races),
+                      _checks(knobs.sim_checks if checks is None else checks, flat),
+                      keep_tmem, _outputs(outputs, flat))
     globals_, values, binding = bind_arguments(kernel, args)
     values.update(_at(flat, bind_tensor_maps, flat, binding))
+    for k in opts.outputs:
+        globals_[k].fill(0xFF)
     observer = PerfObserver() if perf else None
-    prog = Program(flat, lowered.shared, observer)
-    report = run_program(prog, globals_, _grid(flat, grid, binding), strict, keep_tmem, values)
+    prog = (Program(flat, lowered.shared, observer, opts.checks) if observer is not None
+            else program_for(flat, lowered.shared, opts.checks))
+    report = run_program(prog, globals_, _grid(flat, grid, binding), opts, values)
     if observer is not None:
         report.perf_report = observer.report(lowered.dispatch_log)
+    if report.warnings:
+        first = report.warnings[0]
+        warnings.warn(f"{flat.name}: {len(report.warnings)} benign race(s) (report.warnings), "
+                      f"the first at {first.span}: {first.message}", SimulationWarning,
+                      stacklevel=2)
     return report
+
+
+_PROGRAMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def program_for(flat, shared, checks: str) -> Program:
+    """The closure tree of a flat kernel for a check level, compiled once per kernel, shared
+    layout and level (a Program keeps no launch state: every launch gets fresh memories;
+    one with a perf observer is never kept)."""
+    per = _PROGRAMS.setdefault(flat, {})
+    key = (id(shared), checks)
+    hit = per.get(key)
+    if hit is None or hit[0] is not shared:
+        hit = per[key] = (shared, Program(flat, shared, None, checks))
+    return hit[1]
+
+
+def _checks(checks, func) -> str:
+    from ..knobs import SIM_CHECKS
+
+    if checks not in SIM_CHECKS:
+        raise LaunchError(f"checks={checks!r} is not a check level", func.span,
+                          "pass checks='full' (every check), 'races' (data races and memory "
+                          "ordering) or 'none' (results only)")
+    return checks
+
+
+def _outputs(names, func) -> tuple:
+    """The indices of the global parameters ``names`` (buffer or parameter names) name."""
+    if isinstance(names, str):
+        names = (names,)
+    by_param = {id(v): b for v, b in func.buffer_map}
+    params = [p for p in func.params if id(p) in by_param]
+    out = []
+    for n in names:
+        k = next((i for i, p in enumerate(params)
+                  if n in (p.name, by_param[id(p)].name)), None)
+        if k is None:
+            raise LaunchError(f"outputs= names {n!r}, which is not a global buffer of "
+                              f"{func.name}", func.span, "name buffers among: "
+                              + ", ".join(by_param[id(p)].name for p in params))
+        out.append(k)
+    return tuple(sorted(set(out)))

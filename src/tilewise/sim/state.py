@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import HazardError
+from ..errors import HazardError, SimulationWarning
 from ..ir.launch import WARP
 from .async_core import AsyncCore
+from .checks import FULL
 from .memory import SHARED, offset_of, space_name, space_of
 from .registry import mechanism
+from .values import fit
 
 _MAX_RECORDED = 200
 
@@ -40,7 +42,9 @@ class SimReport:
     """The result of :func:`tilewise.sim.simulate`.
 
     ``instructions``: PTX-table op -> thread-level executions; ``hazards``: the
-    HazardErrors found (non-strict mode only; strict mode raises the first); ``ctas``:
+    HazardErrors found (non-strict mode only; strict mode raises the first); ``warnings``:
+    benign races (two CTAs writing identical bytes), one SimulationWarning per line and kind,
+    never raised (``simulate(..., strict_races=True)`` makes them hazards); ``ctas``:
     one :class:`CtaStats` per CTA; ``grid``/``block``: the launch simulated; ``perf``:
     the performance counters (:class:`tilewise.sim.perf.PerfReport`) of a run with
     ``perf=True``.
@@ -50,8 +54,10 @@ class SimReport:
     block: int
     instructions: Counter = field(default_factory=Counter)
     hazards: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
     ctas: list = field(default_factory=list)
     seconds: float = 0.0
+    warned: set = field(default_factory=set, repr=False)
     perf_report: object = None
 
     @property
@@ -73,7 +79,9 @@ class SimReport:
     def __str__(self) -> str:
         ops = ", ".join(f"{k} x{v}" for k, v in sorted(self.instructions.items()))
         return (f"simulated grid={self.grid} block={self.block} in {self.seconds:.3f}s; "
-                f"{len(self.hazards)} hazard(s); instructions: {ops or 'none'}")
+                f"{len(self.hazards)} hazard(s); "
+                + (f"{len(self.warnings)} warning(s); " if self.warnings else "")
+                + f"instructions: {ops or 'none'}")
 
 
 class Ctx:
@@ -98,6 +106,7 @@ class Ctx:
         self.sched = None  # the Scheduler running this CTA (sim/scheduler.py), set at start
         self.cluster = None  # sim/cluster.Cluster when the kernel declares one
         self.rank = 0  # %cluster_ctarank
+        self.checks = FULL  # the check level (:mod:`.checks`; the runner sets the launch's)
 
     @mechanism("blocks")
     def block(self, poll, wait) -> bool:
@@ -146,7 +155,7 @@ class Ctx:
 
     def per_thread(self, v) -> np.ndarray:
         """``v`` as an array with one entry per active thread."""
-        return np.broadcast_to(v, (self.n_active(),))
+        return fit(v, (self.n_active(),))
 
     # -- hazards -----------------------------------------------------------------
     def where(self, tid=None, addr=None) -> str:
@@ -172,6 +181,16 @@ class Ctx:
             raise err
         if len(self.report.hazards) < _MAX_RECORDED:
             self.report.hazards.append(err)
+
+    def warn(self, message, span, hint=None, tid=None, addr=None) -> None:
+        """Record a benign finding (never raised): the first of each line and kind (the
+        message up to its first colon)."""
+        key = (str(span), message.split(":")[0])
+        if key in self.report.warned or len(self.report.warnings) >= _MAX_RECORDED:
+            return
+        self.report.warned.add(key)
+        self.report.warnings.append(SimulationWarning(f"{message} [{self.where(tid, addr)}]",
+                                                      span, hint))
 
 
 def masked(ctx, act, fn, *args):

@@ -136,7 +136,7 @@ class Elementwise:
             x = binop("*", x, scale)
         if bias is not None:
             x = binop("+", x, bias)
-        wide = cast(F32, x) if dst_t != F32 else x
+        wide = cast(F32, x) if x.dtype != F32 else x  # x: the compute dtype (src's)
         if options.get("ftz"):
             r = _MATH[self.math](wide, False, True)
         else:
@@ -162,7 +162,8 @@ _SRC = (("src", "region"),)
 _BIN = (("src1", "value"), ("src2", "value"))
 
 ELEMENTWISE: dict[str, Elementwise] = {e.name: e for e in [
-    _ew("zero", (), _ANY, "dst = 0"),
+    _ew("zero", (("src", "region"),), _ANY, "dst = 0 (TIRx's zero(dst, src): a src, when "
+        "given, has a shape that broadcasts to dst and is not read)", in_place=True),
     _ew("fill", (("value", "scalar"),), _ANY, "dst = value (a number or a run-time scalar)"),
     _ew("cast", _SRC, _ANY, "dst = src converted to dst's dtype (the arithmetic table's "
         "conversions)"),
@@ -248,9 +249,14 @@ def check_elementwise(c: Checker, op: Elementwise, dst: BufferRegion, srcs: list
         c.fail(f"dst is {t}; {op.name} takes {_kinds_text(op.kinds)} tiles",
                'compute in another dtype and convert with Tx.cast' if t.kind != "bool" else
                None)
+    if op.name == "zero":  # the source is not read: only its shape must fit
+        for v in srcs:
+            _check_source(c, op, "src", v, v.buffer.dtype, dst)
+        return [], dict(options)
+    compute_t = compute_dtype(op, t, srcs)
     out = []
     for (name, _kind), v in zip(op.operands, srcs):
-        want = dt.bool_ if name == "pred" else t
+        want = dt.bool_ if name == "pred" else compute_t
         out.append(_check_source(c, op, name, v, want, dst))
     opts = dict(options)
     if opts.get("ftz") and opts.get("precise"):  # (other ops do not take ftz=: options.FTZ)
@@ -259,8 +265,20 @@ def check_elementwise(c: Checker, op: Elementwise, dst: BufferRegion, srcs: list
                "drop ftz= or precise=")
     for name in ("scale", "bias"):
         if opts.get(name) is not None:
-            opts[name] = _check_source(c, op, name, opts[name], t, dst)
+            opts[name] = _check_source(c, op, name, opts[name], compute_t, dst)
     return out, opts
+
+
+def compute_dtype(op: Elementwise, dst_t: DataType, srcs: list) -> DataType:
+    """The dtype a call computes in: the destination's, except for a unary math op whose
+    source region is another float type (TIRx: ``sqrt`` of a float32 tile into a float16
+    one computes from the float32 values, ``scale=`` and ``bias=`` in float32, and rounds
+    the result once into the destination)."""
+    src = srcs[0] if srcs else None
+    if (op.unary_math and isinstance(src, BufferRegion) and src.buffer.dtype.is_float
+            and dst_t.is_float):
+        return src.buffer.dtype
+    return dst_t
 
 
 def _check_source(c: Checker, op: Elementwise, name: str, v, want: DataType,

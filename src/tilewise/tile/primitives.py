@@ -44,6 +44,9 @@ class Primitive:
     operands: tuple
     doc: str
     check: Callable | None = field(default=None, compare=False)  # (checker, call parts)
+    # options that may also be passed positionally after the operands, in this order
+    # (TIRx's unary math ops: ``Tx.cta.exp(dst, src, bias, scale)``)
+    trailing: tuple = ()
 
     def __post_init__(self):
         object.__setattr__(self, "operands", tuple(
@@ -108,7 +111,8 @@ def _elementwise(op: compute.Elementwise) -> Primitive:
     operands = tuple(Operand(n, k, optional=op.in_place) for n, k in op.operands)
     return Primitive(op.name, (Operand("dst"),) + operands, op.doc,
                      check=lambda c, dst, srcs, opts: compute.check_elementwise(
-                         c, op, dst, srcs, opts))
+                         c, op, dst, srcs, opts),
+                     trailing=("bias", "scale") if op.unary_math else ())
 
 
 def _reduction(red: compute.Reduction) -> Primitive:

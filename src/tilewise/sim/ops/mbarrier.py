@@ -17,6 +17,7 @@ from ..access import mark_shared_write, mbarrier_addrs
 from ..memory import SPACE_SHIFT
 from ..registry import semantics
 from ..state import masked
+from ..values import fit
 
 
 @semantics("ptx.mbarrier.init")
@@ -24,7 +25,7 @@ def init(ctx, site, args):
     addrs = mbarrier_addrs(ctx, args[0], site.span, "mbarrier.init", read=False)
     if addrs is None:
         return
-    counts = np.broadcast_to(np.asarray(args[1], np.int64), addrs.shape)
+    counts = fit(args[1], addrs.shape, np.int64)
     for t, a, c in zip(ctx.active().tolist(), addrs.tolist(), counts.tolist()):
         ctx.asyncs.mbar_init(a, c, t, site.span)
     mark_shared_write(ctx, addrs & ((1 << SPACE_SHIFT) - 1), 8, ctx.active(), site.span)
@@ -34,7 +35,7 @@ def _arrive_all(ctx, site, mbar, tx_arg):
     addrs = mbarrier_addrs(ctx, mbar, site.span, "mbarrier.arrive")
     if addrs is None:
         return np.uint64(0)
-    tx = np.broadcast_to(np.asarray(tx_arg, np.int64), addrs.shape)
+    tx = fit(tx_arg, addrs.shape, np.int64)
     out = [ctx.asyncs.arrive(a, 1, t, site.span, int(x))
            for t, a, x in zip(ctx.active().tolist(), addrs.tolist(), tx.tolist())]
     return np.asarray(out, np.uint64)
@@ -72,8 +73,8 @@ def _arrive_remote(ctx, site, mbar, tx, remote):
     if addrs is None:
         return
     tids = ctx.active()
-    txs = np.broadcast_to(np.asarray(tx, np.int64), tids.shape)
-    ranks = np.broadcast_to(np.asarray(remote, np.int64), tids.shape)
+    txs = fit(tx, tids.shape, np.int64)
+    ranks = fit(remote, tids.shape, np.int64)
     for t, a, x, r in zip(tids.tolist(), addrs.tolist(), txs.tolist(), ranks.tolist()):
         peer = ctx.peer(r, site.span, "mbarrier.arrive.expect_tx(remote=)")
         peer.asyncs.arrive(a, 1, t, site.span, x, local=peer is ctx)
@@ -84,7 +85,7 @@ def expect_tx(ctx, site, args):
     addrs = mbarrier_addrs(ctx, args[0], site.span, "mbarrier.expect_tx")
     if addrs is None:
         return
-    tx = np.broadcast_to(np.asarray(args[1], np.int64), addrs.shape)
+    tx = fit(args[1], addrs.shape, np.int64)
     for t, a, x in zip(ctx.active().tolist(), addrs.tolist(), tx.tolist()):
         ctx.asyncs.expect_tx(a, x, t, site.span)
 

@@ -33,7 +33,7 @@ from ..collective import whole_groups
 from ..memory import LOCAL, SHARED
 from ..registry import semantics
 from ..scheduler import Wait
-from ..values import np_dtype
+from ..values import fit, np_dtype
 
 
 @semantics("cuda.cta_sync")
@@ -69,8 +69,8 @@ def _named_barrier(ctx, site, args, what: str) -> list:
     state, generation, first thread)`` each: a ``bar.sync`` waits until each completes."""
     whole_groups(ctx, site.span, what)
     act = ctx.active()
-    ids = np.broadcast_to(np.asarray(args[0], np.int64), act.shape)
-    counts = np.broadcast_to(np.asarray(args[1], np.int64), act.shape)
+    ids = fit(args[0], act.shape, np.int64)
+    counts = fit(args[1], act.shape, np.int64)
     pending = []
     for bid, count in sorted(set(zip(ids.tolist(), counts.tolist()))):
         tids = act[(ids == bid) & (counts == count)]
@@ -172,7 +172,7 @@ def _registers(ctx, place, nbytes, tids, span, write):
     """A vector move to or from registers is an ordinary register access (the wgmma
     accumulator checks see it as they see element loads and stores)."""
     local = place[0] == LOCAL
-    if local.any():
+    if local.any() and ctx.checks.regs:
         for w in ctx.asyncs.reg_watchers:
             w.register_access(tids[local], place[1][local], nbytes, span, write)
 

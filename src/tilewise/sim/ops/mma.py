@@ -35,8 +35,9 @@ from ..access import (check_accumulators, check_pointer, check_shared_read, mark
                       register_offsets)
 from ..collective import whole_groups
 from ..memory import SHARED
-from ..registry import semantics
+from ..registry import semantics, write_regs
 from ..state import masked
+from ..values import fit
 
 
 def _u32(v, n: int) -> np.ndarray:
@@ -109,17 +110,16 @@ def mma_sync(ctx, site, args):
         A = _tile(a[sel], a_type, lambda lane, i: mma.a_coords(lane, i, ea), (mma.M, k))
         B = _tile(b[sel], b_type, lambda lane, i: mma.b_coords(lane, i, eb), (k, mma.N))
         out[sel] = _accumulate(c[sel], A @ B, acc)
-    _write(ctx, site.regs, out, warps)
+    _write(ctx, site, out, warps)
 
 
-def _write(ctx, writers, words: np.ndarray, warps: list[np.ndarray]) -> None:
+def _write(ctx, site, words: np.ndarray, warps: list[np.ndarray]) -> None:
     """Write register ``j`` of the threads of ``warps`` (the others keep theirs)."""
     if not warps:
         return
     sel = np.concatenate(warps)
     act = ctx.active()
-    for j, write in enumerate(writers):
-        masked(ctx, act[sel], write, words[sel, j])
+    masked(ctx, act[sel], write_regs, site, [words[sel, j] for j in range(len(site.regs))])
 
 
 # ---------------------------------------------------------------- ldmatrix / stmatrix
@@ -128,7 +128,7 @@ def _rows(ctx, site, ptr, num: int, what: str):
     the matrix rows; None after a (non-strict) hazard on an address."""
     act = ctx.active()
     warps = _full_warps(ctx, site, what)
-    addrs = np.broadcast_to(np.asarray(ptr, np.int64), act.shape)
+    addrs = fit(ptr, act.shape, np.int64)
     giving = (act % WARP) < 8 * num
     r = masked(ctx, act[giving], check_pointer, addrs[giving], mma.ROW_BYTES, site.span,
                f"{what} row address", (SHARED,), mma.ROW_BYTES)
@@ -139,47 +139,59 @@ def _rows(ctx, site, ptr, num: int, what: str):
     return [(sel, offs[sel][:8 * num].reshape(num, 8)) for sel in warps]
 
 
-def _element_offsets(rows: np.ndarray, j: int, half: int, trans: bool) -> np.ndarray:
-    """Shared byte offset, per lane, of 16-bit element ``half`` of register ``j``."""
-    lane = np.arange(WARP)
-    row, col = mma.matrix_element(lane, half, trans)
-    return rows[j, row] + 2 * col
+_HALF_COORDS: dict = {}
+
+
+def _half_coords(trans: bool):
+    """(row, col) in its 8 x 8 matrix of each lane's 16-bit element ``h``: (2, 32) each."""
+    hit = _HALF_COORDS.get(trans)
+    if hit is None:
+        lane = np.arange(WARP)
+        rc = [mma.matrix_element(lane, h, trans) for h in range(2)]
+        hit = np.stack([r for r, _ in rc]), np.stack([c for _, c in rc])
+        _HALF_COORDS[trans] = hit
+    return hit
 
 
 def _halves(where, num: int, trans: bool):
-    """``(sel, j, h, offsets)``: per fully active warp, register ``j`` and half ``h``, the
-    shared byte offset of that 16-bit element in every lane."""
-    for sel, rows in where:
-        for j in range(num):
-            for h in range(2):
-                yield sel, j, h, _element_offsets(rows, j, h, trans)
+    """Every (warp, register j, half h, lane) at once: ``(who, offs)``, both shaped
+    (warps, num, 2, 32): the index into the active threads of the lane holding the element,
+    and its shared byte offset."""
+    row, col = _half_coords(trans)
+    rows = np.stack([r for _, r in where])  # (warps, num, 8)
+    offs = rows[:, :, row] + 2 * col  # (warps, num, 2, 32)
+    who = np.stack([sel for sel, _ in where])[:, None, None, :]
+    return np.broadcast_to(who, offs.shape), offs
 
 
 @semantics("ptx.ldmatrix")
 def ldmatrix(ctx, site, args):
     src, num, trans = args[:3]
     where = _rows(ctx, site, src, num, "ldmatrix")
-    if where is None:
+    if not where:
         return
     act = ctx.active()
+    who, offs = _halves(where, num, bool(trans))
+    check_shared_read(ctx, offs.ravel(), 2, act[who.ravel()], site.span)
+    sh = ctx.mem.shared
+    half = sh[offs].astype(np.uint32) | (sh[offs + 1].astype(np.uint32) << 8)
+    word = half[:, :, 0, :] | (half[:, :, 1, :] << 16)  # (warps, num, 32)
     words = np.zeros((len(act), num), np.uint32)
-    for sel, j, h, offs in _halves(where, num, bool(trans)):
-        check_shared_read(ctx, offs, 2, act[sel], site.span)
-        lo, hi = ctx.mem.shared[offs], ctx.mem.shared[offs + 1]
-        words[sel, j] |= (lo.astype(np.uint32) | (hi.astype(np.uint32) << 8)) << (16 * h)
-    _write(ctx, site.regs, words, [sel for sel, _ in where])
+    words[who[:, :, 0, :], np.arange(num)[None, :, None]] = word
+    _write(ctx, site, words, [sel for sel, _ in where])
 
 
 @semantics("ptx.stmatrix")
 def stmatrix(ctx, site, args):
     dst, num, trans = args[:3]
     where = _rows(ctx, site, dst, num, "stmatrix")
-    if where is None:
+    if not where:
         return
     act = ctx.active()
     words = np.stack([_u32(v, len(act)) for v in args[3:]], 1)
-    for sel, j, h, offs in _halves(where, num, bool(trans)):
-        mark_shared_write(ctx, offs, 2, act[sel], site.span)
-        half = (words[sel, j] >> (16 * h)) & 0xFFFF
-        ctx.mem.shared[offs] = (half & 0xFF).astype(np.uint8)
-        ctx.mem.shared[offs + 1] = (half >> 8).astype(np.uint8)
+    who, offs = _halves(where, num, bool(trans))
+    mark_shared_write(ctx, offs.ravel(), 2, act[who.ravel()], site.span)
+    w = words[who, np.arange(num)[None, :, None, None]]  # (warps, num, 2, 32)
+    half = (w >> (16 * np.arange(2, dtype=np.uint32)[None, None, :, None])) & 0xFFFF
+    ctx.mem.shared[offs] = (half & 0xFF).astype(np.uint8)
+    ctx.mem.shared[offs + 1] = (half >> 8).astype(np.uint8)

@@ -69,7 +69,7 @@ def sources(ctx, op, dst: RegTile | None) -> tuple[list[Source], dict]:
 def element(op, t, srcs: list[Source], opts: dict, load) -> object:
     """The scalar IR of one element from ``load(source)``."""
     vals = {s.name: load(s) for s in srcs}
-    args = [vals[n] for n, _ in op.operands]
+    args = [vals[n] for n, _ in op.operands if n in vals]  # zero's src is not read
     opts = {**opts, "scale": vals.get("scale"), "bias": vals.get("bias")}
     return op.build(t, args, opts)
 

@@ -51,6 +51,7 @@ from ...access import check_pointer, check_shared_read, mbarrier_addrs
 from ...memory import GLOBAL0, SHARED
 from ...registry import semantics
 from ...state import masked
+from ...values import fit
 from .state import bulk_of
 
 _ALIGN = 16
@@ -58,7 +59,7 @@ _ALIGN = 16
 
 def _sizes(ctx, site, nbytes, what):
     tids = ctx.active()
-    n = np.broadcast_to(np.asarray(nbytes, np.int64), tids.shape)
+    n = fit(nbytes, tids.shape, np.int64)
     bad = (n <= 0) | (n % _ALIGN != 0)
     if bad.any():
         k = int(np.argmax(bad))
@@ -72,7 +73,10 @@ def _sizes(ctx, site, nbytes, what):
 def _pointers(ctx, site, addrs, sizes, what, spaces):
     """(spaces, offsets) of 16-byte aligned, in-bounds ``sizes``-byte accesses, or None."""
     tids = ctx.active()
-    addrs = np.broadcast_to(np.asarray(addrs, np.int64), tids.shape)
+    addrs = fit(addrs, tids.shape, np.int64)
+    if len(sizes) and (sizes == sizes[0]).all():  # one size: no sort
+        return masked(ctx, tids, check_pointer, addrs, int(sizes[0]), site.span, what, spaces,
+                      _ALIGN)
     sp, off = np.zeros(len(tids), np.int64), np.zeros(len(tids), np.int64)
     for size in np.unique(sizes).tolist():
         sel = sizes == size
@@ -117,14 +121,15 @@ def s2g(ctx, site, args):
     if d is None or s is None:
         return
     mem, tids = ctx.mem, ctx.active()
-    for size in np.unique(sizes).tolist():
+    for size in ([int(sizes[0])] if (sizes == sizes[0]).all() else np.unique(sizes).tolist()):
         sel = sizes == size
         check_shared_read(ctx, s[1][sel], size, tids[sel], site.span)
     for k, t in enumerate(tids.tolist()):
         size, off, goff = int(sizes[k]), int(s[1][k]), int(d[1][k])
         offs = np.arange(off, off + size)
         bulk_of(ctx).check_async_read(offs, t, "cp.async.bulk (shared -> global)", site.span)
-        mem.races.write(ctx, int(d[0][k]), goff, size, np.array([t]), site.span)
+        mem.races.write(ctx, int(d[0][k]), goff, size, np.array([t]), site.span,
+                        lambda off=off, size=size: mem.shared[None, off:off + size])
         mem.space_bytes(int(d[0][k]))[goff:goff + size] = mem.shared[off:off + size]
         bulk_of(ctx).bulk_store(t, offs, site.span)
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...access import check_proxy_fence
 from ...async_core import Part, async_part, shared_addr
 from ...memory import BULK_TAG0, UNWRITTEN, Members
 from ...registry import mechanism
@@ -107,9 +108,10 @@ class BulkState(Part):
         ``mbar``."""
         st, mem = self.bulk, self.ctx.mem
         offs = np.asarray(offs, np.int64)
-        self.core.check_write(offs[None, :], np.array([tid if not source else -1]), span)
+        if self.ctx.checks.shared:
+            self.core.check_write(offs[None, :], np.array([tid if not source else -1]), span)
+            mem.owner[offs] = BULK_TAG0 - len(st.copies)
         mem.shared[offs] = data
-        mem.owner[offs] = BULK_TAG0 - len(st.copies)
         if mem.gen_dirty:  # the engine's write is no generic one
             mem.gen_writer[offs] = -1
         mem.bulk_tagged = True
@@ -182,20 +184,8 @@ class BulkState(Part):
     def check_async_read(self, offs: np.ndarray, tid: int, what: str, span) -> None:
         """The copy engine (a ``what`` issued by ``tid``) reads shared bytes ``offs``: every
         generic write to them must have been fenced by its writer."""
-        mem = self.ctx.mem
-        if not mem.gen_dirty:
-            return
-        w = mem.gen_writer[offs]
-        bad = w >= 0
-        if bad.any():
-            k = int(np.argmax(bad))
-            self.ctx.hazard(f"{what} reads shared memory that thread {int(w[k])} wrote with "
-                            f"ordinary stores and no fence.proxy.async since: the copy engine "
-                            f"(async proxy) may not see those writes", span,
-                            "call T.ptx.fence.proxy_async() in every thread that wrote the tile, "
-                            "then T.cuda.cta_sync(), before the copy engine's store (TMA or "
-                            "bulk)", tid=tid,
-                            addr=shared_addr(int(offs[k])))
+        check_proxy_fence(self.ctx, offs, tid, what, span,
+                          "the copy engine's store (TMA or bulk)")
 
     # ================================================================== memory checks
     def check_read(self, span_b, tids, bad, own, span):
@@ -207,7 +197,7 @@ class BulkState(Part):
             return bad
         t = np.broadcast_to(tids[:, None], own.shape)
         ok = np.zeros(own.shape, bool)
-        for tag in np.unique(own[tagged]).tolist():
+        for tag in _distinct(own[tagged]):
             sel = tagged & (own == tag)
             ok[sel] = self.bulk.copy_of(tag).seen[t[sel]]
         bad = bad & ~ok
@@ -220,14 +210,14 @@ class BulkState(Part):
 
     def check_write(self, span_b, tids, span) -> None:
         st, ctx = self.bulk, self.ctx
-        if st.n_reading and np.any(st.reading[span_b]):
+        if st.n_reading and st.reading[span_b].any():
             k, j = np.argwhere(st.reading[span_b] > 0)[0]
             self._report_overwritten(int(span_b[k, j]), int(tids[k]), span)
         if not st.copies:
             return
         own = ctx.mem.owner[span_b]
         tagged = (own <= BULK_TAG0) & (own > UNWRITTEN)
-        for tag in np.unique(own[tagged]).tolist():
+        for tag in _distinct(own[tagged]):
             c = st.copy_of(tag)
             if not c.seen.any():
                 k, j = np.argwhere(own == tag)[0]
@@ -289,6 +279,14 @@ class BulkState(Part):
                         "T.cuda.cta_sync() when other threads reuse the buffer) before "
                         "overwriting its source", tid=writer if writer >= 0 else None,
                         addr=shared_addr(off))
+
+
+def _distinct(tags: np.ndarray) -> list:
+    """The distinct values of ``tags`` (usually none or one: no sort then)."""
+    if not len(tags):
+        return []
+    t0 = tags.flat[0]
+    return [int(t0)] if (tags == t0).all() else np.unique(tags).tolist()
 
 
 def bulk_of(ctx) -> BulkState:

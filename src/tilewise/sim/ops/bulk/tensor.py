@@ -31,9 +31,9 @@ from ....errors import SimulationError
 from ...access import check_pointer, check_shared_read, mbarrier_addrs
 from ...memory import SHARED
 from ...registry import semantics
-from .tensormap import SimTensorMap
-from ...values import binop_fn
+from ...values import binop_fn, fit
 from .state import bulk_of
+from .tensormap import SimTensorMap
 
 _REDUCE = {"add": "+", "min": "min", "max": "max"}
 
@@ -50,7 +50,7 @@ def _map(site, tmap, dim) -> SimTensorMap:
 def _coords(ctx, coords) -> np.ndarray:
     """(threads, rank) int coordinates, innermost first."""
     n = len(ctx.active())
-    return np.stack([np.broadcast_to(np.asarray(c, np.int64), (n,)) for c in coords], axis=1)
+    return np.stack([fit(c, (n,), np.int64) for c in coords], axis=1)
 
 
 def _shared_box(ctx, site, tm, addrs, what):
@@ -84,14 +84,21 @@ def _targets(ctx, site, mask):
     return ranks
 
 
-def _race(ctx, site, tm, coords, t: int, write: bool) -> None:
-    """The box's in-bounds global elements, read or written by thread ``t``'s copy (the
+def _race(ctx, site, tm, coords, t: int, box=None, reduce: bool = False) -> None:
+    """The box's in-bounds global elements, read (``box`` None) or written with the shared
+    bytes at offsets ``box`` (``reduce``: combined into them) by thread ``t``'s copy (the
     race shadows of :mod:`tilewise.sim.races`)."""
     offs, ok = tm.elements(coords)
-    offs = offs[ok]
-    if len(offs):
-        check = ctx.mem.races.write if write else ctx.mem.races.read
-        check(ctx, tm.space, offs, tm.spec.elem_bytes, np.full(len(offs), t), site.span)
+    if not ok.any():
+        return
+    es, tids = tm.spec.elem_bytes, np.full(int(ok.sum()), t)
+    if reduce:
+        ctx.mem.races.combine(ctx, tm.space, offs[ok], es, tids, site.span)
+    elif box is None:
+        ctx.mem.races.read(ctx, tm.space, offs[ok], es, tids, site.span)
+    else:
+        ctx.mem.races.write(ctx, tm.space, offs[ok], es, tids, site.span,
+                            lambda: ctx.mem.shared[box].reshape(-1, es)[ok])
 
 
 @semantics("ptx.cp_async.bulk.tensor.g2c")
@@ -106,7 +113,7 @@ def g2c(ctx, site, args):
     c = _coords(ctx, coords)
     targets = _targets(ctx, site, mask)
     for k, t in enumerate(ctx.active().tolist()):
-        _race(ctx, site, tm, c[k], t, write=False)
+        _race(ctx, site, tm, c[k], t)
         data = tm.read_box(ctx.mem, c[k])
         for peer in targets(k):
             source = "" if peer is ctx else f" of CTA rank {ctx.rank}"
@@ -128,8 +135,10 @@ def _store(ctx, site, args, combine=None):
         chunks = offs[::16]
         check_shared_read(ctx, chunks, 16, np.full(len(chunks), t), site.span)
         bulk_of(ctx).check_async_read(offs, t, what, site.span)
-        if combine is None:  # a reduction is atomic in the copy engine: no race
-            _race(ctx, site, tm, c[k], t, write=True)
+        if combine is None:
+            _race(ctx, site, tm, c[k], t, offs)
+        else:  # a reduction is atomic in the copy engine: no race, but it reads the output
+            _race(ctx, site, tm, c[k], t, offs, reduce=True)
         tm.write_box(ctx.mem, c[k], ctx.mem.shared[offs], combine)
         bulk_of(ctx).bulk_store(t, offs, site.span, what)
 

@@ -13,6 +13,7 @@ from ...memory import GLOBAL0, SHARED, byte_span
 from ...races import check_shared_write
 from ...registry import semantics
 from ...state import masked
+from ...values import fit
 from .state import cp_of
 
 
@@ -23,8 +24,8 @@ def cp_async(ctx, site, args):
     dst, src, size, src_size, ignore, _prefetch = args
     tids = ctx.active()
     n = len(tids)
-    ss = np.broadcast_to(np.asarray(size if src_size is None else src_size, np.int64), (n,))
-    skip = np.broadcast_to(np.asarray(False if ignore is None else ignore, bool), (n,))
+    ss = fit(size if src_size is None else src_size, (n,), np.int64)
+    skip = fit(False if ignore is None else ignore, (n,), bool)
     if (ss < 0).any() or (ss > size).any():
         k = int(np.argmax((ss < 0) | (ss > size)))
         ctx.hazard(f"cp.async src-size {int(ss[k])} is outside [0, {size}]", site.span,
@@ -44,7 +45,7 @@ def cp_async(ctx, site, args):
 
 def _check_src(ctx, site, src, size, reads, src_sp, src_off) -> bool:
     tids = ctx.active()
-    src = np.broadcast_to(np.asarray(src, np.int64), tids.shape)[reads]
+    src = fit(src, tids.shape, np.int64)[reads]
     spaces = tuple(GLOBAL0 + k for k in range(len(ctx.mem.globals)))
     r = masked(ctx, tids[reads], check_pointer, src, size, site.span, "cp.async source",
                spaces, size)

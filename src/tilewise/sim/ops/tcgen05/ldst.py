@@ -15,7 +15,8 @@ from ....ir.launch import WARP
 from ....ptx import tcgen05
 from ....ptx.tcgen05 import COLS, LANES
 from ...collective import warp_uniform, whole_groups
-from ...registry import semantics
+from ...registry import semantics, write_regs
+from ...values import fit
 from .state import tcgen05_of
 
 
@@ -38,7 +39,7 @@ def _cells(ctx, site, args, what):
     taddr, row, col, shape, num, packed = args[:6]
     whole_groups(ctx, site.span, what)
     act = ctx.active()
-    base = (np.broadcast_to(np.asarray(taddr, np.int64), act.shape)
+    base = (fit(taddr, act.shape, np.int64)
             + tcgen05.address(row, col))
     warp_uniform(ctx, site.span, base, f"{what} taddr")
     lane, first = act % WARP, tcgen05.lane_slice(act // WARP)
@@ -103,8 +104,7 @@ def ld(ctx, site, args):
         vals = lo | ((tm.cells[lanes, cols[..., 1]] & 0xFFFF) << 16)
     else:
         vals = tm.cells[lanes, cols]
-    for r, write in enumerate(site.regs):
-        write(ctx, vals[:, r])
+    write_regs(ctx, site, [vals[:, r] for r in range(vals.shape[1])])
 
 
 def _check_unwaited_st(ctx, site, tm, lanes, cols):

@@ -33,7 +33,7 @@ import numpy as np
 from ....errors import SimulationError
 from ....ir.dtype import DTYPES
 from ....ptx import tcgen05, wgmma
-from ...access import check_shared_read, mbarrier_addrs
+from ...access import check_proxy_fence, check_shared_read, mbarrier_addrs
 from ...memory import SHARED
 from ...registry import semantics
 from .state import tcgen05_of
@@ -88,7 +88,10 @@ def _visible(ctx, site, tid, starts, eb, what):
                    "the tile primitive build it)", tid=tid, addr=(SHARED << 40) + lo)
         return None
     check_shared_read(ctx, starts, eb, np.full(starts.size, tid), site.span)
-    return (starts[:, None] + np.arange(eb)).ravel()
+    nbytes = (starts[:, None] + np.arange(eb)).ravel()
+    name = what.split(" ")[0]
+    check_proxy_fence(ctx, nbytes, tid, name, site.span, f"the {name} that reads it")
+    return nbytes
 
 
 # ------------------------------------------------------------------------ tensor memory

@@ -122,7 +122,7 @@ class Tcgen05State(Part):
 
     def check_write(self, span_b, tids, span) -> None:
         """A write of the shared bytes ``span_b`` (rows per thread) by ``tids``."""
-        if not self.n_reading or not np.any(self.reading[span_b]):
+        if not self.n_reading or not self.reading[span_b].any():
             return
         for op in self.ops:
             if not op.reading:

@@ -29,10 +29,11 @@ import numpy as np
 from ....ir.dtype import DTYPES
 from ....ir.launch import WARPGROUP
 from ....ptx import wgmma
-from ...access import check_accumulators, check_shared_read, register_offsets
+from ...access import (check_accumulators, check_proxy_fence, check_shared_read,
+                        register_offsets)
 from ...collective import whole_groups
 from ...memory import SHARED, offset_of
-from ...registry import semantics
+from ...registry import semantics, write_regs
 from .state import wgmma_of
 
 
@@ -64,21 +65,34 @@ def _uniform(ctx, site, values, act, wg, what) -> int | None:
     return int(np.asarray(v[0]).astype(np.uint64)) if what != "scale-d" else int(bool(v[0]))
 
 
+_CACHE_LIMIT = 512  # descriptors remembered per call site
+
+
 def _operand(ctx, site, desc: int, k_major: bool, mn: int, k: int, dtype: str, wg: int):
-    """The (mn x k) operand tile as float64, read through descriptor ``desc``."""
-    d = wgmma.decode(desc)
-    t = DTYPES[dtype]
-    eb = t.bytes
-    rows, cols = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
-    starts = wgmma.element_address(k_major, rows, cols, eb, d).ravel()
-    if not _inside(ctx, site, starts, eb, wg):
-        return None, None
-    check_shared_read(ctx, starts, eb, np.full(starts.size, wg * WARPGROUP), site.span)
-    nbytes = (starts[:, None] + np.arange(eb)).ravel()
-    vals = ctx.mem.shared[nbytes].copy().view(t.numpy()).reshape(mn, k)
+    """The (mn x k) operand tile as float64, read through descriptor ``desc``, and the
+    sorted shared byte offsets it reads (the addresses are computed once per descriptor)."""
+    key = (desc, k_major, mn, k, dtype)
+    hit = site.cache.get(key)
+    if hit is None:
+        d = wgmma.decode(desc)
+        t = DTYPES[dtype]
+        eb = t.bytes
+        rows, cols = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
+        starts = wgmma.element_address(k_major, rows, cols, eb, d).ravel()
+        if not _inside(ctx, site, starts, eb, wg):
+            return None, None
+        nbytes = (starts[:, None] + np.arange(eb)).ravel()
+        hit = (nbytes, np.unique(nbytes), t.numpy())
+        if len(site.cache) < _CACHE_LIMIT:
+            site.cache[key] = hit
+    nbytes, uniq, npt = hit
+    check_shared_read(ctx, uniq, 1, np.full(uniq.size, wg * WARPGROUP), site.span)
+    check_proxy_fence(ctx, uniq, wg * WARPGROUP, "wgmma.mma_async", site.span,
+                      "the wgmma.mma_async that reads it")
+    vals = ctx.mem.shared[nbytes].view(npt).reshape(mn, k)
     if dtype == "float32":  # tf32: the 13 low mantissa bits are ignored
         vals = (vals.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
-    return vals.astype(np.float64), np.unique(nbytes)
+    return vals.astype(np.float64), uniq
 
 
 def _inside(ctx, site, addr, eb: int, wg: int) -> bool:
@@ -154,7 +168,7 @@ def _mma(ctx, site, a_tile, b_desc, scale_d, n, ab, acc, trans_b, regs_in) -> No
     wgs = whole_groups(ctx, site.span, "wgmma.mma_async", WARPGROUP, "warpgroup")
     k = wgmma.K_OF[ab]
     acc_t = np.float32 if acc == "float32" else np.float16
-    out = [np.array(np.broadcast_to(r, act.shape)) for r in regs_in]
+    out = _registers(regs_in, act)
     regs_addr = register_offsets(ctx, site)
     for wg in np.atleast_1d(wgs).tolist():
         db = _uniform(ctx, site, b_desc, act, wg, "the B descriptor")
@@ -172,36 +186,56 @@ def _mma(ctx, site, a_tile, b_desc, scale_d, n, ab, acc, trans_b, regs_in) -> No
                                "product overwrite it (accum=False)")
         prod = A @ B.T  # (64, n), exact products summed in float64
         _accumulate(out, sel, act[sel] % WARPGROUP, prod, sd, acc_t, n)
-        wgmma_of(ctx).issue(wg, act[sel], _reg_bytes(regs_addr, sel),
-                            np.concatenate([a_bytes, b_bytes]), site.span, a_regs)
-    for write, vals in zip(site.regs, out):
-        write(ctx, vals)
+        wgmma_of(ctx).issue(wg, act[sel], _reg_bytes(site, regs_addr, sel),
+                            (a_bytes, b_bytes), site.span, a_regs)
+    write_regs(ctx, site, out)
+
+
+def _registers(regs, act) -> np.ndarray:
+    """The accumulator registers as one (threads, registers) array of their 32-bit words."""
+    out = np.empty((len(act), len(regs)), np.uint32)
+    for j, r in enumerate(regs):
+        r = np.asarray(r)
+        out[:, j] = r.view(np.uint32) if r.dtype.itemsize == 4 else r.astype(np.uint32)
+    return out
+
+
+_COORDS: dict = {}
+
+
+def _coords(t: np.ndarray, n: int):
+    """``acc_coords`` of warpgroup threads ``t`` for every value of an m64nN accumulator
+    (computed once per N for the usual whole warpgroup)."""
+    whole = len(t) == WARPGROUP
+    hit = _COORDS.get(n) if whole else None
+    if hit is None:
+        v = np.arange(n // 2)  # values per thread: n/2 float32 registers, or n/4 f16 pairs
+        hit = wgmma.acc_coords(t[:, None], v[None, :])
+        if whole:
+            _COORDS[n] = hit
+    return hit
 
 
 def _accumulate(out, sel, t, prod, scale_d: int, acc_t, n: int) -> None:
-    """Add the product into the fragment registers of threads ``t`` (rows ``sel``)."""
-    v = np.arange(n // 2)  # values per thread: n/2 float32 registers, or n/4 f16 pairs
-    rows, cols = wgmma.acc_coords(t[:, None], v[None, :])
-    p = prod[rows, cols]
+    """Add the product into the fragment registers (``out``, 32-bit words) of threads
+    ``t`` (rows ``sel``): one rounding per instruction."""
+    rows, cols = _coords(t, n)
+    p = prod[rows, cols]  # (threads, n/2): the products of each thread's values, in order
     if acc_t is np.float32:
-        for r in range(len(out)):
-            old = out[r][sel].view(np.float32).astype(np.float64) if scale_d else 0.0
-            out[r][sel] = (old + p[:, r]).astype(np.float32).view(out[r].dtype)
+        old = out[sel].view(np.float32).astype(np.float64) if scale_d else 0.0
+        out[sel] = (old + p).astype(np.float32).view(np.uint32)
         return
-    for r in range(len(out)):  # float16 pairs: value 2r in the low half, 2r + 1 in the high
-        word = out[r][sel].view(np.uint32)
-        lo = (word & 0xFFFF).astype(np.uint16).view(np.float16)
-        hi = (word >> 16).astype(np.uint16).view(np.float16)
-        new = []
-        for h, half in ((0, lo), (1, hi)):
-            old = half.astype(np.float64) if scale_d else 0.0
-            new.append((old + p[:, 2 * r + h]).astype(np.float16).view(np.uint16))
-        packed = new[0].astype(np.uint32) | (new[1].astype(np.uint32) << 16)
-        out[r][sel] = packed.view(out[r].dtype)
+    words = out[sel]  # float16 pairs: value 2r in the low half, 2r + 1 in the high
+    halves = np.stack([(words & 0xFFFF), (words >> 16)], axis=2).astype(np.uint16)
+    old = halves.view(np.float16).astype(np.float64).reshape(len(sel), -1) if scale_d else 0.0
+    new = (old + p).astype(np.float16).view(np.uint16).reshape(len(sel), -1, 2)
+    out[sel] = new[..., 0].astype(np.uint32) | (new[..., 1].astype(np.uint32) << 16)
 
 
-def _reg_bytes(regs_addr, sel) -> np.ndarray:
+def _reg_bytes(site, regs_addr, sel) -> np.ndarray:
     """(threads, bytes) local byte offsets of the accumulator registers."""
+    if site.block is not None:  # the same bytes in every thread
+        return np.broadcast_to(site.block.cols, (len(sel), len(site.block.cols)))
     if regs_addr is None:
         return np.zeros((len(sel), 0), np.int64)
     base = regs_addr[sel]

@@ -36,6 +36,7 @@ import numpy as np
 from ....ir.launch import WARPGROUP
 from ...async_core import Part, async_part
 from ...memory import LOCAL, SHARED, SPACE_SHIFT
+from ...values import fit
 
 
 @dataclass
@@ -44,10 +45,27 @@ class _Op:
     group: int
     tids: np.ndarray
     regs: np.ndarray  # (threads, bytes) local byte offsets of the accumulators (and A)
-    smem: np.ndarray  # unique shared byte offsets read
+    smem: tuple  # the shared byte offsets read: arrays, each of unique offsets
     span: object
+    cells: tuple  # an index of ``inflight`` for (tids, regs): slices when both are ranges
     a_bytes: int = 0  # the last a_bytes columns of regs are A registers (mma_async.rs)
     released: tuple | None = None  # (mbarrier, span) of an arrive while it was pending
+
+    @property
+    def smem_bytes(self) -> np.ndarray:
+        return np.concatenate(self.smem) if len(self.smem) else np.zeros(0, np.int64)
+
+
+def _cells(tids: np.ndarray, regs: np.ndarray) -> tuple:
+    """An index of the (thread, local byte) cells ``tids`` x ``regs``: two slices when the
+    threads are consecutive and every thread's registers the same consecutive bytes (a
+    warpgroup's accumulator), else the fancy index."""
+    if len(tids) and regs.shape[1] and regs.strides[0] == 0:
+        c = regs[0]
+        c0, t0 = int(c[0]), int(tids[0])
+        if int(tids[-1]) - t0 == len(tids) - 1 and (c == np.arange(c0, c0 + len(c))).all():
+            return slice(t0, t0 + len(tids)), slice(c0, c0 + len(c))
+    return np.broadcast_to(tids[:, None], regs.shape), regs
 
 
 @async_part("wgmma", order=2)
@@ -60,6 +78,7 @@ class WgmmaState(Part):
         n, local = ctx.n, ctx.mem.local.shape[1]
         groups = -(-n // WARPGROUP)
         self.committed = np.zeros(groups, np.int64)
+        self.fenced = np.zeros(groups, bool)  # the warpgroup executed a wgmma.fence
         self.retired = np.zeros(groups, np.int64)
         self.ops: list[_Op] = []
         self.inflight = np.zeros((n, local), bool)
@@ -74,32 +93,38 @@ class WgmmaState(Part):
     # -------------------------------------------------------------- the instructions
     def fence(self, tids) -> None:
         self.dirty[tids] = False
+        self.fenced[np.unique(tids // WARPGROUP)] = True
 
-    def issue(self, wg: int, tids, regs: np.ndarray, smem: np.ndarray, span,
+    def issue(self, wg: int, tids, regs: np.ndarray, smem: tuple, span,
               a_regs: np.ndarray | None = None) -> None:
         """Check and record one warpgroup's mma_async (``regs``: local byte offsets of
-        its accumulator registers per thread; ``a_regs``: those of its A operand when A
-        comes from registers)."""
+        its accumulator registers per thread; ``smem``: arrays of unique shared offsets;
+        ``a_regs``: the local byte offsets of its A operand when A comes from registers)."""
         ctx = self.ctx
         n_a = 0 if a_regs is None else a_regs.shape[1]
         if n_a:
             regs = np.concatenate([regs, a_regs], axis=1)
-        rows = np.broadcast_to(tids[:, None], regs.shape)
-        dirty = self.dirty[rows, regs]
-        if dirty.any():
-            k, j = np.argwhere(dirty)[0]
-            what = ("A operand registers" if j >= regs.shape[1] - n_a
-                    else "accumulator registers")
-            ctx.hazard(f"wgmma.mma_async uses {what} written by other instructions since "
-                       "the warpgroup's last wgmma.fence", span,
-                       f"call T.ptx.wgmma.fence() after writing the {what.split()[0]} "
-                       "registers (zeroing an accumulator, casting P) and before the "
-                       "wgmma.mma_async that reads them",
-                       tid=int(tids[k]), addr=(LOCAL << SPACE_SHIFT) + int(regs[k, j]))
-        self.inflight[rows, regs] = True
-        np.add.at(self.reading, smem, 1)
-        self.n_reading += len(smem)
-        self.ops.append(_Op(wg, int(self.committed[wg]), tids.copy(), regs, smem, span, n_a))
+        cells = _cells(tids, regs)
+        if ctx.checks.regs and self.dirty[cells].any():
+            self._unfenced(wg, tids, regs, n_a, span)
+        self.inflight[cells] = True
+        for offs in smem:  # unique within each: a plain add
+            self.reading[offs] += 1
+            self.n_reading += len(offs)
+        self.ops.append(_Op(wg, int(self.committed[wg]), tids.copy(), regs, smem, span, cells,
+                            n_a))
+
+    def _unfenced(self, wg: int, tids, regs, n_a: int, span) -> None:
+        dirty = self.dirty[np.broadcast_to(tids[:, None], regs.shape), regs]
+        k, j = np.argwhere(dirty)[0]
+        what = "A operand registers" if j >= regs.shape[1] - n_a else "accumulator registers"
+        since = ("since the warpgroup's last wgmma.fence" if self.fenced[wg] else
+                 "and the warpgroup has executed no wgmma.fence")
+        self.ctx.hazard(f"wgmma.mma_async uses {what} written by other instructions {since}",
+                        span, f"call T.ptx.wgmma.fence() after writing the {what.split()[0]} "
+                        "registers (zeroing an accumulator, casting P) and before the "
+                        "wgmma.mma_async that reads them",
+                        tid=int(tids[k]), addr=(LOCAL << SPACE_SHIFT) + int(regs[k, j]))
 
     def commit(self, wgs) -> None:
         self.committed[wgs] += 1
@@ -112,13 +137,14 @@ class WgmmaState(Part):
         keep = []
         for op in self.ops:
             if op.group < self.retired[op.wg]:
-                rows = np.broadcast_to(op.tids[:, None], op.regs.shape)
-                self.inflight[rows, op.regs] = False
-                np.add.at(self.reading, op.smem, -1)
-                self.n_reading -= len(op.smem)
+                self.inflight[op.cells] = False
+                for offs in op.smem:
+                    self.reading[offs] -= 1
+                    self.n_reading -= len(offs)
                 if op.released is not None:
-                    self.released_early.append((op.smem, *op.released, op.span))
-                    self.released_bytes[op.smem] = True
+                    smem = op.smem_bytes
+                    self.released_early.append((smem, *op.released, op.span))
+                    self.released_bytes[smem] = True
             else:
                 keep.append(op)
         self.ops = keep
@@ -129,7 +155,8 @@ class WgmmaState(Part):
         warpgroup that read shared memory are released early if that mbarrier guards their
         bytes (which a later write by a thread that waited on it shows: :meth:`check_write`)."""
         for op in self.ops:
-            if op.wg == tid // WARPGROUP and len(op.smem) and op.released is None:
+            if op.wg == tid // WARPGROUP and op.released is None and any(
+                    len(x) for x in op.smem):
                 op.released = (addr, span)
 
     def observe(self, tids, addrs) -> None:
@@ -141,7 +168,7 @@ class WgmmaState(Part):
     def register_access(self, tids, offs, nbytes: int, span, write: bool) -> None:
         """An ordinary read or write of local bytes: a hazard when a pending wgmma owns
         them; a write also makes them dirty until the next wgmma.fence."""
-        offs = np.broadcast_to(np.asarray(offs, np.int64), tids.shape)
+        offs = fit(offs, tids.shape, np.int64)
         cols = offs[:, None] + np.arange(nbytes)
         rows = np.broadcast_to(tids[:, None], cols.shape)
         if write:
@@ -163,7 +190,7 @@ class WgmmaState(Part):
         if self.n_reading and np.any(self.reading[span_b]):
             k, j = np.argwhere(self.reading[span_b] > 0)[0]
             off = int(span_b[k, j])
-            op = next(o for o in self.ops if off in set(o.smem.tolist()))
+            op = next(o for o in self.ops if off in set(o.smem_bytes.tolist()))
             self.ctx.hazard(f"overwrites shared memory that a wgmma.mma_async (issued at "
                             f"{op.span}) still reads: {self._why(op)}", span,
                             "wait for the wgmma (T.ptx.wgmma.wait_group) before refilling "
