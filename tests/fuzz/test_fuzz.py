@@ -12,7 +12,7 @@ import pytest
 from mutate import GENERATED, load_seeds, make_mutant
 
 QUICK = 150
-QUICK_SAMPLE = 60
+QUICK_SAMPLE = 25
 
 
 @functools.cache

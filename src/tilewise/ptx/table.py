@@ -703,11 +703,18 @@ def lookup(name: str, span=None) -> PtxOp:
     return op
 
 
-def prefixes() -> set[str]:
-    """Every dotted prefix of a table name ("ptx", "ptx.cp_async", ...)."""
-    out = set()
-    for name in PTX_OPS:
-        parts = name.split(".")
-        for i in range(1, len(parts) + 1):
-            out.add(".".join(parts[:i]))
-    return out
+def prefixes() -> frozenset[str]:
+    """Every dotted prefix of a table name ("ptx", "ptx.cp_async", ...); computed once per
+    size of the table (the parser asks for every ``T.ptx.a.b`` it reads)."""
+    n = len(PTX_OPS)
+    if _PREFIXES[0] != n:
+        out = set()
+        for name in PTX_OPS:
+            parts = name.split(".")
+            for i in range(1, len(parts) + 1):
+                out.add(".".join(parts[:i]))
+        _PREFIXES[:] = [n, frozenset(out)]
+    return _PREFIXES[1]
+
+
+_PREFIXES: list = [-1, frozenset()]  # [len(PTX_OPS) when computed, the prefixes]
