@@ -25,6 +25,7 @@ from .passes.shared_plan import SharedPlan, plan_shared
 from .passes.simplify import simplify
 from .target import Target
 from .tile.dispatch import dispatch
+from .tile.registry import GENERATION
 
 
 @dataclass
@@ -100,9 +101,10 @@ def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Low
     repeats only their performance warnings."""
     func = as_prim_func(func)
     target = Target(target)
+    key = (target.name, GENERATION[0])  # a variant registered since: lower afresh
     memo = func.__dict__.get(_MEMO)
-    if until is None and memo is not None and target.name in memo:
-        out = memo[target.name]
+    if until is None and memo is not None and key in memo:
+        out = memo[key]
         _warn_slow_paths(out.dispatch_log)
         return out
     out = Lowered(func=func, target=target, kernel=func)
@@ -116,11 +118,11 @@ def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Low
         if memo is None:
             memo = {}
             object.__setattr__(func, _MEMO, memo)  # beside the frozen fields, not one of them
-        memo[target.name] = out
+        memo[key] = out
     return out
 
 
-_MEMO = "_tilewise_lowered"  # a PrimFunc's {target name: Lowered}
+_MEMO = "_tilewise_lowered"  # a PrimFunc's {(target name, registry generation): Lowered}
 
 
 def explain(func: PrimFunc, target) -> str:
