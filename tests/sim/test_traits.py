@@ -60,6 +60,7 @@ def _index():
     return by_name, props
 
 
+@lru_cache(maxsize=None)  # every trait test walks the same simulator functions
 def _tree(fn):
     try:
         return ast.parse(textwrap.dedent(inspect.getsource(fn)))

@@ -47,7 +47,9 @@ def _columns(shape: str, num: int) -> Callable:
 
 
 def _fit(dims: tuple[int, int], table: Iterable[tuple[tuple[int, int], Place]]) -> TileLayout:
-    """The layout over ``dims`` (powers of two) whose places are ``table``."""
+    """The layout over ``dims`` (powers of two) whose places are ``table``. Fitting and
+    checking a table costs milliseconds, so the atom functions built on it are cached (pure
+    functions of their arguments; a TileLayout is immutable)."""
     rows, cols = dims
     places: dict[int, Place] = {}
     for (row, col), place in table:
@@ -124,6 +126,7 @@ def _tcgen05_table(
                         yield (row, c(t, r) * e + h), {thread_axis: 32 * w + t, "m": reg}
 
 
+@functools.lru_cache(maxsize=None)
 def tcgen05_atom(shape: str, num: int = 1, dtype_bits: int = 32) -> TileLayout:
     """Register layout of one warp's ``tcgen05.ld/st.<shape>.x<num>`` fragment: logical
     ``(dl, col)`` -> ``laneid`` and register element index ``m``."""
@@ -131,6 +134,7 @@ def tcgen05_atom(shape: str, num: int = 1, dtype_bits: int = 32) -> TileLayout:
     return _fit((rows, cols), _tcgen05_table(shape, num, dtype_bits, rows, 1, 1, "laneid"))
 
 
+@functools.lru_cache(maxsize=None)
 def tcgen05_warpgroup_atom(
     shape: str, num: int = 1, dtype_bits: int = 32, datapath: str = "D"
 ) -> TileLayout:
@@ -166,6 +170,7 @@ def _check_datapath(kind: str) -> str:
     return kind
 
 
+@functools.lru_cache(maxsize=None)
 def tmem_datapath(kind: str, cols: int = 1) -> TileLayout:
     """Tensor-memory layout of an ``M x cols`` accumulator: row -> ``TLane`` per the
     datapath ``kind`` ("D": M=128, "F": M=64), column -> ``TCol``."""
@@ -178,6 +183,7 @@ def tmem_datapath(kind: str, cols: int = 1) -> TileLayout:
 
 
 # ---- mma.sync / ldmatrix ---------------------------------------------------------------
+@functools.lru_cache(maxsize=None)
 def mma_m8n8_fragment(dtype_bits: int = 16) -> TileLayout:
     """An 8-row fragment of mma.sync / ldmatrix: lane ``t`` holds row ``t // 4``, columns
     ``e*(t%4) .. e*(t%4)+e-1`` (``e = 32 // dtype_bits``: 8x8 for 16-bit types)."""
@@ -188,6 +194,7 @@ def mma_m8n8_fragment(dtype_bits: int = 16) -> TileLayout:
     return _fit((8, 4 * e), table)
 
 
+@functools.lru_cache(maxsize=None)
 def ldmatrix_m8n8(num: int = 1, trans: bool = False) -> TileLayout:
     """Register layout of ``ldmatrix.sync.aligned.m8n8.x<num>{.trans}.b16``: matrix ``i``
     is rows ``8i..8i+7`` of a ``(8*num) x 8`` tile and lands in register ``i``."""
@@ -214,6 +221,7 @@ def _mma_e(dtype_bits: object) -> int:
     return 32 // bits
 
 
+@functools.lru_cache(maxsize=None)
 def mma_a_atom(dtype_bits: int = 16) -> TileLayout:
     """The A fragment of one ``mma.sync.m16n8kK`` (K = 256 / dtype_bits): a (16, K) tile of
     one warp, element ``i`` of lane ``l`` at row ``l//4 + 8 (r % 2)``, column
@@ -224,6 +232,7 @@ def mma_a_atom(dtype_bits: int = 16) -> TileLayout:
     return _fit((mma.M, 8 * e), table)
 
 
+@functools.lru_cache(maxsize=None)
 def mma_b_atom(dtype_bits: int = 16) -> TileLayout:
     """The B fragment of one ``mma.sync.m16n8kK``: a (K, 8) tile of one warp, element ``i``
     of lane ``l`` at row ``e (l%4) + h + 4 e r``, column ``l // 4``."""
@@ -233,6 +242,7 @@ def mma_b_atom(dtype_bits: int = 16) -> TileLayout:
     return _fit((8 * e, mma.N), table)
 
 
+@functools.lru_cache(maxsize=None)
 def mma_c_atom() -> TileLayout:
     """The C / D fragment of one ``mma.sync.m16n8k*``: a (16, 8) tile of one warp, element
     ``i`` (0..3) of lane ``l`` at row ``l//4 + 8 (i // 2)``, column ``2 (l%4) + i % 2``. The
