@@ -41,6 +41,10 @@ def _check(c, a, b):
 
 @pytest.mark.parametrize("shape,dtype,kw", [
     pytest.param((256, 256, 128), "bfloat16", {}, id="256x256x128-bf16"),
+    pytest.param((5, 200, 264), "bfloat16", {"swap": True, "bn": 8, "splits": 2},
+                 id="swap-M5-ragged-split2"),
+    pytest.param((20, 136, 128), "float16", {"swap": True, "bn": 16, "splits": 1},
+                 id="swap-M20-two-column-tiles", marks=pytest.mark.slow),
     pytest.param((200, 136, 72), "bfloat16", {"bn": 256}, id="200x136x72-tails",
                  marks=pytest.mark.slow),
     pytest.param((136, 520, 200), "float16", {"producer": "warp", "bn": 256},
@@ -194,6 +198,31 @@ def test_every_kernel_shape_on_the_gpu_matches_torch(shape, cfg, torch):
     C2 = torch.full_like(C, float("nan"))
     G.make_gemm(M, N, K, **cfg)(A, B, C2)
     assert torch.equal(C, C2)  # split K adds in rank order: the same bits every run
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{"bn": 8, "splits": 3}, {"bn": 16, "splits": 1},
+                                 {"bn": 64, "splits": 2}, {"bn": 128, "splits": 4},
+                                 {"bn": 32, "splits": 8}])
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (3, 1000, 3000), (16, 520, 1048),
+                                   (77, 2048, 520), (128, 264, 8192)])
+def test_swap_ab_on_the_gpu_matches_torch(shape, cfg, torch):
+    """Cᵀ = Bᵀ Aᵀ (128 columns of B x bn rows of A a tile), every M including those past one
+    column tile, ragged N and K, split or not; the same bits on a second run."""
+    M, N, K = shape
+    A = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    B = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    k = G.make_gemm(M, N, K, dtype="float16", bm=128, swap=True, **cfg)
+    k(A, B, C)
+    ref = A.double() @ B.double()
+    assert not torch.isnan(C).any()
+    err = (C.double() - ref).abs()
+    assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
+        float(err.max())
+    C2 = torch.full_like(C, float("nan"))
+    k(A, B, C2)
+    assert torch.equal(C, C2)
 
 
 def test_calling_the_kernel_without_a_gpu_says_so():
