@@ -60,8 +60,9 @@ GROUP_M = 8  # tile rows walked together (L2 reuse)
 H200_SMS = 132
 SMEM = 227 * 1024  # dynamic shared memory a CTA may have on sm_90
 TILES = ((128, 256), (128, 128), (128, 64), (64, 256), (64, 128))  # (bm, bn) a kernel takes
-SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is 128 columns of B x bn rows of A
-SWAP_M = 128  # the largest M swap-AB tiles are tried for (wgmma's N is at most 256)
+SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is bm columns of B x bn rows of A
+SWAP_TILES = tuple((bm, c) for bm in (128, 64) for c in SWAP_COLS if bm == 128 or c >= 16)
+SWAP_M = 128  # the largest M swap-AB tiles are tried for
 
 M = T.int32()
 N = T.int32()
@@ -81,9 +82,10 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
     a cluster sharing one tile's K blocks (their partial sums added along the cluster in
     rank order: deterministic), ``multicast`` CTAs of a cluster (two tiles of one column)
     sharing each B tile, each loading half and multicasting it, and the ring's ``stages``.
-    ``swap``: the tile is computed transposed (Cᵀ = Bᵀ Aᵀ), ``bm`` = 128 columns of B (64
-    for each consumer, wgmma's M) by ``bn`` rows of A (wgmma's N, 8 to 128): small M
-    without 64-row padding. What is not given is chosen by :func:`estimate` over every
+    ``swap``: the tile is computed transposed (Cᵀ = Bᵀ Aᵀ), ``bm`` columns of B (wgmma's
+    M: 64 for each consumer at bm=128, all 64 for both at bm=64) by ``bn`` rows of A
+    (wgmma's N, 8 to 128; half for each consumer at bm=64): small M without 64-row
+    padding. What is not given is chosen by :func:`estimate` over every
     allowed shape (without sizes: 128 x 256, no split, no swap)."""
     best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1, "swap": False}
     forced = {k: v for k, v in (("bm", bm), ("bn", bn), ("splits", splits),
@@ -94,11 +96,11 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
         if options:
             best = min(options, key=lambda c: estimate(M_, N_, K_, sms, **c))
     best.update(forced)
-    if best["swap"] and (best["bm"] != 128 or best["bn"] not in SWAP_COLS
+    if best["swap"] and ((best["bm"], best["bn"]) not in SWAP_TILES
                          or best["multicast"] != 1):
         raise ValueError(f"swap=True with bm={best['bm']}, bn={best['bn']}, multicast="
-                         f"{best['multicast']}: a swapped tile is bm=128 columns of B by bn "
-                         f"in {SWAP_COLS} rows of A, without multicast")
+                         f"{best['multicast']}: a swapped tile is one of {SWAP_TILES} (bm "
+                         "columns of B x bn rows of A), without multicast")
     if not best["swap"] and (best["bm"], best["bn"]) not in TILES:
         raise ValueError(f"bm={best['bm']}, bn={best['bn']}: the tile is one of {TILES} "
                          "(bm x bn)")
@@ -106,7 +108,7 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
         raise ValueError(f"splits={best['splits']}: a cluster has 1 to 8 CTAs")
     if best["multicast"] not in (1, 2) or (best["multicast"] == 2 and best["splits"] > 1):
         raise ValueError(f"multicast={best['multicast']}: 1, or 2 without a split of K")
-    fit = _stages_that_fit(best["bm"], best["bn"], best["splits"], best["swap"])
+    fit = _stages_that_fit(best["bm"], best["bn"], best["splits"])
     if stages is None:
         stages = min(8, fit)
     if not 2 <= stages <= fit:
@@ -124,13 +126,14 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     k_steps = -(-K_ // BK)
     tiles = [(bm_, bn_, False) for bm_, bn_ in TILES if not M_ <= 64 < bm_]  # measured: 7/8
     if M_ <= SWAP_M:  # padding costs more than the model says; swap: the narrowest that fits
-        tiles.append((128, min(c for c in SWAP_COLS if c >= M_), True))
+        cols = min(c for c in SWAP_COLS if c >= M_)
+        tiles += [(128, cols, True), (64, max(16, cols), True)]
     for bm_, bn_, swap in tiles:
         count = -(-(N_ if swap else M_) // bm_) * -(-(M_ if swap else N_) // bn_)
         for s in (1, 2, 3, 4, 6, 8):
             if s > 1 and (count * s > 2 * sms or k_steps < 4 * s):
                 break
-            if _stages_that_fit(bm_, bn_, s, swap) >= 2:
+            if _stages_that_fit(bm_, bn_, s) >= 2:
                 out.append({"bm": bm_, "bn": bn_, "splits": s, "multicast": 1, "swap": swap})
     return out
 
@@ -182,8 +185,8 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
     return [first] + [plan(M_, N_, K_, sms, **c) for c in others]
 
 
-def _stages_that_fit(bm: int, bn: int, splits: int, swap: bool = False) -> int:
-    wn = bn if bm == 128 else bn // 2  # (swap: bm is 128)
+def _stages_that_fit(bm: int, bn: int, splits: int) -> int:
+    wn = bn if bm == 128 else bn // 2
     fixed = 2 * 64 * wn * 2 + (2 * 64 * wn * 4 if splits > 1 else 0) + 2048
     return (SMEM - fixed) // ((bm * BK + BK * bn) * 2)
 
@@ -234,8 +237,8 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
     c_layout = TileLayout(S_[c_shape]) if swap else swizzled_tile(64, wn, 16, 128, stages=2)
     c_view = TileLayout(S_[(2, 64, wn):(64 * wn, 1, 64)])  # swap: Cs read as Cᵀ
     ROWS, COLS = (N, M) if swap else (M, N)  # what the tile grid's rows and columns cut
-    if swap and (bm != 128 or multicast != 1):
-        raise ValueError("swap=True takes bm=128 (N rows) and no multicast")
+    if swap and ((bm, bn) not in SWAP_TILES or multicast != 1):
+        raise ValueError(f"swap=True takes (bm, bn) in {SWAP_TILES} and no multicast")
     S = splits
     P = multicast  # CTAs of a cluster sharing one B tile (each loads 1/P, multicast to all)
     if P not in (1, 2) or (P == 2 and S > 1):
@@ -356,8 +359,8 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                     T.ptx.wgmma.fence()
                     # bm=128: rows r0.. of A against all of B; bm=64: all of A against
                     # columns c0.. of B
-                    if swap:  # Cᵀ = Bᵀ Aᵀ: B's columns r0.. as wgmma's A, all of A as its B
-                        Tx.wg.gemm_async(acc[:, :], Bs[s, :, r0:r0 + 64], As[s, :, :],
+                    if swap:  # Cᵀ = Bᵀ Aᵀ: B's columns r0.. as wgmma's A, A's rows c0.. as B
+                        Tx.wg.gemm_async(acc[:, :], Bs[s, :, r0:r0 + 64], As[s, c0:c0 + wn, :],
                                          accum=kt > kb, transA=True, transB=True)
                     else:
                         Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :],
