@@ -69,6 +69,11 @@ N = T.int32()
 K = T.int32()
 
 
+H200_CLUSTERS = {2: 66, 3: 39, 4: 30, 6: 17, 8: 15}  # clusters of S CTAs resident at once
+#  (ncu's Max Active Clusters for this kernel on the H200, 2026-12-02): 4 and more leave SMs
+#  idle, and 32 tiles x 4 splits need two waves
+LATENCY = 1.2e-6  # s from a TMA load's issue to its bytes (fits the 64-CTA swap kernels)
+HOP = 2e-6  # s a hop of the split's chain costs beyond its bytes
 PEAK = 990e12  # dense bf16/fp16 tensor FLOP/s of an H100/H200 SXM (the datasheet)
 DRAM = 4.0e12  # bytes/s an H200 streams (torch's copy_ measured ~4.27e12)
 WGMMA_EFF = {256: 0.95, 128: 0.85, 64: 0.7, 32: 0.45, 16: 0.25, 8: 0.13}  # of peak, by a
@@ -90,6 +95,8 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
     best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1, "swap": False}
     forced = {k: v for k, v in (("bm", bm), ("bn", bn), ("splits", splits),
                                 ("multicast", multicast), ("swap", swap)) if v is not None}
+    if swap is None and (bm is not None or bn is not None):
+        forced["swap"] = False  # a forced tile is the usual orientation unless swap=True
     if None not in (M_, N_, K_) and len(forced) < 5:
         options = [c for c in candidates(M_, N_, K_, sms)
                    if all(c[k] == v for k, v in forced.items())]
@@ -127,7 +134,7 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     tiles = [(bm_, bn_, False) for bm_, bn_ in TILES if not M_ <= 64 < bm_]  # measured: 7/8
     if M_ <= SWAP_M:  # padding costs more than the model says; swap: the narrowest that fits
         cols = min(c for c in SWAP_COLS if c >= M_)
-        tiles += [(128, cols, True), (64, max(16, cols), True)]
+        tiles += [(128, cols, True)] + ([(64, cols, True)] if cols >= 32 else [])
     for bm_, bn_, swap in tiles:
         count = -(-(N_ if swap else M_) // bm_) * -(-(M_ if swap else N_) // bn_)
         for s in (1, 2, 3, 4, 6, 8):
@@ -143,8 +150,10 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
     """Seconds a kernel shape should take: the larger of its tensor-core time (padded
     tiles, the wgmma width's efficiency, the SMs a partial last wave leaves idle) and its
     memory time (each operand read once, C written once; fewer CTAs than ~3/4 of the SMs
-    stream less), a quarter of the smaller one (the overlap is imperfect), the split's
-    reduction and a fixed start-up. A swapped tile is costed as the problem Nᵀ x Mᵀ."""
+    stream less, and so does a CTA with few bytes in flight), a quarter of the smaller one
+    (the overlap is imperfect), the split's reduction and a fixed start-up. A split kernel
+    launches one cluster per tile: clusters that do not fit at once (:func:`cluster_slots`)
+    run in a second wave, for both times. A swapped tile is costed as the problem Nᵀ x Mᵀ."""
     if swap:
         M_, N_ = N_, M_
     tiles = -(-M_ // bm) * -(-N_ // bn)
@@ -154,17 +163,27 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
         units, slots = -(-tiles // multicast), sms // multicast
         util = units / (-(-units // slots) * slots) * tiles / (units * multicast)
         busy = min(tiles, sms)
+        waves = 1.0 / util if units > slots else 1.0  # a last wave streams at a full one's pace
     else:
-        util = units / (-(-units // sms) * sms)
-        busy = min(units, sms)
+        slots = cluster_slots(splits, sms)
+        util = units / (-(-units // slots) * slots)
+        busy = min(units, slots)
+        waves = 1.0 / util if units > slots else 1.0  # a last wave streams at a full one's pace
     flops = 2.0 * -(-M_ // bm) * bm * -(-N_ // bn) * bn * K_
     compute = flops / (PEAK * WGMMA_EFF[wn] * util)
-    memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / (DRAM * min(1.0, busy / (0.75 * sms)))
-    # each hop of the chain: a wait, the add, the store, the copy engine's ~32-64 KB (2 us
-    # a hop fits the H200 sweep of 2026-12-01: 3 splits beat 4 at N = 4096)
-    reduce = (splits - 1) * (64 * wn * 4 * 2 / 200e9 + 2e-6) if splits > 1 else 0.0
+    flight = busy * min(8, _stages_that_fit(bm, bn, splits)) * (bm + bn) * BK * 2 / LATENCY
+    rate = min(DRAM * min(1.0, busy / (0.75 * sms)), flight)
+    memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / rate * waves
+    # each hop of the chain: a wait, the add, the store, the copy engine's 4-64 KB
+    reduce = (splits - 1) * (64 * wn * 4 * 2 / 200e9 + HOP) if splits > 1 else 0.0
     # the two overlap, but not perfectly: the smaller still shows a little
     return max(compute, memory) + 0.25 * min(compute, memory) + reduce + 3e-6
+
+
+def cluster_slots(splits: int, sms: int) -> int:
+    """CTAs of ``splits``-CTA clusters resident at once: a cluster lives in one GPC, so the
+    GPCs' sizes, not the SM count, decide (:data:`H200_CLUSTERS`, scaled to ``sms``)."""
+    return max(1, H200_CLUSTERS[splits] * sms // H200_SMS) * splits
 
 
 TUNE_ALTERNATIVES = 3  # kernel shapes the tuner times beside the plan's

@@ -111,36 +111,68 @@ def test_few_output_tiles_get_narrower_tiles():
         G.make_gemm(bn=96)
 
 
+def _ctas(m, n, p):
+    """CTAs a plan launches for an m x n output (a swapped tile cuts n into its rows)."""
+    rows, cols = (n, m) if p["swap"] else (m, n)
+    return -(-rows // p["bm"]) * -(-cols // p["bn"]) * p["splits"]
+
+
 def test_the_plan_fits_the_problem():
-    """Small M takes 64-row tiles, few tiles split K across a cluster, large problems keep
-    128 x 256 tiles; every plan fits shared memory; forced shapes are checked."""
+    """Small M takes swap-AB tiles or 64-row tiles, few tiles split K across a cluster (no
+    more clusters than fit at once), large problems keep 128 x 256 tiles; every plan fits
+    shared memory; forced shapes are checked."""
     for m, n, k in ((16, 4096, 4096), (1, 4096, 14336), (128, 4096, 4096)):
         p = G.plan(m, n, k, 132)  # enough CTAs to stream B: half the SMs at least
-        assert -(-m // p["bm"]) * -(-n // p["bn"]) * p["splits"] >= 64, p
-    assert G.plan(16, 8192, 28672, 132)["bm"] == 64  # a 128-row tile would be 7/8 padding
+        assert _ctas(m, n, p) >= 64, p
+        assert _ctas(m, n, p) <= G.cluster_slots(p["splits"], 132) or p["splits"] == 1
+    p = G.plan(16, 8192, 28672, 132)  # a 128-row tile would be 7/8 padding
+    assert p["swap"] or p["bm"] == 64, p
     assert G.plan(128, 4096, 14336, 132)["splits"] > 1
     big = G.plan(8192, 8192, 8192, 132)
-    assert (big["bm"], big["bn"], big["splits"], big["stages"]) == (128, 256, 1, 3)
+    assert (big["bm"], big["bn"], big["splits"], big["stages"], big["swap"]) == (128, 256, 1, 3,
+                                                                                False)
     assert G.plan(None, None, None, 132)["bn"] == 256
     for m in (1, 16, 64, 128, 256, 512, 1024, 4096):
         for n, k in ((4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)):
             p = G.plan(m, n, k, 132)
             assert 2 <= p["stages"] <= G._stages_that_fit(p["bm"], p["bn"], p["splits"])
+            assert not p["swap"] or m <= G.SWAP_M
     with pytest.raises(ValueError, match="bm=64, bn=64"):
         G.make_gemm(64, 64, 64, bm=64, bn=64)
     with pytest.raises(ValueError, match="stages=9"):
         G.make_gemm(256, 256, 256, bn=256, stages=9)
 
 
+def test_decode_shapes_take_swap_ab_tiles_as_narrow_as_m():
+    """M <= 16 at N = 4096: Cᵀ = Bᵀ Aᵀ with M on wgmma's N (8 or 16, not a 64-row tile), K
+    split 3 ways (39 clusters of 3 fit an H200 at once, 30 of 4: 32 tiles x 4 would need a
+    second wave); M = 64 takes 64-column swapped tiles (64 tiles x 2 splits); a forced
+    swapped tile is checked."""
+    for m, bn in ((1, 8), (16, 16)):
+        p = G.plan(m, 4096, 4096, 132)
+        assert (p["swap"], p["bm"], p["bn"], p["splits"]) == (True, 128, bn, 3), p
+    p = G.plan(64, 4096, 4096, 132)
+    assert (p["swap"], p["bm"], p["bn"], p["splits"]) == (True, 64, 64, 2), p
+    log = [d.info[0] for d in lower(G.make_gemm(1, 256, 512, bm=128, bn=8, swap=True,
+                                                splits=2, num_sms=132), "sm_90a").dispatch_log
+           if "gemm_async" in d.call]
+    assert log == ["4 x wgmma m64n8k16 (A MN-major, swizzle 128; B K-major, swizzle 128)"], log
+    with pytest.raises(ValueError, match="a swapped tile is one of"):
+        G.make_gemm(1, 256, 256, bm=64, bn=8, swap=True)
+    with pytest.raises(ValueError, match="swap=True: 8, 16"):
+        G.make_gemm(1, 256, 256, bn=12, swap=True)
+
+
 def test_split_k_adds_the_partial_sums_in_rank_order_across_the_cluster():
     """The split kernel is one cluster of S CTAs per tile: their partial sums travel down
     the cluster by the copy engine (dsmem), rank 0 stores C."""
     k = G.make_gemm(64, 256, 1024, bm=64, bn=128, splits=4, num_sms=132)
-    log = [d.chosen for d in lower(k, "sm_90a").dispatch_log if "copy_async" in d.call]
+    low = lower(k, "sm_90a")  # once: lowering the kernel is most of this test's time
+    log = [d.chosen for d in low.dispatch_log if "copy_async" in d.call]
     assert "dsmem" in log and log.count("tma") == 3  # A, B loads and the C store
     from tilewise.ir.launch import LaunchConfig
 
-    assert LaunchConfig.of(lower(k, "sm_90a").func).cluster == (4, 1, 1)
+    assert LaunchConfig.of(low.func).cluster == (4, 1, 1)
 
 
 def test_sizes_tma_cannot_describe_are_refused_before_compiling():
