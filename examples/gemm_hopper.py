@@ -14,6 +14,17 @@ The technique, from the outside in:
   ``@T.inline`` methods, so they cannot disagree about which tile comes next. A problem
   with too few tiles to occupy the SMs (512 x 512) gets narrower tiles (128 x 128 or
   128 x 64) and a deeper ring instead: more CTAs work, each on a cheaper tile.
+* **Split K and swap-AB for small M.** When the tiles are too few to keep the SMs
+  streaming B, a cluster of ``splits`` CTAs shares each tile's K blocks (their float32
+  partial sums handed down the cluster by the copy engine and added in rank order: the
+  same bits every run). For M <= 128 the tile may be computed transposed, Cᵀ = Bᵀ Aᵀ
+  (``swap=True``): ``bm`` = 128 (or 64) columns of B are wgmma's M, read from B's
+  row-major tile as an MN-major operand (``transA``), and the ``bn`` = 8 ... 128 rows of A
+  are wgmma's N (``transB``, A's tile is K-major), so a decode GEMM (M = 1) pads M to 8,
+  not 64; the epilogue writes the (64, bn) accumulator transposed into a row-major (bn,
+  64) shared tile that TMA stores into C. ``plan`` picks among the shapes by ``estimate``,
+  a cost model that knows how many clusters of each size the GPU holds at once
+  (docs/gemm_hopper.md).
 * **Warp specialisation.** 384 threads: warpgroups 0 and 1 are the *consumers*,
   warpgroup 2 the *producer*. The producer gives its registers away (``setmaxnreg`` 40)
   and the consumers take them (232): each consumer holds a 64 x 256 float32

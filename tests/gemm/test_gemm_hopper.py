@@ -45,6 +45,8 @@ def _check(c, a, b):
                  id="swap-M5-ragged-split2"),
     pytest.param((20, 136, 128), "float16", {"swap": True, "bn": 16, "splits": 1},
                  id="swap-M20-two-column-tiles", marks=pytest.mark.slow),
+    pytest.param((40, 72, 264), "bfloat16", {"swap": True, "bm": 64, "bn": 32, "splits": 2},
+                 id="swap-bm64-split2", marks=pytest.mark.slow),
     pytest.param((200, 136, 72), "bfloat16", {"bn": 256}, id="200x136x72-tails",
                  marks=pytest.mark.slow),
     pytest.param((136, 520, 200), "float16", {"producer": "warp", "bn": 256},
@@ -235,17 +237,18 @@ def test_every_kernel_shape_on_the_gpu_matches_torch(shape, cfg, torch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("cfg", [{"bn": 8, "splits": 3}, {"bn": 16, "splits": 1},
                                  {"bn": 64, "splits": 2}, {"bn": 128, "splits": 4},
-                                 {"bn": 32, "splits": 8}])
+                                 {"bn": 32, "splits": 8}, {"bm": 64, "bn": 64, "splits": 2},
+                                 {"bm": 64, "bn": 16, "splits": 1}])
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (3, 1000, 3000), (16, 520, 1048),
                                    (77, 2048, 520), (128, 264, 8192)])
 def test_swap_ab_on_the_gpu_matches_torch(shape, cfg, torch):
-    """Cᵀ = Bᵀ Aᵀ (128 columns of B x bn rows of A a tile), every M including those past one
-    column tile, ragged N and K, split or not; the same bits on a second run."""
+    """Cᵀ = Bᵀ Aᵀ (128 or 64 columns of B x bn rows of A a tile), every M including those past
+    one column tile, ragged N and K, split or not; the same bits on a second run."""
     M, N, K = shape
     A = torch.randn(M, K, device="cuda", dtype=torch.float16)
     B = torch.randn(K, N, device="cuda", dtype=torch.float16)
     C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-    k = G.make_gemm(M, N, K, dtype="float16", bm=128, swap=True, **cfg)
+    k = G.make_gemm(M, N, K, dtype="float16", swap=True, **{"bm": 128, **cfg})
     k(A, B, C)
     ref = A.double() @ B.double()
     assert not torch.isnan(C).any()
