@@ -4,7 +4,8 @@
   GPU (``gpu``, marked ``gpu``); run the kernel with :func:`executors.run`.
 * ``gpu``-marked tests need a CUDA GPU and driver; without one they skip cleanly.
 * ``slow``-marked tests (or parametrisations) are sampled: by default a fixed quarter of
-  each test's slow cases runs (at least one); ``--run-slow`` or ``TILEWISE_TESTS=all``
+  each test's slow cases runs (at least one), or of a group's
+  (``@pytest.mark.slow(group="...")``: tests of one kind sampled together); ``--run-slow`` or ``TILEWISE_TESTS=all``
   (what CI sets) runs every one, and so do ``-m slow`` and a case named by its id on the
   command line. A test that scales its own work reads the ``run_slow`` fixture (or, at
   import, ``sampling.RUN_SLOW`` and ``sampling.examples``).
@@ -68,9 +69,10 @@ def executor(request) -> str:
 def pytest_collection_modifyitems(config, items):
     if _sampling(config):
         named = {arg.split("::", 1)[1] for arg in config.args if "::" in arg}
-        slow = {item.nodeid for item in items if item.get_closest_marker("slow")
+        slow = {item.nodeid: item.get_closest_marker("slow").kwargs.get("group")
+                for item in items if item.get_closest_marker("slow")
                 and item.nodeid.split("::", 1)[1] not in named}
-        dropped = slow - sampling.slow_sample(slow)
+        dropped = set(slow) - sampling.slow_sample(slow)
         if dropped:
             config.hook.pytest_deselected(items=[i for i in items if i.nodeid in dropped])
             items[:] = [item for item in items if item.nodeid not in dropped]

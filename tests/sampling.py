@@ -18,14 +18,17 @@ def examples(n_all: int) -> int:
 
 
 def slow_sample(nodeids) -> set:
-    """The slow cases that run by default: per test function, the ceil(n / SLOW_SAMPLE) of
-    its n slow cases whose ids hash lowest (stable across runs, machines and xdist
-    workers; a new case moves at most one other in or out)."""
-    by_test = collections.defaultdict(list)
-    for nid in nodeids:
-        by_test[nid.split("[", 1)[0]].append(nid)
+    """The slow cases that run by default: per group, the ceil(n / SLOW_SAMPLE) of its n
+    slow cases whose ids hash lowest (stable across runs, machines and xdist workers; a new
+    case moves at most one other in or out). ``nodeids`` is the ids (a group is a test
+    function's cases) or a dict of id -> group (``@pytest.mark.slow(group="...")`` puts
+    tests of one kind together, so one of several single-case tests runs)."""
+    groups = nodeids if isinstance(nodeids, dict) else {nid: None for nid in nodeids}
+    by_group = collections.defaultdict(list)
+    for nid, group in groups.items():
+        by_group[group or nid.split("[", 1)[0]].append(nid)
     keep = set()
-    for ids in by_test.values():
+    for ids in by_group.values():
         ids.sort(key=lambda nid: (zlib.crc32(nid.encode()), nid))
         keep.update(ids[:-(-len(ids) // SLOW_SAMPLE)])
     return keep

@@ -20,6 +20,16 @@ def test_a_quarter_of_each_tests_slow_cases_at_least_one():
     assert slow_sample(list(reversed(ids))) == keep  # the order of collection is no matter
 
 
+def test_a_group_is_sampled_as_one_test():
+    """slow(group=...) pools single-case tests of one kind: a quarter of the pool runs."""
+    ids = {f"t.py::test_{i}": "heavy" for i in range(8)}
+    ids.update({"t.py::test_alone": None, "t.py::test_p[0]": None, "t.py::test_p[1]": None})
+    keep = slow_sample(ids)
+    assert len([k for k in keep if ids[k] == "heavy"]) == 8 // SLOW_SAMPLE
+    assert "t.py::test_alone" in keep and len([k for k in keep if "test_p" in k]) == 1
+    assert slow_sample(dict(reversed(ids.items()))) == keep
+
+
 def test_a_new_case_moves_at_most_one_other():
     ids = [f"t.py::test_a[{i}]" for i in range(12)]
     before = slow_sample(ids)

@@ -25,6 +25,7 @@ from .passes.shared_plan import SharedPlan, plan_shared
 from .passes.simplify import simplify
 from .target import Target
 from .tile.dispatch import dispatch
+from .tile.registry import GENERATION
 
 
 @dataclass
@@ -56,10 +57,14 @@ def _dispatch(func: PrimFunc, out: Lowered) -> PrimFunc:
         check_targets(func, out.target)
         raise
     out.dispatch_log.extend(log)
+    _warn_slow_paths(log)
+    return new
+
+
+def _warn_slow_paths(log) -> None:
     for d in log:
         for text in d.slow:
             performance_warning(f"{d.call}: {text}", d.span)
-    return new
 
 
 def _check_targets(func: PrimFunc, out: Lowered) -> PrimFunc:
@@ -89,16 +94,35 @@ PASSES: list[tuple[str, Callable[[PrimFunc, Lowered], PrimFunc]]] = [
 
 def lower(func: PrimFunc, target: str | Target, until: str | None = None) -> Lowered:
     """Run :data:`PASSES` on ``func`` for ``target`` (a Target or its name, a TargetError
-    if unknown); stop after the pass named ``until`` when given (for debugging and tests)."""
+    if unknown); stop after the pass named ``until`` when given (for debugging and tests).
+
+    A kernel's whole lowering for a target is kept on the kernel (IR is immutable, and the
+    passes read nothing else): simulating or compiling it again skips the passes and
+    repeats only their performance warnings."""
     func = as_prim_func(func)
-    out = Lowered(func=func, target=Target(target), kernel=func)
+    target = Target(target)
+    key = (target.name, GENERATION[0])  # a variant registered since: lower afresh
+    memo = func.__dict__.get(_MEMO)
+    if until is None and memo is not None and key in memo:
+        out = memo[key]
+        _warn_slow_paths(out.dispatch_log)
+        return out
+    out = Lowered(func=func, target=target, kernel=func)
     f = func
     for name, run in PASSES:
         f = run(f, out)
         if name == until:
             break
     out.func = f
+    if until is None:
+        if memo is None:
+            memo = {}
+            object.__setattr__(func, _MEMO, memo)  # beside the frozen fields, not one of them
+        memo[key] = out
     return out
+
+
+_MEMO = "_tilewise_lowered"  # a PrimFunc's {(target name, registry generation): Lowered}
 
 
 def explain(func: PrimFunc, target) -> str:

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import tilewise as tw
-from tilewise.pipeline import lower
 
 
 def _check(attn, q, k, v, o, lse, causal, scale=None):
@@ -40,22 +39,26 @@ def _run(attn, shape, causal, kv_heads=None, dtype="bfloat16", lse=True, seed=0,
     return time.perf_counter() - t0
 
 
+@pytest.mark.slow(group="attention-sim")  # one of the six whole-kernel runs by default
 def test_the_example_causal_gqa_with_tails(attn):
     """Both sequence lengths off the block size, two query heads on one key/value head."""
     assert _run(attn, attn.SHAPE, True, attn.KV_HEADS) < 60
 
 
+@pytest.mark.slow(group="attention-sim")  # one of the six whole-kernel runs by default
 def test_head_dim_128_without_causal_mask_nor_lse(attn):
     """77 query rows (one partial tile), 200 keys: a full block and a masked tail block;
     the kernel without the LSE parameter is k(Q, K, V, O)."""
     _run(attn, (1, 2, 77, 200, 128), False, lse=False, dtype="float16", scale=0.3)
 
 
+@pytest.mark.slow(group="attention-sim")  # one of the six whole-kernel runs by default
 def test_the_log_shows_the_fa3_decisions(attn):
     """TMA loads, S = Q Kᵀ from shared memory, P V with P from registers, the row
     reductions on the fragment (shuffles for max, in-thread for the partial sums), the
     flushing exp2 and the stmatrix + TMA epilogue."""
-    log = lower(attn.attention, "sm_90a").dispatch_log
+    k = tw.compile(attn.attention, "sm_90a")  # lowers once: its log and its PTX below
+    log = k.dispatch_log
     chosen = {}
     for d in log:
         chosen.setdefault(d.call.split("(")[0], set()).add((d.chosen, tuple(d.info)))
@@ -68,12 +71,13 @@ def test_the_log_shows_the_fa3_decisions(attn):
     assert {c for c, _ in chosen["Tx.wg.max"]} == {"warp"}
     assert {c for c, _ in chosen["Tx.wg.sum"]} == {"thread", "warp"}
     assert {c for c, _ in chosen["Tx.wg.copy"]} == {"ld_stmatrix"}
-    ptx = tw.compile(attn.attention, "sm_90a").source("ptx")
+    ptx = k.source("ptx")
     assert "ex2.approx.ftz.f32" in ptx and "ex2.approx.f32" not in ptx
     assert "setmaxnreg.inc.sync.aligned.u32 \t240" in ptx
     assert "ld.local" not in ptx and "st.local" not in ptx
 
 
+@pytest.mark.slow(group="attention-sim")
 @pytest.mark.parametrize("head_dim,causal", [(256, True)])
 def test_ptxas_keeps_the_consumers_in_registers(attn, head_dim, causal):
     """Assembled whole-program (setmaxnreg honoured), the consumers fit 240 registers; at

@@ -56,10 +56,12 @@ def run_backward(attn, shape, causal, kv_heads=None, dtype="bfloat16", seed=0, e
         assert err <= 2.0 ** -6, f"{name}: {err}"
 
 
+@pytest.mark.slow(group="attention-sim")
 def test_backward_causal_one_block(attn):
     run_backward(attn, (1, 1, 64, 64, 64), True)
 
 
+@pytest.mark.slow(group="attention-sim")
 def test_backward_gqa_tails_and_a_key_block_no_query_sees(attn):
     """100 queries, 130 keys, causal: key block 2 (keys 128, 129) is after every query, so
     its dK and dV are zeros written without a loop; two query heads share the K/V head."""

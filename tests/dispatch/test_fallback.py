@@ -77,3 +77,31 @@ def test_a_ragged_copy_is_parallel_and_silent():
     b = np.full(100, np.nan, np.float32)
     simulate(ragged_copy, a, b)
     assert a.tobytes() == b.tobytes()
+
+
+def test_a_kernel_lowered_again_is_not_lowered_again_but_warns_again():
+    """lower() keeps a kernel's lowering per target: the second call returns it without
+    running the passes, and still warns at the user's line (a second tw.simulate of the
+    kernel says what the first said); until= and another target lower afresh."""
+    import tilewise.pipeline as pipeline
+
+    first = lower(converting_copy, "sm_90a")
+    calls = []
+    real = pipeline.PASSES
+
+    def counting(name, run):
+        return name, lambda f, out: (calls.append(name), run(f, out))[1]
+
+    pipeline.PASSES = [counting(n, r) for n, r in real]
+    try:
+        with pytest.warns(tw.TilewisePerformanceWarning, match="falls back") as rec:
+            again = lower(converting_copy, "sm_90a")
+        assert again is first and calls == []
+        assert rec[0].lineno == first.dispatch_log[0].span.line
+        lower(converting_copy, "sm_90a", until="dispatch")
+        assert calls == ["verify-input", "dispatch"]
+        with pytest.warns(tw.TilewisePerformanceWarning):
+            other = lower(converting_copy, "sm_80")
+        assert other is not first and other.target.name == "sm_80"
+    finally:
+        pipeline.PASSES = real

@@ -28,47 +28,92 @@ def _is_leaf(node) -> bool:
     return isinstance(node, (Var, Buffer))
 
 
-class Visitor:
+_NOT_A_NODE = object()  # a visitor's answer for a value that is not an IR node
+
+
+_WALKED: dict[type, tuple[str, ...]] = {}
+
+
+def _walked_fields(cls: type) -> tuple[str, ...]:
+    """The fields the generic walks descend into: none for leaves (Buffers, Vars)."""
+    names = _WALKED.get(cls)
+    if names is None:
+        names = _WALKED[cls] = () if issubclass(cls, (Var, Buffer)) else child_fields(cls)
+    return names
+
+
+class _Dispatch:
+    """Per visitor class, per node class: the ``visit_<ClassName>`` function, or the fields
+    to walk when there is none. A pass visits hundreds of thousands of nodes per kernel;
+    looking the method up by name and the fields by dataclass introspection each time was
+    most of the lowering's time."""
+
+    _table: dict
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._table = {}
+
+    @classmethod
+    def _entry(cls, ncls: type):
+        if not issubclass(ncls, Node):
+            e = _NOT_A_NODE
+        else:
+            e = getattr(cls, "visit_" + ncls.__name__, None) or _walked_fields(ncls)
+        cls._table[ncls] = e
+        return e
+
+
+class Visitor(_Dispatch):
     def visit(self, node):
-        if isinstance(node, (tuple, list)):
+        ncls = type(node)
+        if ncls is tuple or ncls is list:
             for x in node:
                 self.visit(x)
             return None
-        if not isinstance(node, Node):
+        e = self._table.get(ncls)
+        if e is None:
+            e = self._entry(ncls)
+        if e is _NOT_A_NODE:
             return None
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            return method(node)
-        return self.generic_visit(node)
+        if type(e) is tuple:
+            return self.generic_visit(node)
+        return e(self, node)
 
     def generic_visit(self, node):
-        if _is_leaf(node):
-            return None
-        for name in child_fields(type(node)):
-            self.visit(getattr(node, name))
+        visit = self.visit
+        for name in _walked_fields(type(node)):
+            visit(getattr(node, name))
         return None
 
 
-class Mutator:
+class Mutator(_Dispatch):
     def visit(self, node):
-        if isinstance(node, tuple):
-            new = tuple(self.visit(x) for x in node)
-            return node if all(a is b for a, b in zip(new, node)) else new
-        if not isinstance(node, Node):
+        ncls = type(node)
+        if ncls is tuple:
+            new = tuple([self.visit(x) for x in node])
+            for a, b in zip(new, node):
+                if a is not b:
+                    return new
             return node
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            return method(node)
-        return self.generic_visit(node)
+        e = self._table.get(ncls)
+        if e is None:
+            e = self._entry(ncls)
+        if e is _NOT_A_NODE:
+            return node
+        if type(e) is tuple:
+            return self.generic_visit(node)
+        return e(self, node)
 
     def generic_visit(self, node):
-        if _is_leaf(node):
-            return node
-        changes = {}
-        for name in child_fields(type(node)):
+        changes = None
+        visit = self.visit
+        for name in _walked_fields(type(node)):
             old = getattr(node, name)
-            new = self.visit(old)
+            new = visit(old)
             if new is not old:
+                if changes is None:
+                    changes = {}
                 changes[name] = new
         return dataclasses.replace(node, **changes) if changes else node
 
@@ -93,16 +138,19 @@ def deepest(node) -> tuple[int, object]:
     return best, best_span
 
 
+class _Walker(Visitor):
+    def __init__(self, fn):
+        self.fn = fn
+
+    def visit(self, n):
+        if isinstance(n, Node):
+            self.fn(n)
+        return super().visit(n)
+
+
 def walk(node, fn) -> None:
     """Call ``fn`` on every node below ``node`` (pre-order, Buffers/Vars included)."""
-
-    class _W(Visitor):
-        def visit(self, n):
-            if isinstance(n, Node):
-                fn(n)
-            return super().visit(n)
-
-    _W().visit(node)
+    _Walker(fn).visit(node)
 
 
 class SpanVisitor(Visitor):
@@ -123,18 +171,23 @@ class SpanVisitor(Visitor):
 def jumps_out(stmt) -> bool:
     """Whether ``stmt`` may ``break`` or ``continue`` a loop around it (a jump inside a loop
     nested in ``stmt`` stays there)."""
-    from .stmt import Break, Continue, For, While
+    j = _Jumps()
+    j.visit(stmt)
+    return bool(j.found)
 
-    found = []
 
-    class _J(Visitor):
-        def visit(self, n):
-            if found or isinstance(n, (For, While)):
-                return None
-            if isinstance(n, (Break, Continue)):
-                found.append(n)
-                return None
-            return super().visit(n)
+class _Jumps(Visitor):
+    """Finds a Break or Continue not inside a loop of its own (for :func:`jumps_out`)."""
 
-    _J().visit(stmt)
-    return bool(found)
+    def __init__(self):
+        self.found = []
+
+    def visit(self, n):
+        from .stmt import Break, Continue, For, While
+
+        if self.found or isinstance(n, (For, While)):
+            return None
+        if isinstance(n, (Break, Continue)):
+            self.found.append(n)
+            return None
+        return super().visit(n)

@@ -139,15 +139,7 @@ class _Dispatch(Mutator):
 
     def inline(self, e):
         """``e`` with single-assignment locals replaced by their (immutable) definitions."""
-        lets = self.lets
-
-        class _Inline(Mutator):
-            def visit_Var(self, v):
-                return lets.get(id(v), v)
-
-            visit_SizeVar = visit_Var
-
-        return _Inline().visit(e)
+        return _Inline(self.lets).visit(e)
 
     def _is_immutable(self, e) -> bool:
         bad = []
@@ -322,3 +314,15 @@ def _uses(body, var) -> bool:
     found = []
     walk(body, lambda n: found.append(True) if n is var else None)
     return bool(found)
+
+
+class _Inline(Mutator):
+    """Replaces the Vars ``lets`` maps (by id) with their definitions."""
+
+    def __init__(self, lets: dict):
+        self.lets = lets
+
+    def visit_Var(self, v):
+        return self.lets.get(id(v), v)
+
+    visit_SizeVar = visit_Var

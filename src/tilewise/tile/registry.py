@@ -105,6 +105,7 @@ class Variant:
 
 
 _REGISTRY: dict[tuple[str, str], list[Variant]] = {}
+GENERATION = [0]  # bumped by every registration: a kernel's kept lowering is of one table
 
 
 def _check_options(v: Variant, table: list[Variant]) -> None:
@@ -133,6 +134,7 @@ def _add(v: Variant) -> None:
                 f"{v.priority}", hint="give every variant of one primitive its own priority")
     table.append(v)
     table.sort(key=lambda x: -x.priority)
+    GENERATION[0] += 1
 
 
 def register_dispatch(op: str, target_kind: str = "cuda", *, variant: str, priority: int,
