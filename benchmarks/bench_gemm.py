@@ -8,6 +8,7 @@ interleaved against drift; METHOD.md). TFLOP/s count 2·M·N·K.
 
     PYTHONPATH=src python benchmarks/bench_gemm.py [--shapes 4096x4096x4096 ...] [--dtypes bfloat16]
     PYTHONPATH=src python benchmarks/bench_gemm.py --sweep [--explore N] [--dtypes bfloat16]
+    PYTHONPATH=src python benchmarks/bench_gemm.py --sweep --shapes 1x4096x4096 16x4096x4096
 
 ``--sweep``: the model-layer shapes of issue 19 (M from 1 to 8192 against the (N, K) of
 7B-70B layers), one line per shape with cuBLAS, Triton and tilewise (the kernel shape
@@ -16,7 +17,10 @@ as replays of a CUDA graph of back-to-back launches: small shapes run in less ti
 launch takes on the host, and the table compares kernels, not launch paths (bench_launch.py
 measures those). ``--explore N`` also
 times the N next-best kernel shapes of ``gemm_hopper.candidates`` by its estimate and
-reports the best of them (what an autotuner would find among those).
+reports the best of them (what an autotuner would find among those), and ``--all`` prints
+each explored shape's TFLOP/s. ``--shapes`` with ``--sweep`` times only those of the sweep's
+shapes (any MxNxK). GB/s: the bytes of A, B and C once over the kernel's time (what bounds
+the decode shapes, M <= 16: B streamed once).
 """
 
 import argparse
@@ -121,53 +125,65 @@ def sweep(a):
         return kernels[key]
 
     ratios = {"plan": [], "best": [], "triton": []}
+    shapes = ([tuple(int(v) for v in s.split("x")) for s in a.shapes] if a.shapes else
+              [(M, N, K) for N, K in SWEEP_NK for M in SWEEP_M])
     for dtype in a.dtypes:
         td = getattr(torch, dtype)
-        for N, K in SWEEP_NK:
-            for M in SWEEP_M:
-                A = torch.randn(M, K, device="cuda", dtype=td)
-                B = torch.randn(K, N, device="cuda", dtype=td)
-                ref = A.float() @ B.float()
-                plan = G.plan(M, N, K, sms)
-                others = sorted((c for c in G.candidates(M, N, K, sms)
-                                 if {**c, "stages": plan["stages"]} != plan),
-                                key=lambda c: G.estimate(M, N, K, sms, **c))[:a.explore]
-                cfgs = [plan] + [G.plan(M, N, K, sms, **c) for c in others]
-                runs = {"cublas": lambda A=A, B=B: torch.matmul(A, B)}
-                C_tri = torch.empty(M, N, device="cuda", dtype=td)
-                runs["triton"] = lambda A=A, B=B, C=C_tri: tri(A, B, C)
-                errs = {}
-                names = []
-                for cfg in cfgs:
-                    name = (f"{cfg['bm']}x{cfg['bn']}s{cfg['splits']}/{cfg['stages']}"
-                            + ("m2" if cfg["multicast"] > 1 else ""))
-                    k = kernel(dtype, cfg)
-                    C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
-                    k(A, B, C)
-                    torch.cuda.synchronize()
-                    errs[name] = _error(torch, C, ref)
-                    runs[name] = lambda A=A, B=B, C=C, k=k: k(A, B, C)
-                    names.append(name)
-                flops = 2 * M * N * K
-                reps = max(1, min(50, int(2e-3 / max(flops / 600e12, 2e-6))))
-                tf = {n: flops / timed(torch, fn, reps, a.samples, graph=True) / 1e12
-                      for n, fn in runs.items()}
-                best = max(names, key=lambda n: tf[n])
-                r_plan, r_best = tf[names[0]] / tf["cublas"], tf[best] / tf["cublas"]
-                ratios["plan"].append(r_plan)
-                ratios["best"].append(r_best)
-                ratios["triton"].append(tf[names[0]] / tf["triton"])
-                bad = [n for n, e in errs.items() if not e < 2e-2]
-                print(f"| {dtype} | {M}x{N}x{K} | cuBLAS {tf['cublas']:.0f} | Triton "
-                      f"{tf['triton']:.0f} | tilewise {names[0]} {tf[names[0]]:.0f} "
-                      f"({r_plan:.2f}x cuBLAS, {ratios['triton'][-1]:.2f}x Triton) | best "
-                      f"{best} {tf[best]:.0f} ({r_best:.2f}x) |"
-                      + (f" WRONG: {bad}" if bad else ""), flush=True)
-                del A, B, C_tri, runs
+        for M, N, K in shapes:
+            A = torch.randn(M, K, device="cuda", dtype=td)
+            B = torch.randn(K, N, device="cuda", dtype=td)
+            ref = A.float() @ B.float()
+            plan = G.plan(M, N, K, sms)
+            others = sorted((c for c in G.candidates(M, N, K, sms)
+                             if {**c, "stages": plan["stages"]} != plan),
+                            key=lambda c: G.estimate(M, N, K, sms, **c))[:a.explore]
+            cfgs = [plan] + [G.plan(M, N, K, sms, **c) for c in others]
+            runs = {"cublas": lambda A=A, B=B: torch.matmul(A, B)}
+            C_tri = torch.empty(M, N, device="cuda", dtype=td)
+            runs["triton"] = lambda A=A, B=B, C=C_tri: tri(A, B, C)
+            errs = {}
+            names = []
+            for cfg in cfgs:
+                name = _name(cfg)
+                k = kernel(dtype, cfg)
+                C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
+                k(A, B, C)
+                torch.cuda.synchronize()
+                errs[name] = _error(torch, C, ref)
+                runs[name] = lambda A=A, B=B, C=C, k=k: k(A, B, C)
+                names.append(name)
+            flops = 2 * M * N * K
+            reps = max(1, min(50, int(2e-3 / max(flops / 600e12, 2e-6))))
+            tf = {n: flops / timed(torch, fn, reps, a.samples, graph=True) / 1e12
+                  for n, fn in runs.items()}
+            best = max(names, key=lambda n: tf[n])
+            gbs = {n: 2 * (M * K + K * N + M * N) * tf[n] * 1e12 / flops / 1e9 for n in tf}
+            r_plan, r_best = tf[names[0]] / tf["cublas"], tf[best] / tf["cublas"]
+            ratios["plan"].append(r_plan)
+            ratios["best"].append(r_best)
+            ratios["triton"].append(tf[names[0]] / tf["triton"])
+            bad = [n for n, e in errs.items() if not e < 2e-2]
+            print(f"| {dtype} | {M}x{N}x{K} | cuBLAS {tf['cublas']:.0f} | Triton "
+                  f"{tf['triton']:.0f} | tilewise {names[0]} {tf[names[0]]:.0f} "
+                  f"({r_plan:.2f}x cuBLAS, {ratios['triton'][-1]:.2f}x Triton) | best "
+                  f"{best} {tf[best]:.0f} ({r_best:.2f}x) | GB/s cuBLAS {gbs['cublas']:.0f}, "
+                  f"tilewise {gbs[names[0]]:.0f} |" + (f" WRONG: {bad}" if bad else ""),
+                  flush=True)
+            if a.all:
+                print("    " + ", ".join(f"{n} {tf[n]:.1f} ({tf[n] / tf['cublas']:.2f}x)"
+                                         for n in names), flush=True)
+            del A, B, C_tri, runs
     for key, rs in ratios.items():
         g = math.exp(sum(math.log(r) for r in rs) / len(rs))
         what = "vs Triton" if key == "triton" else "vs cuBLAS"
         print(f"{key} {what}: geomean {g:.3f}, worst {min(rs):.3f} over {len(rs)} shapes")
+
+
+def _name(cfg) -> str:
+    """A kernel shape as the tables print it: ``64x128s3/7`` (bm x bn, splits, stages), ``T``
+    first for swap-AB (bm columns of B x bn rows of A), ``m2`` last for a multicast pair."""
+    return (("T" if cfg.get("swap") else "") + f"{cfg['bm']}x{cfg['bn']}s{cfg['splits']}/"
+            f"{cfg['stages']}" + ("m2" if cfg["multicast"] > 1 else ""))
 
 
 def _error(torch, c, ref) -> float:
@@ -176,7 +192,8 @@ def _error(torch, c, ref) -> float:
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--shapes", nargs="+", default=SHAPES, help="MxNxK")
+    p.add_argument("--shapes", nargs="+", default=None,
+                   help="MxNxK (default: the four of SHAPES; with --sweep: the sweep's)")
     p.add_argument("--dtypes", nargs="+", default=["bfloat16", "float16"])
     p.add_argument("--samples", type=int, default=11)
     p.add_argument("--reps", type=int, default=10)
@@ -185,9 +202,11 @@ def main():
                    help="make_gemm options per tilewise row, e.g. '' 'producer=warp'")
     p.add_argument("--sweep", action="store_true", help="issue 19's model-layer shapes")
     p.add_argument("--explore", type=int, default=0, help="--sweep: also time N more shapes")
+    p.add_argument("--all", action="store_true", help="--sweep: print every explored shape")
     a = p.parse_args()
     if a.sweep:
         return sweep(a)
+    a.shapes = a.shapes or SHAPES
 
     import torch
 

@@ -14,6 +14,17 @@ The technique, from the outside in:
   ``@T.inline`` methods, so they cannot disagree about which tile comes next. A problem
   with too few tiles to occupy the SMs (512 x 512) gets narrower tiles (128 x 128 or
   128 x 64) and a deeper ring instead: more CTAs work, each on a cheaper tile.
+* **Split K and swap-AB for small M.** When the tiles are too few to keep the SMs
+  streaming B, a cluster of ``splits`` CTAs shares each tile's K blocks (their float32
+  partial sums handed down the cluster by the copy engine and added in rank order: the
+  same bits every run). For M <= 128 the tile may be computed transposed, Cᵀ = Bᵀ Aᵀ
+  (``swap=True``): ``bm`` = 128 (or 64) columns of B are wgmma's M, read from B's
+  row-major tile as an MN-major operand (``transA``), and the ``bn`` = 8 ... 128 rows of A
+  are wgmma's N (``transB``, A's tile is K-major), so a decode GEMM (M = 1) pads M to 8,
+  not 64; the epilogue writes the (64, bn) accumulator transposed into a row-major (bn,
+  64) shared tile that TMA stores into C. ``plan`` picks among the shapes by ``estimate``,
+  a cost model that knows how many clusters of each size the GPU holds at once
+  (docs/gemm_hopper.md).
 * **Warp specialisation.** 384 threads: warpgroups 0 and 1 are the *consumers*,
   warpgroup 2 the *producer*. The producer gives its registers away (``setmaxnreg`` 40)
   and the consumers take them (232): each consumer holds a 64 x 256 float32
@@ -51,7 +62,8 @@ import functools
 
 import tilewise
 from tilewise import T, Tx
-from tilewise.layout import swizzled_tile, wgmma_accumulator
+from tilewise.layout import S as S_
+from tilewise.layout import TileLayout, swizzled_tile, wgmma_accumulator
 from tilewise.sched import GroupedTiles
 
 BK = 64  # K step of a stage (128 bytes of 16-bit elements: one swizzle row)
@@ -59,37 +71,55 @@ GROUP_M = 8  # tile rows walked together (L2 reuse)
 H200_SMS = 132
 SMEM = 227 * 1024  # dynamic shared memory a CTA may have on sm_90
 TILES = ((128, 256), (128, 128), (128, 64), (64, 256), (64, 128))  # (bm, bn) a kernel takes
+SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is bm columns of B x bn rows of A
+SWAP_TILES = tuple((bm, c) for bm in (128, 64) for c in SWAP_COLS if bm == 128 or c >= 16)
+SWAP_M = 128  # the largest M swap-AB tiles are tried for
 
 M = T.int32()
 N = T.int32()
 K = T.int32()
 
 
+H200_CLUSTERS = {2: 66, 3: 39, 4: 30, 6: 17, 8: 15}  # clusters of S CTAs resident at once
+#  (ncu's Max Active Clusters for this kernel on the H200, 2026-12-02): 4 and more leave SMs
+#  idle, and 32 tiles x 4 splits need two waves
+LATENCY = 1.2e-6  # s from a TMA load's issue to its bytes (fits the 64-CTA swap kernels)
+HOP = 2e-6  # s a hop of the split's chain costs beyond its bytes
 PEAK = 990e12  # dense bf16/fp16 tensor FLOP/s of an H100/H200 SXM (the datasheet)
 DRAM = 4.0e12  # bytes/s an H200 streams (torch's copy_ measured ~4.27e12)
-WGMMA_EFF = {256: 0.95, 128: 0.85, 64: 0.7}  # of peak, by a warpgroup's wgmma N (measured
-#                                             trend: narrow wgmma is bound by operand reads)
+WGMMA_EFF = {256: 0.95, 128: 0.85, 64: 0.7, 32: 0.45, 16: 0.25, 8: 0.13}  # of peak, by a
+#  warpgroup's wgmma N (measured trend: narrow wgmma is bound by reading A from shared memory)
 
 
 def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=None,
-         splits=None, stages=None, multicast=None) -> dict:
+         splits=None, stages=None, multicast=None, swap=None) -> dict:
     """The kernel's shape for a problem: ``bm`` x ``bn`` output tiles (two consumer
     warpgroups: 64 rows each at bm=128, half the columns each at bm=64), ``splits`` CTAs of
     a cluster sharing one tile's K blocks (their partial sums added along the cluster in
     rank order: deterministic), ``multicast`` CTAs of a cluster (two tiles of one column)
     sharing each B tile, each loading half and multicasting it, and the ring's ``stages``.
-    What is not given is chosen by :func:`estimate` over every allowed shape (without
-    sizes: 128 x 256, no split)."""
-    best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1}
+    ``swap``: the tile is computed transposed (Cᵀ = Bᵀ Aᵀ), ``bm`` columns of B (wgmma's
+    M: 64 for each consumer at bm=128, all 64 for both at bm=64) by ``bn`` rows of A
+    (wgmma's N, 8 to 128; half for each consumer at bm=64): small M without 64-row
+    padding. What is not given is chosen by :func:`estimate` over every
+    allowed shape (without sizes: 128 x 256, no split, no swap)."""
+    best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1, "swap": False}
     forced = {k: v for k, v in (("bm", bm), ("bn", bn), ("splits", splits),
-                                ("multicast", multicast)) if v is not None}
-    if None not in (M_, N_, K_) and len(forced) < 4:
+                                ("multicast", multicast), ("swap", swap)) if v is not None}
+    if swap is None and (bm is not None or bn is not None):
+        forced["swap"] = False  # a forced tile is the usual orientation unless swap=True
+    if None not in (M_, N_, K_) and len(forced) < 5:
         options = [c for c in candidates(M_, N_, K_, sms)
                    if all(c[k] == v for k, v in forced.items())]
         if options:
             best = min(options, key=lambda c: estimate(M_, N_, K_, sms, **c))
     best.update(forced)
-    if (best["bm"], best["bn"]) not in TILES:
+    if best["swap"] and ((best["bm"], best["bn"]) not in SWAP_TILES
+                         or best["multicast"] != 1):
+        raise ValueError(f"swap=True with bm={best['bm']}, bn={best['bn']}, multicast="
+                         f"{best['multicast']}: a swapped tile is one of {SWAP_TILES} (bm "
+                         "columns of B x bn rows of A), without multicast")
+    if not best["swap"] and (best["bm"], best["bn"]) not in TILES:
         raise ValueError(f"bm={best['bm']}, bn={best['bn']}: the tile is one of {TILES} "
                          "(bm x bn)")
     if not 1 <= best["splits"] <= 8:
@@ -112,26 +142,31 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     alone (benchmarks/RESULTS.md); ``multicast=2`` still builds one."""
     out = []
     k_steps = -(-K_ // BK)
-    for bm_, bn_ in TILES:
-        if M_ <= 64 < bm_:  # measured: 7/8 padding costs more than the model says
-            continue
-        tiles = -(-M_ // bm_) * -(-N_ // bn_)
+    tiles = [(bm_, bn_, False) for bm_, bn_ in TILES if not M_ <= 64 < bm_]  # measured: 7/8
+    if M_ <= SWAP_M:  # padding costs more than the model says; swap: the narrowest that fits
+        cols = min(c for c in SWAP_COLS if c >= M_)
+        tiles += [(128, cols, True)] + ([(64, cols, True)] if cols >= 32 else [])
+    for bm_, bn_, swap in tiles:
+        count = -(-(N_ if swap else M_) // bm_) * -(-(M_ if swap else N_) // bn_)
         for s in (1, 2, 3, 4, 6, 8):
-            if s > 1 and (tiles * s > 2 * sms or k_steps < 4 * s):
+            if s > 1 and (count * s > 2 * sms or k_steps < 4 * s):
                 break
             if _stages_that_fit(bm_, bn_, s) >= 2:
-                out.append({"bm": bm_, "bn": bn_, "splits": s, "multicast": 1})
-
+                out.append({"bm": bm_, "bn": bn_, "splits": s, "multicast": 1, "swap": swap})
     return out
 
 
 def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
-             multicast: int = 1) -> float:
+             multicast: int = 1, swap: bool = False) -> float:
     """Seconds a kernel shape should take: the larger of its tensor-core time (padded
     tiles, the wgmma width's efficiency, the SMs a partial last wave leaves idle) and its
     memory time (each operand read once, C written once; fewer CTAs than ~3/4 of the SMs
-    stream less), a quarter of the smaller one (the overlap is imperfect), the split's
-    reduction and a fixed start-up."""
+    stream less, and so does a CTA with few bytes in flight), a quarter of the smaller one
+    (the overlap is imperfect), the split's reduction and a fixed start-up. A split kernel
+    launches one cluster per tile: clusters that do not fit at once (:func:`cluster_slots`)
+    run in a second wave, for both times. A swapped tile is costed as the problem Nᵀ x Mᵀ."""
+    if swap:
+        M_, N_ = N_, M_
     tiles = -(-M_ // bm) * -(-N_ // bn)
     wn = bn if bm == 128 else bn // 2
     units = tiles * splits
@@ -139,17 +174,27 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
         units, slots = -(-tiles // multicast), sms // multicast
         util = units / (-(-units // slots) * slots) * tiles / (units * multicast)
         busy = min(tiles, sms)
+        waves = 1.0 / util if units > slots else 1.0  # a last wave streams at a full one's pace
     else:
-        util = units / (-(-units // sms) * sms)
-        busy = min(units, sms)
+        slots = cluster_slots(splits, sms)
+        util = units / (-(-units // slots) * slots)
+        busy = min(units, slots)
+        waves = 1.0 / util if units > slots else 1.0  # a last wave streams at a full one's pace
     flops = 2.0 * -(-M_ // bm) * bm * -(-N_ // bn) * bn * K_
     compute = flops / (PEAK * WGMMA_EFF[wn] * util)
-    memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / (DRAM * min(1.0, busy / (0.75 * sms)))
-    # each hop of the chain: a wait, the add, the store, the copy engine's ~32-64 KB (2 us
-    # a hop fits the H200 sweep of 2026-12-01: 3 splits beat 4 at N = 4096)
-    reduce = (splits - 1) * (64 * wn * 4 * 2 / 200e9 + 2e-6) if splits > 1 else 0.0
+    flight = busy * min(8, _stages_that_fit(bm, bn, splits)) * (bm + bn) * BK * 2 / LATENCY
+    rate = min(DRAM * min(1.0, busy / (0.75 * sms)), flight)
+    memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / rate * waves
+    # each hop of the chain: a wait, the add, the store, the copy engine's 4-64 KB
+    reduce = (splits - 1) * (64 * wn * 4 * 2 / 200e9 + HOP) if splits > 1 else 0.0
     # the two overlap, but not perfectly: the smaller still shows a little
     return max(compute, memory) + 0.25 * min(compute, memory) + reduce + 3e-6
+
+
+def cluster_slots(splits: int, sms: int) -> int:
+    """CTAs of ``splits``-CTA clusters resident at once: a cluster lives in one GPC, so the
+    GPCs' sizes, not the SM count, decide (:data:`H200_CLUSTERS`, scaled to ``sms``)."""
+    return max(1, H200_CLUSTERS[splits] * sms // H200_SMS) * splits
 
 
 TUNE_ALTERNATIVES = 3  # kernel shapes the tuner times beside the plan's
@@ -159,12 +204,12 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
     """What ``make_gemm`` tunes over: the plan's shape first (what runs untuned), then the
     next best shapes by :func:`estimate`, each with as many stages as fit."""
     ranked = sorted((c for c in candidates(M_, N_, K_, sms)
-                     if any(c[k] != first[k] for k in ("bm", "bn", "splits"))),
+                     if any(c[k] != first[k] for k in ("bm", "bn", "splits", "swap"))),
                     key=lambda c: estimate(M_, N_, K_, sms, **c))
     best = {}  # each tile's best split, in rank order: different tiles first
     for c in ranked:
-        best.setdefault((c["bm"], c["bn"]), c)
-    others = [c for t, c in best.items() if t != (first["bm"], first["bn"])]
+        best.setdefault((c["bm"], c["bn"], c["swap"]), c)
+    others = [c for t, c in best.items() if t != (first["bm"], first["bn"], first["swap"])]
     others = others[:TUNE_ALTERNATIVES]
     others += [c for c in ranked if c not in others][:TUNE_ALTERNATIVES - len(others)]
     return [first] + [plan(M_, N_, K_, sms, **c) for c in others]
@@ -179,13 +224,15 @@ def _stages_that_fit(bm: int, bn: int, splits: int) -> int:
 def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = None,
               dtype: str = "bfloat16", num_sms: int | None = None, stages: int | None = None,
               producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
-              splits: int | None = None, multicast: int | None = None):
+              splits: int | None = None, multicast: int | None = None,
+              swap: bool | None = None):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
     when given, are checked against TMA's alignment rule and choose the kernel's shape: the
     kernel is tuned on its first launch (``tilewise.autotune`` over :func:`plan`'s choice
     and the next :data:`TUNE_ALTERNATIVES` shapes by :func:`estimate`; in ``tw.simulate``,
     ``tw.compile``, with ``TILEWISE_AUTOTUNE=0`` or without a GPU it is the plan's);
-    ``bm``, ``bn``, ``splits``, ``multicast`` or ``stages`` force the shape (no tuning).
+    ``bm``, ``bn``, ``splits``, ``multicast``, ``swap`` or ``stages`` force the shape (no
+    tuning).
     The kernel itself takes any M, N, K. ``producer="warpgroup"`` (384 threads,
     setmaxnreg 40/232) or ``"warp"`` (288 threads, one producer warp)."""
     if dtype not in ("bfloat16", "float16"):
@@ -195,25 +242,33 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
             raise ValueError(f"{name} = {v} is not a multiple of 8: TMA needs 16-byte rows")
     if producer not in ("warpgroup", "warp"):
         raise ValueError(f"producer={producer!r}: 'warpgroup' or 'warp'")
-    if bn is not None and bn not in (64, 128, 256):
-        raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256")
+    if bn is not None and bn not in (64, 128, 256) and not (swap and bn in SWAP_COLS):
+        raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256 (swap=True: "
+                         f"{', '.join(map(str, SWAP_COLS))})")
     sms = num_sms or _sm_count()
-    cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast)
-    forced = (bm, bn, splits, stages, multicast) != (None,) * 5
+    cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast, swap)
+    forced = (bm, bn, splits, stages, multicast, swap) != (None,) * 6
     if not forced and None not in (M_, N_, K_):
         return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer),
                                  configs=tune_configs(M_, N_, K_, sms, cfg))
     return _kernel(dtype, sms, producer, **cfg)
 
 
-def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1):
+def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
     part_bytes = 64 * wn * 4  # one warpgroup's float32 partial sum (split K)
-    a_layout = swizzled_tile(bm, BK, 16, 128, stages=stages)
-    b_layout = swizzled_tile(BK, bn, 16, 128, stages=stages)
-    c_layout = swizzled_tile(64, wn, 16, 128, stages=2)
+    a_rows = bn if swap else bm  # swap: the tile's rows are N, its columns M
+    b_cols = bm if swap else bn
+    a_layout = swizzled_tile(a_rows, BK, 16, 128, stages=stages)
+    b_layout = swizzled_tile(BK, b_cols, 16, 128, stages=stages)
+    c_shape = (2, wn, 64) if swap else (2, 64, wn)  # swap: C's (M, N) orientation
+    c_layout = TileLayout(S_[c_shape]) if swap else swizzled_tile(64, wn, 16, 128, stages=2)
+    c_view = TileLayout(S_[(2, 64, wn):(64 * wn, 1, 64)])  # swap: Cs read as Cᵀ
+    ROWS, COLS = (N, M) if swap else (M, N)  # what the tile grid's rows and columns cut
+    if swap and ((bm, bn) not in SWAP_TILES or multicast != 1):
+        raise ValueError(f"swap=True takes (bm, bn) in {SWAP_TILES} and no multicast")
     S = splits
     P = multicast  # CTAs of a cluster sharing one B tile (each loads 1/P, multicast to all)
     if P not in (1, 2) or (P == 2 and S > 1):
@@ -226,8 +281,8 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1):
         B = T.match_buffer(B_ptr, (K, N), dtype)
         C = T.match_buffer(C_ptr, (M, N), dtype)
         T.device_entry()
-        m_tiles = T.meta_var(T.ceildiv(M, bm))  # expressions of the sizes (the grid's too)
-        n_tiles = T.meta_var(T.ceildiv(N, bn))
+        m_tiles = T.meta_var(T.ceildiv(ROWS, bm))  # expressions of the sizes (the grid's too)
+        n_tiles = T.meta_var(T.ceildiv(COLS, bn))
         crank = 0  # the CTA's rank in a multicast pair
         if S == 1 and P == 1:  # persistent: one CTA per SM walks the tiles
             bx = T.cta_id([grid])
@@ -245,12 +300,11 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1):
         tid = T.thread_id([threads])
         wg = tid // 128  # 0, 1: the consumers; 2: the producer
         # the operand ring and the epilogue tiles: dynamic shared memory
-        As = T.alloc_buffer((stages, bm, BK), dtype, scope="shared.dyn", layout=a_layout,
+        As = T.alloc_buffer((stages, a_rows, BK), dtype, scope="shared.dyn", layout=a_layout,
                             align=1024)
-        Bs = T.alloc_buffer((stages, BK, bn), dtype, scope="shared.dyn", layout=b_layout,
+        Bs = T.alloc_buffer((stages, BK, b_cols), dtype, scope="shared.dyn", layout=b_layout,
                             align=1024)
-        Cs = T.alloc_buffer((2, 64, wn), dtype, scope="shared.dyn", layout=c_layout,
-                            align=1024)
+        Cs = T.alloc_buffer(c_shape, dtype, scope="shared.dyn", layout=c_layout, align=1024)
         full = T.alloc_shared((stages,), "uint64")
         empty = T.alloc_shared((stages,), "uint64")
         if S > 1:
@@ -294,12 +348,19 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1):
                         k0 = kt * BK
                         T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
-                        Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
-                                             dispatch="tma", mbar=T.address_of(full[s]))
-                        if P == 1:
+                        if swap:  # m0: the tile's first column of B, n0: row of A
+                            Tx.thread.copy_async(As[s, :, :], A[n0:n0 + bn, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                            Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, m0:m0 + bm],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        elif P == 1:
+                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
                             Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, n0:n0 + bn],
                                                  dispatch="tma", mbar=T.address_of(full[s]))
                         else:  # this CTA's rows of the B tile, into every CTA of the pair
+                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
                             h = BK // P
                             Tx.thread.copy_async(
                                 Bs[s, crank * h:crank * h + h, :],
@@ -328,8 +389,12 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1):
                     T.ptx.wgmma.fence()
                     # bm=128: rows r0.. of A against all of B; bm=64: all of A against
                     # columns c0.. of B
-                    Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :], Bs[s, :, c0:c0 + wn],
-                                     accum=kt > kb)
+                    if swap:  # Cᵀ = Bᵀ Aᵀ: B's columns r0.. as wgmma's A, A's rows c0.. as B
+                        Tx.wg.gemm_async(acc[:, :], Bs[s, :, r0:r0 + 64], As[s, c0:c0 + wn, :],
+                                         accum=kt > kb, transA=True, transB=True)
+                    else:
+                        Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :],
+                                         Bs[s, :, c0:c0 + wn], accum=kt > kb)
                     T.ptx.wgmma.commit_group()
                     T.ptx.wgmma.wait_group(1)  # the previous stage's wgmma has finished
                     if kt > kb and leader:
@@ -345,12 +410,20 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1):
                     if leader:
                         T.ptx.cp_async.bulk.wait_group_read(0)  # the last store left Cs[cw]
                     T.ptx.bar.sync(1 + cw, 128)
-                    Tx.wg.copy(Cs[cw, :, :], out[:, :])
+                    if swap:  # the (64, wn) tile of Cᵀ written transposed: C's (wn, 64)
+                        Ct = Cs.view(2, 64, wn, layout=c_view)
+                        Tx.wg.copy(Ct[cw, :, :], out[:, :])
+                    else:
+                        Tx.wg.copy(Cs[cw, :, :], out[:, :])
                     T.ptx.fence.proxy_async()
                     T.ptx.bar.sync(1 + cw, 128)
                     if leader:
-                        Tx.thread.copy_async(C[m0:m0 + 64, n0:n0 + wn], Cs[cw, :, :],
-                                             dispatch="tma")
+                        if swap:
+                            Tx.thread.copy_async(C[n0:n0 + wn, m0:m0 + 64], Cs[cw, :, :],
+                                                 dispatch="tma")
+                        else:
+                            Tx.thread.copy_async(C[m0:m0 + 64, n0:n0 + wn], Cs[cw, :, :],
+                                                 dispatch="tma")
                         T.ptx.cp_async.bulk.commit_group()
             if leader:
                 T.ptx.cp_async.bulk.wait_group(0)

@@ -41,6 +41,12 @@ def _check(c, a, b):
 
 @pytest.mark.parametrize("shape,dtype,kw", [
     pytest.param((256, 256, 128), "bfloat16", {}, id="256x256x128-bf16"),
+    pytest.param((5, 200, 264), "bfloat16", {"swap": True, "bn": 8, "splits": 2},
+                 id="swap-M5-ragged-split2"),
+    pytest.param((20, 136, 128), "float16", {"swap": True, "bn": 16, "splits": 1},
+                 id="swap-M20-two-column-tiles", marks=pytest.mark.slow),
+    pytest.param((40, 72, 264), "bfloat16", {"swap": True, "bm": 64, "bn": 32, "splits": 2},
+                 id="swap-bm64-split2", marks=pytest.mark.slow),
     pytest.param((200, 136, 72), "bfloat16", {"bn": 256}, id="200x136x72-tails",
                  marks=pytest.mark.slow),
     pytest.param((136, 520, 200), "float16", {"producer": "warp", "bn": 256},
@@ -107,25 +113,56 @@ def test_few_output_tiles_get_narrower_tiles():
         G.make_gemm(bn=96)
 
 
+def _ctas(m, n, p):
+    """CTAs a plan launches for an m x n output (a swapped tile cuts n into its rows)."""
+    rows, cols = (n, m) if p["swap"] else (m, n)
+    return -(-rows // p["bm"]) * -(-cols // p["bn"]) * p["splits"]
+
+
 def test_the_plan_fits_the_problem():
-    """Small M takes 64-row tiles, few tiles split K across a cluster, large problems keep
-    128 x 256 tiles; every plan fits shared memory; forced shapes are checked."""
+    """Small M takes swap-AB tiles or 64-row tiles, few tiles split K across a cluster (no
+    more clusters than fit at once), large problems keep 128 x 256 tiles; every plan fits
+    shared memory; forced shapes are checked."""
     for m, n, k in ((16, 4096, 4096), (1, 4096, 14336), (128, 4096, 4096)):
         p = G.plan(m, n, k, 132)  # enough CTAs to stream B: half the SMs at least
-        assert -(-m // p["bm"]) * -(-n // p["bn"]) * p["splits"] >= 64, p
-    assert G.plan(16, 8192, 28672, 132)["bm"] == 64  # a 128-row tile would be 7/8 padding
+        assert _ctas(m, n, p) >= 64, p
+        assert _ctas(m, n, p) <= G.cluster_slots(p["splits"], 132) or p["splits"] == 1
+    p = G.plan(16, 8192, 28672, 132)  # a 128-row tile would be 7/8 padding
+    assert p["swap"] or p["bm"] == 64, p
     assert G.plan(128, 4096, 14336, 132)["splits"] > 1
     big = G.plan(8192, 8192, 8192, 132)
-    assert (big["bm"], big["bn"], big["splits"], big["stages"]) == (128, 256, 1, 3)
+    assert (big["bm"], big["bn"], big["splits"], big["stages"], big["swap"]) == (128, 256, 1, 3,
+                                                                                False)
     assert G.plan(None, None, None, 132)["bn"] == 256
     for m in (1, 16, 64, 128, 256, 512, 1024, 4096):
         for n, k in ((4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)):
             p = G.plan(m, n, k, 132)
             assert 2 <= p["stages"] <= G._stages_that_fit(p["bm"], p["bn"], p["splits"])
+            assert not p["swap"] or m <= G.SWAP_M
     with pytest.raises(ValueError, match="bm=64, bn=64"):
         G.make_gemm(64, 64, 64, bm=64, bn=64)
     with pytest.raises(ValueError, match="stages=9"):
         G.make_gemm(256, 256, 256, bn=256, stages=9)
+
+
+def test_decode_shapes_take_swap_ab_tiles_as_narrow_as_m():
+    """M <= 16 at N = 4096: Cᵀ = Bᵀ Aᵀ with M on wgmma's N (8 or 16, not a 64-row tile), K
+    split 3 ways (39 clusters of 3 fit an H200 at once, 30 of 4: 32 tiles x 4 would need a
+    second wave); M = 64 takes 64-column swapped tiles (64 tiles x 2 splits); a forced
+    swapped tile is checked."""
+    for m, bn in ((1, 8), (16, 16)):
+        p = G.plan(m, 4096, 4096, 132)
+        assert (p["swap"], p["bm"], p["bn"], p["splits"]) == (True, 128, bn, 3), p
+    p = G.plan(64, 4096, 4096, 132)
+    assert (p["swap"], p["bm"], p["bn"], p["splits"]) == (True, 64, 64, 2), p
+    log = [d.info[0] for d in lower(G.make_gemm(1, 256, 512, bm=128, bn=8, swap=True,
+                                                splits=2, num_sms=132), "sm_90a").dispatch_log
+           if "gemm_async" in d.call]
+    assert log == ["4 x wgmma m64n8k16 (A MN-major, swizzle 128; B K-major, swizzle 128)"], log
+    with pytest.raises(ValueError, match="a swapped tile is one of"):
+        G.make_gemm(1, 256, 256, bm=64, bn=8, swap=True)
+    with pytest.raises(ValueError, match="swap=True: 8, 16"):
+        G.make_gemm(1, 256, 256, bn=12, swap=True)
 
 
 def test_split_k_adds_the_partial_sums_in_rank_order_across_the_cluster():
@@ -195,6 +232,32 @@ def test_every_kernel_shape_on_the_gpu_matches_torch(shape, cfg, torch):
     C2 = torch.full_like(C, float("nan"))
     G.make_gemm(M, N, K, **cfg)(A, B, C2)
     assert torch.equal(C, C2)  # split K adds in rank order: the same bits every run
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{"bn": 8, "splits": 3}, {"bn": 16, "splits": 1},
+                                 {"bn": 64, "splits": 2}, {"bn": 128, "splits": 4},
+                                 {"bn": 32, "splits": 8}, {"bm": 64, "bn": 64, "splits": 2},
+                                 {"bm": 64, "bn": 16, "splits": 1}])
+@pytest.mark.parametrize("shape", [(1, 4096, 4096), (3, 1000, 3000), (16, 520, 1048),
+                                   (77, 2048, 520), (128, 264, 8192)])
+def test_swap_ab_on_the_gpu_matches_torch(shape, cfg, torch):
+    """Cᵀ = Bᵀ Aᵀ (128 or 64 columns of B x bn rows of A a tile), every M including those past
+    one column tile, ragged N and K, split or not; the same bits on a second run."""
+    M, N, K = shape
+    A = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    B = torch.randn(K, N, device="cuda", dtype=torch.float16)
+    C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    k = G.make_gemm(M, N, K, dtype="float16", swap=True, **{"bm": 128, **cfg})
+    k(A, B, C)
+    ref = A.double() @ B.double()
+    assert not torch.isnan(C).any()
+    err = (C.double() - ref).abs()
+    assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
+        float(err.max())
+    C2 = torch.full_like(C, float("nan"))
+    k(A, B, C2)
+    assert torch.equal(C, C2)
 
 
 def test_calling_the_kernel_without_a_gpu_says_so():
