@@ -340,28 +340,40 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
             rows = sr.view(64, 1, layout=wgmma_accumulator_rows())  # the thread's 2 rows
             sc = T.alloc_local((wn // 4,), "float32")
             cols = sc.view(wn, layout=wgmma_accumulator_columns(wn))  # its wn / 4 columns
-            sa = T.alloc_local((2 * len(wrows),), "float32")  # the k-block's scales
+            sa = T.alloc_local((2 * len(wrows),), "float32")  # the next k-block's scales
             sb = T.alloc_local((len(wcols),), "float32")
+            pr = T.alloc_local((2 * nw,), "float32")  # this k-block's SA * SB, each wave
             cw = wg
             r0 = cw * rstep
             c0 = cw * cstep
             lrow = tid % 128 // 32 * 16 + tid % 32 // 4  # its rows: lrow, lrow + 8 (of 64)
             lcol = tid % 4 * 2  # its columns: 8 q + lcol + {0, 1}
             leader = tid % 128 == 0
+
+            @T.inline
+            def load_scales(m0, n0, kb):
+                """The thread's scales of k-block ``kb`` into ``sa`` / ``sb``."""
+                for q in T.static_range(len(wcols)):
+                    sb[q] = SB[T.min((n0 + c0 + wcols[q]) // 128, (N - 1) // 128), kb]
+                for q in T.static_range(len(wrows)):
+                    row = m0 + r0 + wrows[q] + lrow
+                    sa[2 * q] = SA[T.min(row, M - 1), kb]  # rows past M: any scale
+                    sa[2 * q + 1] = SA[T.min(row + 8, M - 1), kb]
+
             for j in sched.tiles():
                 m0, n0 = cta_origin(sched, j, nb_, na_, rank, bm, bn)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
+                if scaling == "block":
+                    load_scales(m0, n0, 0)
                 for kt in range(k_tiles):
                     it = j * k_tiles + kt
                     s = it % stages
-                    if scaling == "block":  # loaded now, used after the block's wgmma
-                        for q in T.static_range(len(wcols)):
-                            sb[q] = SB[T.min((n0 + c0 + wcols[q]) // 128, (N - 1) // 128), kt]
-                        for q in T.static_range(len(wrows)):
-                            row = m0 + r0 + wrows[q] + lrow
-                            sa[2 * q] = SA[T.min(row, M - 1), kt]  # rows past M: any scale
-                            sa[2 * q + 1] = SA[T.min(row + 8, M - 1), kt]
+                    if scaling == "block":  # this block's products from the scales loaded
+                        for w in T.static_range(nw):  # one block earlier, then the next's
+                            pr[2 * w] = sa[2 * slots[w][0]] * sb[slots[w][1]]
+                            pr[2 * w + 1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
+                        load_scales(m0, n0, T.min(kt + 1, k_tiles - 1))
                     T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
                     if fast_accum:  # one fragment per wave over the whole K
                         T.ptx.wgmma.fence()
@@ -389,8 +401,8 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
                                     T.ptx.mbarrier.arrive.expect_tx(
                                         T.address_of(empty[s]), 0, remote=r if mc == 2 else None)
                             if scaling == "block":  # promotion: acc += part * SA[row] * SB
-                                sr[0] = sa[2 * slots[w][0]] * sb[slots[w][1]]
-                                sr[1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
+                                sr[0] = pr[2 * w]
+                                sr[1] = pr[2 * w + 1]
                                 Tx.wg.fma(accs[w], part, rows, accs[w])
                             else:
                                 Tx.wg.add(accs[w], accs[w], part)

@@ -101,14 +101,17 @@ R2 = T.int32()
 def _tile(layout: str, num_groups: int, M_, N_, expected_m, elem_bytes: int, bk: int,
           bm=None, bn=None, stages=None, num_sms=None):
     """The dense tile model at the rows expected (contiguous: M; masked: ``expected_m`` a
-    group), 64 or 128 rows (a tile stays inside a 128-aligned segment). Masked launches
-    keep every SM: the host does not know the real counts."""
+    group), 64 or 128 rows (a tile stays inside a 128-aligned segment); from 1024 rows on,
+    tiles wider than 128 x 128 may be chosen (128 x 256 ran 1.08-1.13 x the 128 x 128 on
+    the H200, fp8 and bf16, contiguous and masked: benchmarks/RESULTS.md). Masked
+    launches keep every SM: the host does not know the real counts."""
     rows = M_ if layout == "contiguous" else (
         None if expected_m is None else expected_m * num_groups)
     if bm not in (None, 64, 128):
         raise ValueError(f"bm={bm}: grouped tiles are 64 or 128 rows (inside a segment)")
     return F.choose_tile(rows, N_, num_sms or F._sm_count(), bm, bn, stages, elem_bytes, bk,
-                         bms=(64, 128), clamp=layout == "contiguous", clusters=(1,))
+                         bms=(64, 128), clamp=layout == "contiguous", clusters=(1,),
+                         wide=rows is not None and rows >= 1024)
 
 
 def _check(layout: str, N_, K_, elem_bytes: int) -> None:
@@ -225,31 +228,42 @@ def _grouped_fp8(tile, contiguous: bool):
             out = T.alloc_local((64, wn), "bfloat16", layout=wgmma_accumulator(wn))
             sr = T.alloc_local((2,), "float32")
             rows = sr.view(64, 1, layout=wgmma_accumulator_rows())
-            sa = T.alloc_local((2 * len(wrows),), "float32")
+            sa = T.alloc_local((2 * len(wrows),), "float32")  # the next k-block's scales
             sb = T.alloc_local((len(wcols),), "float32")
+            pr = T.alloc_local((2 * nw,), "float32")  # this k-block's SA * SB, each wave
             cw = wg
             r0 = cw * rstep
             c0 = cw * cstep
             lrow = tid % 128 // 32 * 16 + tid % 32 // 4
             leader = tid % 128 == 0
             work = GroupedWork(L, contiguous, m_tiles, n_tiles, bm, bn)
+
+            @T.inline
+            def load_scales(m0, n0, g, kb):
+                """The thread's scales of k-block ``kb`` into ``sa`` / ``sb``."""
+                for q in T.static_range(len(wcols)):
+                    sb[q] = SB[g, T.min((n0 + c0 + wcols[q]) // 128, (N - 1) // 128), kb]
+                for q in T.static_range(len(wrows)):
+                    row = m0 + r0 + wrows[q] + lrow
+                    if contiguous:
+                        sa[2 * q] = SA[T.min(row, M - 1), kb]
+                        sa[2 * q + 1] = SA[T.min(row + 8, M - 1), kb]
+                    else:
+                        sa[2 * q] = SA[g, T.min(row, M - 1), kb]
+                        sa[2 * q + 1] = SA[g, T.min(row + 8, M - 1), kb]
+
             for j in range(my_tiles):
                 m0, n0, g = work.tile(bx + j * sms)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
+                load_scales(m0, n0, g, 0)
                 for kt in range(k_tiles):
                     it = j * k_tiles + kt
                     s = it % stages
-                    for q in T.static_range(len(wcols)):
-                        sb[q] = SB[g, T.min((n0 + c0 + wcols[q]) // 128, (N - 1) // 128), kt]
-                    for q in T.static_range(len(wrows)):
-                        row = m0 + r0 + wrows[q] + lrow
-                        if contiguous:
-                            sa[2 * q] = SA[T.min(row, M - 1), kt]
-                            sa[2 * q + 1] = SA[T.min(row + 8, M - 1), kt]
-                        else:
-                            sa[2 * q] = SA[g, T.min(row, M - 1), kt]
-                            sa[2 * q + 1] = SA[g, T.min(row + 8, M - 1), kt]
+                    for w in T.static_range(nw):  # this block's products (scales loaded one
+                        pr[2 * w] = sa[2 * slots[w][0]] * sb[slots[w][1]]  # block earlier)
+                        pr[2 * w + 1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
+                    load_scales(m0, n0, g, T.min(kt + 1, k_tiles - 1))  # the next block's
                     T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
                     for w in T.static_range(nw):
                         T.ptx.wgmma.fence()
@@ -260,8 +274,8 @@ def _grouped_fp8(tile, contiguous: bool):
                         T.ptx.wgmma.wait_group(0)
                         if w == nw - 1 and leader:
                             T.ptx.mbarrier.arrive(T.address_of(empty[s]))
-                        sr[0] = sa[2 * slots[w][0]] * sb[slots[w][1]]
-                        sr[1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
+                        sr[0] = pr[2 * w]
+                        sr[1] = pr[2 * w + 1]
                         Tx.wg.fma(accs[w], part, rows, accs[w])
                 if leader:
                     T.ptx.cp_async.bulk.wait_group_read(0)
