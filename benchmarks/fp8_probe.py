@@ -8,6 +8,8 @@ Triton and every shape is ``bench_gemm_fp8.py``; this one times, against torch._
 * the grouped GEMMs of bench_gemm_fp8.py (contiguous / masked, fp8 / bf16), each with its
   factory's tile and with the tiles of ``--grouped-tiles``.
 
+A tile ``BMxBNo`` is that tile with ``overlap=True`` (fp8 only; bf16 cases skip it).
+
 ``--launch dense|grouped`` instead launches one kernel twice (4096 x 7168 x 4096 block
 scaled; the 4-group contiguous fp8 4096 x 7168): the process ncu profiles.
 
@@ -27,10 +29,11 @@ GROUPED = BG.GROUPED
 
 
 def _tile_kw(name):
+    """``auto``, ``BMxBN``, or ``BMxBNo`` (with ``overlap=True``) as factory options."""
     if name == "auto":
         return {}
-    bm, bn = name.split("x")
-    return dict(bm=int(bm), bn=int(bn))
+    bm, bn = name.rstrip("o").split("x")
+    return dict(bm=int(bm), bn=int(bn), **({"overlap": True} if name.endswith("o") else {}))
 
 
 def dense(torch, F, tiles, log):
@@ -66,7 +69,7 @@ def grouped(torch, GG, tiles, log):
         make = GG.make_grouped_gemm_fp8 if fp8 else GG.make_grouped_gemm_bf16
         flops = 2.0 * sum(counts) * N * K
         out = []
-        for name in ["auto"] + tiles:
+        for name in ["auto"] + [t for t in tiles if fp8 or not t.endswith("o")]:
             try:
                 k = make(groups, N, K, layout, M_=args[0].shape[0] if layout == "contiguous"
                          else None, expected_m=m, **_tile_kw(name))
