@@ -22,7 +22,9 @@ one 128-deep K block only (4 x ``m64nNk32``, the first with ``scale-d`` = 0) int
 a second float32 fragment on the CUDA cores (``Tx.wg.fma`` with the per-row scale vector
 broadcast over the columns: ``wgmma_accumulator_rows()``, each thread holding the scales of
 its own two rows). While one warpgroup promotes, the other warpgroup's ``wgmma`` keeps the
-tensor cores busy; the scale loads are issued before the block's wgmma and used after it.
+tensor cores busy; each block's scales are loaded one block ahead. ``overlap=True`` (one-wave
+tiles) takes the k-blocks in pairs into two partials, so that the first's promotion also
+runs beside the warpgroup's own second wgmma.
 With ``"row"`` / ``"tensor"`` the partials are added unscaled and the scales applied once in
 the epilogue (``fast_accum=True``: one fragment, wgmma accumulates the whole K, as
 ``torch._scaled_mm(use_fast_accum=True)``).
@@ -227,7 +229,8 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
     ``fast_accum`` (row / tensor only): one accumulator over the whole K. ``bm``, ``bn``,
     ``stages``, ``cluster`` (1, or 2: CTA pairs multicast a tile), ``share`` ("b": pairs
     of m-tiles share B; "a": pairs of n-tiles share A) override :func:`choose_tile`;
-    ``num_sms`` the persistent CTA count."""
+    ``num_sms`` the persistent CTA count; ``overlap``: k-blocks in pairs, two partials
+    (one-wave tiles; docs/gemm_fp8.md)."""
     if scaling not in SCALINGS:
         raise ValueError(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
     if fast_accum and scaling == "block":

@@ -127,7 +127,7 @@ def make_grouped_gemm_fp8(num_groups: int | None = None, N_: int | None = None,
     """The fp8 grouped GEMM ``k(A, B, SA, SB, C, L)`` (module docstring; ``L`` is
     ``m_indices`` or ``masked_m``). Sizes, when given, check TMA's rules and choose the
     tile (``M_``: contiguous rows; ``expected_m``: masked rows a group); ``bm``, ``bn``,
-    ``stages``, ``num_sms`` pin it."""
+    ``stages``, ``num_sms`` pin it; ``overlap``: as ``make_gemm_fp8``'s (one-wave tiles)."""
     _check(layout, N_, K_, 1)
     t = _tile(layout, num_groups or 1, M_, N_, expected_m, 1, F.BK, **tile)
     if overlap:
