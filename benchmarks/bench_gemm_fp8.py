@@ -292,7 +292,7 @@ def grouped(torch, GG, log, deadline):
         row = dict(layout=layout, groups=groups, M=sum(counts), N=N, K=K,
                    dtype="fp8" if fp8 else "bf16")
         flops = 2.0 * sum(counts) * N * K
-        variants = [("auto", {})] + ([("128x128/ovl", dict(bn=128, overlap=True))]
+        variants = [("auto", {})] + ([("128x128/ovl", dict(bm=128, bn=128, overlap=True))]
                                      if fp8 else [])
         try:
             args, ref = _grouped_problem(torch, GG, layout, counts, N, K, fp8, m)
