@@ -79,5 +79,6 @@ def test_grouped_overlapped_promotion_on_the_gpu(layout, counts, K):
     torch = pytest.importorskip("torch")
     args = GG.grouped_inputs(np.random.default_rng(8), layout, counts, 4096, K, True)
     dev = [to_torch(torch, x) for x in args]
-    GG.make_grouped_gemm_fp8(len(counts), 4096, K, layout, bn=128, overlap=True)(*dev)
+    GG.make_grouped_gemm_fp8(len(counts), 4096, K, layout, bm=128, bn=128,
+                             overlap=True)(*dev)
     _check(dev[-2].float().cpu().numpy(), GG.grouped_reference(args, layout, True), atol=2e-3)
