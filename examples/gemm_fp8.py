@@ -22,7 +22,9 @@ one 128-deep K block only (4 x ``m64nNk32``, the first with ``scale-d`` = 0) int
 a second float32 fragment on the CUDA cores (``Tx.wg.fma`` with the per-row scale vector
 broadcast over the columns: ``wgmma_accumulator_rows()``, each thread holding the scales of
 its own two rows). While one warpgroup promotes, the other warpgroup's ``wgmma`` keeps the
-tensor cores busy; the scale loads are issued before the block's wgmma and used after it.
+tensor cores busy; each block's scales are loaded one block ahead. ``overlap=True`` (one-wave
+tiles) takes the k-blocks in pairs into two partials, so that the first's promotion also
+runs beside the warpgroup's own second wgmma.
 With ``"row"`` / ``"tensor"`` the partials are added unscaled and the scales applied once in
 the epilogue (``fast_accum=True``: one fragment, wgmma accumulates the whole K, as
 ``torch._scaled_mm(use_fast_accum=True)``).
@@ -221,13 +223,14 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
                   scaling: str = "block", fast_accum: bool = False, bm: int | None = None,
                   bn: int | None = None, stages: int | None = None,
                   num_sms: int | None = None, cluster: int | None = None,
-                  share: str | None = None):
+                  share: str | None = None, overlap: bool = False):
     """The kernel ``k(A, B, SA, SB, C)``: C = (A · SA)(B · SB)ᵀ in bfloat16 (module
     docstring). ``scaling``: "block" (DeepGEMM), "row" or "tensor" (``torch._scaled_mm``);
     ``fast_accum`` (row / tensor only): one accumulator over the whole K. ``bm``, ``bn``,
     ``stages``, ``cluster`` (1, or 2: CTA pairs multicast a tile), ``share`` ("b": pairs
     of m-tiles share B; "a": pairs of n-tiles share A) override :func:`choose_tile`;
-    ``num_sms`` the persistent CTA count."""
+    ``num_sms`` the persistent CTA count; ``overlap``: k-blocks in pairs, two partials
+    (one-wave tiles; docs/gemm_fp8.md)."""
     if scaling not in SCALINGS:
         raise ValueError(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
     if fast_accum and scaling == "block":
@@ -236,10 +239,22 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
     check_sizes(N_, K_)
     tile = choose_tile(M_, N_, num_sms or _sm_count(), bm, bn, stages, cluster=cluster,
                        share=share, wide=scaling == "block" and (M_ or 0) >= 1024)
-    return _dense(tile, scaling, fast_accum)
+    if overlap:
+        check_overlap(tile, fast_accum)
+    return _dense(tile, scaling, fast_accum, overlap)
 
 
-def _dense(tile: Tile, scaling: str, fast_accum: bool):
+def check_overlap(tile: Tile, fast_accum: bool = False) -> None:
+    """``overlap=True`` needs two partial fragments: one wave a warpgroup, promoted."""
+    if fast_accum:
+        raise ValueError("overlap=True overlaps the promotions; fast_accum=True has none")
+    if len(tile.waves) > 1:
+        raise ValueError(f"overlap=True needs a tile of one wave a warpgroup (bn <= 128, "
+                         f"bm <= 128), not {tile.bm} x {tile.bn}: two partials of two waves "
+                         "need more registers than a consumer has")
+
+
+def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
     bm, bn, wn, stages, sms = tile.bm, tile.bn, tile.wn, tile.stages, tile.sms
     waves, nw, wrows, wcols = tile.waves, len(tile.waves), tile.wrows, tile.wcols
     slots = [tile.scale_slots(w) for w in range(nw)]
@@ -340,67 +355,146 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool):
             rows = sr.view(64, 1, layout=wgmma_accumulator_rows())  # the thread's 2 rows
             sc = T.alloc_local((wn // 4,), "float32")
             cols = sc.view(wn, layout=wgmma_accumulator_columns(wn))  # its wn / 4 columns
-            sa = T.alloc_local((2 * len(wrows),), "float32")  # the k-block's scales
-            sb = T.alloc_local((len(wcols),), "float32")
+            sa = T.alloc_local((4 * len(wrows),), "float32")  # scales of two k-blocks
+            sb = T.alloc_local((2 * len(wcols),), "float32")
+            pr = T.alloc_local((4,), "float32")  # SA * SB: a k-block's waves, or two blocks
+            part1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            parts = [part, part1]  # overlap: k-blocks in pairs, one partial each
             cw = wg
             r0 = cw * rstep
             c0 = cw * cstep
             lrow = tid % 128 // 32 * 16 + tid % 32 // 4  # its rows: lrow, lrow + 8 (of 64)
             lcol = tid % 4 * 2  # its columns: 8 q + lcol + {0, 1}
             leader = tid % 128 == 0
+
+            @T.inline
+            def load_scales(m0, n0, kb, h=0):
+                """The thread's scales of k-block ``kb`` into slot ``h`` of ``sa`` / ``sb``."""
+                for q in T.static_range(len(wcols)):
+                    sb[h * len(wcols) + q] = SB[T.min((n0 + c0 + wcols[q]) // 128,
+                                                      (N - 1) // 128), kb]
+                for q in T.static_range(len(wrows)):
+                    row = m0 + r0 + wrows[q] + lrow
+                    a = h * 2 * len(wrows) + 2 * q
+                    sa[a] = SA[T.min(row, M - 1), kb]  # rows past M: any scale
+                    sa[a + 1] = SA[T.min(row + 8, M - 1), kb]
+
+            @T.inline
+            def free(it):
+                """The consumer's arrival on ring position ``it``'s stage, in each CTA."""
+                if leader:
+                    for r in T.static_range(mc):
+                        T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[it % stages]), 0,
+                                                        remote=r if mc == 2 else None)
+
+            @T.inline
+            def step(j, m0, n0, kt):
+                """k-block ``kt``: each wave's wgmma, waited for, then promoted."""
+                it = j * k_tiles + kt
+                s = it % stages
+                if scaling == "block":  # this block's products from the scales loaded one
+                    for w in T.static_range(nw):  # block earlier, then the next's
+                        pr[2 * w] = sa[2 * slots[w][0]] * sb[slots[w][1]]
+                        pr[2 * w + 1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
+                    load_scales(m0, n0, T.min(kt + 1, k_tiles - 1))
+                T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+                if fast_accum:  # one fragment per wave over the whole K
+                    T.ptx.wgmma.fence()
+                    for w in T.static_range(nw):
+                        ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's rows of A, B
+                        Tx.wg.gemm_async(accs[w], As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
+                                         accum=True, transB=True)
+                    T.ptx.wgmma.commit_group()
+                    T.ptx.wgmma.wait_group(1)  # the previous block's wgmma are done
+                    if kt > 0:
+                        free(it + stages - 1)
+                else:
+                    for w in T.static_range(nw):
+                        T.ptx.wgmma.fence()
+                        ra, ca = r0 + waves[w][0], c0 + waves[w][1]
+                        Tx.wg.gemm_async(part, As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
+                                         transB=True)
+                        T.ptx.wgmma.commit_group()
+                        T.ptx.wgmma.wait_group(0)
+                        if w == nw - 1:
+                            free(it)
+                        if scaling == "block":  # promotion: acc += part * SA[row] * SB
+                            sr[0] = pr[2 * w]
+                            sr[1] = pr[2 * w + 1]
+                            Tx.wg.fma(accs[w], part, rows, accs[w])
+                        else:
+                            Tx.wg.add(accs[w], accs[w], part)
+
+            @T.inline
+            def issue(j, kt, h):
+                """k-block ``kt``'s wgmma into parts[h] (overlap; one wave)."""
+                it = j * k_tiles + kt
+                s = it % stages
+                T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+                T.ptx.wgmma.fence()
+                Tx.wg.gemm_async(parts[h], As[s, r0:r0 + 64, :], Bs[s, c0:c0 + wn, :],
+                                 transB=True)
+                T.ptx.wgmma.commit_group()
+
+            @T.inline
+            def retire(j, kt, h):
+                """Free k-block ``kt``'s stage in each CTA; acc += parts[h] (* pr[2h:2h+2])."""
+                free(j * k_tiles + kt)
+                if scaling == "block":
+                    sr[0] = pr[2 * h]
+                    sr[1] = pr[2 * h + 1]
+                    Tx.wg.fma(acc0, parts[h], rows, acc0)
+                else:
+                    Tx.wg.add(acc0, acc0, parts[h])
+
+            @T.inline
+            def products(h):
+                """pr[2h:2h+2] from the scales in slot ``h`` (loaded a step earlier)."""
+                if scaling == "block":
+                    pr[2 * h] = sa[2 * h] * sb[h]
+                    pr[2 * h + 1] = sa[2 * h + 1] * sb[h]
+
+            @T.inline
+            def overlapped(j, m0, n0):
+                """The k-blocks in pairs: the first's promotion runs beside the second's
+                wgmma (the other warpgroup's wgmma cover the second's). ptxas overlaps
+                them only when both partials are read in the step that made them (reading
+                the last step's partial after ``wait_group(1)`` made it serialise, C7514)."""
+                if scaling == "block":
+                    load_scales(m0, n0, 0, 0)
+                    load_scales(m0, n0, T.min(1, k_tiles - 1), 1)
+                for k2 in range(k_tiles // 2):
+                    products(0)
+                    products(1)
+                    if scaling == "block":  # the next pair's, a step ahead
+                        load_scales(m0, n0, T.min(2 * k2 + 2, k_tiles - 1), 0)
+                        load_scales(m0, n0, T.min(2 * k2 + 3, k_tiles - 1), 1)
+                    issue(j, 2 * k2, 0)
+                    issue(j, 2 * k2 + 1, 1)
+                    T.ptx.wgmma.wait_group(1)
+                    retire(j, 2 * k2, 0)
+                    T.ptx.wgmma.wait_group(0)
+                    retire(j, 2 * k2 + 1, 1)
+                if k_tiles % 2 == 1:  # the last block alone
+                    products(0)
+                    issue(j, k_tiles - 1, 0)
+                    T.ptx.wgmma.wait_group(0)
+                    retire(j, k_tiles - 1, 0)
+
             for j in sched.tiles():
                 m0, n0 = cta_origin(sched, j, nb_, na_, rank, bm, bn)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
-                for kt in range(k_tiles):
-                    it = j * k_tiles + kt
-                    s = it % stages
-                    if scaling == "block":  # loaded now, used after the block's wgmma
-                        for q in T.static_range(len(wcols)):
-                            sb[q] = SB[T.min((n0 + c0 + wcols[q]) // 128, (N - 1) // 128), kt]
-                        for q in T.static_range(len(wrows)):
-                            row = m0 + r0 + wrows[q] + lrow
-                            sa[2 * q] = SA[T.min(row, M - 1), kt]  # rows past M: any scale
-                            sa[2 * q + 1] = SA[T.min(row + 8, M - 1), kt]
-                    T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
-                    if fast_accum:  # one fragment per wave over the whole K
-                        T.ptx.wgmma.fence()
-                        for w in T.static_range(nw):
-                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's rows of A, B
-                            Tx.wg.gemm_async(accs[w], As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
-                                             accum=True, transB=True)
-                        T.ptx.wgmma.commit_group()
-                        T.ptx.wgmma.wait_group(1)  # the previous block's wgmma are done
-                        if kt > 0 and leader:  # free the previous stage in each CTA
-                            for r in T.static_range(mc):
-                                T.ptx.mbarrier.arrive.expect_tx(
-                                    T.address_of(empty[(it + stages - 1) % stages]), 0,
-                                    remote=r if mc == 2 else None)
-                    else:
-                        for w in T.static_range(nw):
-                            T.ptx.wgmma.fence()
-                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's rows of A, B
-                            Tx.wg.gemm_async(part, As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
-                                             transB=True)
-                            T.ptx.wgmma.commit_group()
-                            T.ptx.wgmma.wait_group(0)
-                            if w == nw - 1 and leader:  # free the stage in each CTA
-                                for r in T.static_range(mc):
-                                    T.ptx.mbarrier.arrive.expect_tx(
-                                        T.address_of(empty[s]), 0, remote=r if mc == 2 else None)
-                            if scaling == "block":  # promotion: acc += part * SA[row] * SB
-                                sr[0] = sa[2 * slots[w][0]] * sb[slots[w][1]]
-                                sr[1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
-                                Tx.wg.fma(accs[w], part, rows, accs[w])
-                            else:
-                                Tx.wg.add(accs[w], accs[w], part)
+                if overlap:
+                    overlapped(j, m0, n0)
+                else:
+                    if scaling == "block":
+                        load_scales(m0, n0, 0)
+                    for kt in range(k_tiles):
+                        step(j, m0, n0, kt)
                 if fast_accum:
                     T.ptx.wgmma.wait_group(0)
-                    if leader:
-                        for r in T.static_range(mc):
-                            T.ptx.mbarrier.arrive.expect_tx(
-                                T.address_of(empty[(j * k_tiles + k_tiles - 1) % stages]), 0,
-                                remote=r if mc == 2 else None)
+                    free(j * k_tiles + k_tiles - 1)
                 # epilogue per wave: the output scales, registers -> shared -> TMA store
                 if leader:
                     T.ptx.cp_async.bulk.wait_group_read(0)  # the last stores left Cs

@@ -101,14 +101,17 @@ R2 = T.int32()
 def _tile(layout: str, num_groups: int, M_, N_, expected_m, elem_bytes: int, bk: int,
           bm=None, bn=None, stages=None, num_sms=None):
     """The dense tile model at the rows expected (contiguous: M; masked: ``expected_m`` a
-    group), 64 or 128 rows (a tile stays inside a 128-aligned segment). Masked launches
-    keep every SM: the host does not know the real counts."""
+    group), 64 or 128 rows (a tile stays inside a 128-aligned segment); from 1024 rows on,
+    tiles wider than 128 x 128 may be chosen (128 x 256 ran 1.08-1.13 x the 128 x 128 on
+    the H200, fp8 and bf16, contiguous and masked: benchmarks/RESULTS.md). Masked
+    launches keep every SM: the host does not know the real counts."""
     rows = M_ if layout == "contiguous" else (
         None if expected_m is None else expected_m * num_groups)
     if bm not in (None, 64, 128):
         raise ValueError(f"bm={bm}: grouped tiles are 64 or 128 rows (inside a segment)")
     return F.choose_tile(rows, N_, num_sms or F._sm_count(), bm, bn, stages, elem_bytes, bk,
-                         bms=(64, 128), clamp=layout == "contiguous", clusters=(1,))
+                         bms=(64, 128), clamp=layout == "contiguous", clusters=(1,),
+                         wide=rows is not None and rows >= 1024)
 
 
 def _check(layout: str, N_, K_, elem_bytes: int) -> None:
@@ -119,14 +122,17 @@ def _check(layout: str, N_, K_, elem_bytes: int) -> None:
 
 def make_grouped_gemm_fp8(num_groups: int | None = None, N_: int | None = None,
                           K_: int | None = None, layout: str = "contiguous",
-                          M_: int | None = None, expected_m: int | None = None, **tile):
+                          M_: int | None = None, expected_m: int | None = None,
+                          overlap: bool = False, **tile):
     """The fp8 grouped GEMM ``k(A, B, SA, SB, C, L)`` (module docstring; ``L`` is
     ``m_indices`` or ``masked_m``). Sizes, when given, check TMA's rules and choose the
     tile (``M_``: contiguous rows; ``expected_m``: masked rows a group); ``bm``, ``bn``,
-    ``stages``, ``num_sms`` pin it."""
+    ``stages``, ``num_sms`` pin it; ``overlap``: as ``make_gemm_fp8``'s (one-wave tiles)."""
     _check(layout, N_, K_, 1)
-    return _grouped(_tile(layout, num_groups or 1, M_, N_, expected_m, 1, F.BK, **tile),
-                    layout, True)
+    t = _tile(layout, num_groups or 1, M_, N_, expected_m, 1, F.BK, **tile)
+    if overlap:
+        F.check_overlap(t)
+    return _grouped_fp8(t, layout == "contiguous", overlap)
 
 
 def make_grouped_gemm_bf16(num_groups: int | None = None, N_: int | None = None,
@@ -134,15 +140,11 @@ def make_grouped_gemm_bf16(num_groups: int | None = None, N_: int | None = None,
                            M_: int | None = None, expected_m: int | None = None, **tile):
     """The bf16 grouped GEMM ``k(A, B, C, L)``: as the fp8 one without scales."""
     _check(layout, N_, K_, 2)
-    return _grouped(_tile(layout, num_groups or 1, M_, N_, expected_m, 2, 64, **tile),
-                    layout, False)
+    return _grouped_bf16(_tile(layout, num_groups or 1, M_, N_, expected_m, 2, 64, **tile),
+                         layout == "contiguous")
 
 
-def _grouped(tile, layout: str, fp8: bool):
-    return (_grouped_fp8 if fp8 else _grouped_bf16)(tile, layout == "contiguous")
-
-
-def _grouped_fp8(tile, contiguous: bool):
+def _grouped_fp8(tile, contiguous: bool, overlap: bool = False):
     bm, bn, wn, stages, sms = tile.bm, tile.bn, tile.wn, tile.stages, tile.sms
     waves, nw, wrows, wcols = tile.waves, len(tile.waves), tile.wrows, tile.wcols
     slots = [tile.scale_slots(w) for w in range(nw)]
@@ -225,44 +227,105 @@ def _grouped_fp8(tile, contiguous: bool):
             out = T.alloc_local((64, wn), "bfloat16", layout=wgmma_accumulator(wn))
             sr = T.alloc_local((2,), "float32")
             rows = sr.view(64, 1, layout=wgmma_accumulator_rows())
-            sa = T.alloc_local((2 * len(wrows),), "float32")
-            sb = T.alloc_local((len(wcols),), "float32")
+            sa = T.alloc_local((4 * len(wrows),), "float32")  # scales of two k-blocks
+            sb = T.alloc_local((2 * len(wcols),), "float32")
+            pr = T.alloc_local((4,), "float32")  # SA * SB: a k-block's waves, or two blocks
+            part1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            parts = [part, part1]  # overlap: block k's partial in parts[k % 2]
             cw = wg
             r0 = cw * rstep
             c0 = cw * cstep
             lrow = tid % 128 // 32 * 16 + tid % 32 // 4
             leader = tid % 128 == 0
             work = GroupedWork(L, contiguous, m_tiles, n_tiles, bm, bn)
+
+            @T.inline
+            def load_scales(m0, n0, g, kb, h=0):
+                """The thread's scales of k-block ``kb`` into slot ``h`` of ``sa`` / ``sb``."""
+                for q in T.static_range(len(wcols)):
+                    sb[h * len(wcols) + q] = SB[g, T.min((n0 + c0 + wcols[q]) // 128,
+                                                         (N - 1) // 128), kb]
+                for q in T.static_range(len(wrows)):
+                    row = m0 + r0 + wrows[q] + lrow
+                    a = h * 2 * len(wrows) + 2 * q
+                    if contiguous:
+                        sa[a] = SA[T.min(row, M - 1), kb]
+                        sa[a + 1] = SA[T.min(row + 8, M - 1), kb]
+                    else:
+                        sa[a] = SA[g, T.min(row, M - 1), kb]
+                        sa[a + 1] = SA[g, T.min(row + 8, M - 1), kb]
+
+            @T.inline
+            def issue(j, kt, h):
+                """k-block ``kt``'s wgmma into parts[h] (once its stage is full)."""
+                it = j * k_tiles + kt
+                s = it % stages
+                T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+                T.ptx.wgmma.fence()
+                Tx.wg.gemm_async(parts[h], As[s, r0:r0 + 64, :], Bs[s, c0:c0 + wn, :],
+                                 transB=True)
+                T.ptx.wgmma.commit_group()
+
+            @T.inline
+            def retire(j, kt, h):
+                """Free k-block ``kt``'s stage; acc += parts[h] * its scales (pr[2h:2h+2])."""
+                if leader:
+                    T.ptx.mbarrier.arrive(T.address_of(empty[(j * k_tiles + kt) % stages]))
+                sr[0] = pr[2 * h]
+                sr[1] = pr[2 * h + 1]
+                Tx.wg.fma(acc0, parts[h], rows, acc0)
+
+            @T.inline
+            def products(h):
+                """pr[2h:2h+2] from the scales in slot ``h`` (loaded a step earlier)."""
+                pr[2 * h] = sa[2 * h] * sb[h]
+                pr[2 * h + 1] = sa[2 * h + 1] * sb[h]
+
             for j in range(my_tiles):
                 m0, n0, g = work.tile(bx + j * sms)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
-                for kt in range(k_tiles):
-                    it = j * k_tiles + kt
-                    s = it % stages
-                    for q in T.static_range(len(wcols)):
-                        sb[q] = SB[g, T.min((n0 + c0 + wcols[q]) // 128, (N - 1) // 128), kt]
-                    for q in T.static_range(len(wrows)):
-                        row = m0 + r0 + wrows[q] + lrow
-                        if contiguous:
-                            sa[2 * q] = SA[T.min(row, M - 1), kt]
-                            sa[2 * q + 1] = SA[T.min(row + 8, M - 1), kt]
-                        else:
-                            sa[2 * q] = SA[g, T.min(row, M - 1), kt]
-                            sa[2 * q + 1] = SA[g, T.min(row + 8, M - 1), kt]
-                    T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
-                    for w in T.static_range(nw):
-                        T.ptx.wgmma.fence()
-                        ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's A rows, B rows
-                        Tx.wg.gemm_async(part, As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
-                                         transB=True)
-                        T.ptx.wgmma.commit_group()
+                if overlap:  # k-blocks in pairs: the first's promotion overlaps the second's
+                    load_scales(m0, n0, g, 0, 0)  # wgmma (the other warpgroup's covers the
+                    load_scales(m0, n0, g, T.min(1, k_tiles - 1), 1)  # second's)
+                    for k2 in range(k_tiles // 2):
+                        products(0)
+                        products(1)
+                        load_scales(m0, n0, g, T.min(2 * k2 + 2, k_tiles - 1), 0)
+                        load_scales(m0, n0, g, T.min(2 * k2 + 3, k_tiles - 1), 1)
+                        issue(j, 2 * k2, 0)
+                        issue(j, 2 * k2 + 1, 1)
+                        T.ptx.wgmma.wait_group(1)
+                        retire(j, 2 * k2, 0)
                         T.ptx.wgmma.wait_group(0)
-                        if w == nw - 1 and leader:
-                            T.ptx.mbarrier.arrive(T.address_of(empty[s]))
-                        sr[0] = sa[2 * slots[w][0]] * sb[slots[w][1]]
-                        sr[1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
-                        Tx.wg.fma(accs[w], part, rows, accs[w])
+                        retire(j, 2 * k2 + 1, 1)
+                    if k_tiles % 2 == 1:  # the last block alone
+                        products(0)
+                        issue(j, k_tiles - 1, 0)
+                        T.ptx.wgmma.wait_group(0)
+                        retire(j, k_tiles - 1, 0)
+                else:
+                    load_scales(m0, n0, g, 0)
+                    for kt in range(k_tiles):
+                        it = j * k_tiles + kt
+                        s = it % stages
+                        for w in T.static_range(nw):  # this block's products (scales loaded one
+                            pr[2 * w] = sa[2 * slots[w][0]] * sb[slots[w][1]]  # block earlier)
+                            pr[2 * w + 1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
+                        load_scales(m0, n0, g, T.min(kt + 1, k_tiles - 1))  # the next block's
+                        T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+                        for w in T.static_range(nw):
+                            T.ptx.wgmma.fence()
+                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's A rows, B rows
+                            Tx.wg.gemm_async(part, As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
+                                             transB=True)
+                            T.ptx.wgmma.commit_group()
+                            T.ptx.wgmma.wait_group(0)
+                            if w == nw - 1 and leader:
+                                T.ptx.mbarrier.arrive(T.address_of(empty[s]))
+                            sr[0] = pr[2 * w]
+                            sr[1] = pr[2 * w + 1]
+                            Tx.wg.fma(accs[w], part, rows, accs[w])
                 if leader:
                     T.ptx.cp_async.bulk.wait_group_read(0)
                 T.ptx.bar.sync(1 + cw, 128)

@@ -43,6 +43,9 @@ CASES = [  # (id, scaling, (M, N, K), make_gemm_fp8 options)
                                                             share="a")),
     ("row", "row", (130, 72, 208), {}),
     ("tensor-fast-accum", "tensor", (130, 72, 208), dict(fast_accum=True)),
+    ("block-overlap-even-k", "block", (130, 72, 400), dict(overlap=True)),  # 4 blocks: 2 pairs
+    ("row-overlap-odd-k-pairs", "row", (72, 136, 272), dict(bm=64, bn=64, cluster=2,
+                                                            overlap=True)),  # 3: a pair + 1
 ]
 
 
@@ -108,7 +111,9 @@ def test_wrong_scale_shapes_are_launch_errors_naming_the_parameter():
 @pytest.mark.parametrize("kw,msg", [
     (dict(scaling="rows"), "scaling='rows'"), (dict(bm=96), "bm=96"),
     (dict(scaling="block", fast_accum=True), "fast_accum=True is for 'row' and 'tensor'"),
-    (dict(K_=200), "K = 200 is not a multiple of 16")])
+    (dict(K_=200), "K = 200 is not a multiple of 16"),
+    (dict(bn=256, overlap=True), "overlap=True needs a tile of one wave a warpgroup"),
+    (dict(scaling="row", fast_accum=True, overlap=True), "fast_accum=True has none")])
 def test_factory_arguments_are_checked(kw, msg):
     with pytest.raises(ValueError, match=msg.replace("(", r"\(")):
         F.make_gemm_fp8(**{"M_": 128, "N_": 128, "K_": 256, **kw})
@@ -166,6 +171,19 @@ def test_the_fp8_gemm_on_the_gpu(scaling, shape):
     ours_err = _rel(got, ref)
     cublas_err = _rel(theirs.float().cpu().numpy().astype(np.float64), ref)
     assert ours_err <= 1.1 * cublas_err + 1e-5, (ours_err, cublas_err)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scaling", ["block", "row"])
+@pytest.mark.parametrize("K", [7168, 1040], ids=["even-k", "odd-k"])
+def test_overlapped_promotion_on_the_gpu(scaling, K):
+    """overlap=True (k-blocks in pairs, two partials) on the hardware: an even and an odd
+    number of k-blocks, a ragged M and N."""
+    torch = pytest.importorskip("torch")
+    shape = (1000, 1048, K)
+    args, (a, b, sa, sb, c) = _torch_inputs(torch, shape, scaling, seed=6)
+    F.make_gemm_fp8(*shape, scaling=scaling, bm=128, bn=128, overlap=True)(a, b, sa, sb, c)
+    _check(c.float().cpu().numpy(), args, scaling, atol=2e-3)
 
 
 @pytest.mark.gpu

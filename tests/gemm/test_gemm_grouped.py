@@ -28,6 +28,7 @@ CASES = [  # (id, layout, counts, fp8, options)
     ("fp8-masked", "masked", (70, 0, 136), True, dict(bm=64, bn=64)),
     ("bf16-contiguous", "contiguous", (60, 128), False, {}),
     ("bf16-masked", "masked", (0, 130), False, dict(bn=64)),
+    ("fp8-contiguous-overlap", "contiguous", (60, 128), True, dict(bn=64, overlap=True)),
 ]
 
 
@@ -67,3 +68,17 @@ def test_grouped_gemms_on_the_gpu(layout, counts, fp8):
     make = GG.make_grouped_gemm_fp8 if fp8 else GG.make_grouped_gemm_bf16
     make(len(counts), N, K, layout)(*dev)
     _check(dev[-2].float().cpu().numpy(), GG.grouped_reference(args, layout, fp8), atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout,counts,K", [
+    ("contiguous", (1000, 0, 4096, 37), 7168), ("masked", (256, 0, 100, 512), 1040)])
+def test_grouped_overlapped_promotion_on_the_gpu(layout, counts, K):
+    """overlap=True (128 x 128 tiles, k-blocks in pairs) on the hardware: an even and an
+    odd number of k-blocks."""
+    torch = pytest.importorskip("torch")
+    args = GG.grouped_inputs(np.random.default_rng(8), layout, counts, 4096, K, True)
+    dev = [to_torch(torch, x) for x in args]
+    GG.make_grouped_gemm_fp8(len(counts), 4096, K, layout, bm=128, bn=128,
+                             overlap=True)(*dev)
+    _check(dev[-2].float().cpu().numpy(), GG.grouped_reference(args, layout, True), atol=2e-3)

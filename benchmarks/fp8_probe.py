@@ -1,0 +1,134 @@
+"""GPU: a quick probe of the fp8 GEMMs' speed at the shapes issue 24 targets, for one device
+call beside Nsight Compute (``scripts/gpu-fp8-profile`` runs both). The full table with
+Triton and every shape is ``bench_gemm_fp8.py``; this one times, against torch._scaled_mm
+(cuBLASLt, block scales) in the same run:
+
+* the dense block-scaled GEMM at M = 4096 on the six DeepSeek-V3 (N, K), with the tiles
+  given by ``--dense-tiles`` (``bmxbn`` each; ``auto``: ``make_gemm_fp8``'s own choice);
+* the grouped GEMMs of bench_gemm_fp8.py (contiguous / masked, fp8 / bf16), each with its
+  factory's tile and with the tiles of ``--grouped-tiles``.
+
+A tile ``BMxBNo`` is that tile with ``overlap=True`` (fp8 only; bf16 cases skip it).
+
+``--launch dense|grouped`` instead launches one kernel twice (4096 x 7168 x 4096 block
+scaled; the 4-group contiguous fp8 4096 x 7168): the process ncu profiles.
+
+    PYTHONPATH=src python benchmarks/fp8_probe.py [--dense-tiles auto,128x128]
+        [--grouped-tiles 128x256] [--launch dense|grouped] [--tile BMxBN]
+"""
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_gemm_fp8 as BG  # noqa: E402
+
+GROUPED = BG.GROUPED
+
+
+def _tile_kw(name):
+    """``auto``, ``BMxBN``, or ``BMxBNo`` (with ``overlap=True``) as factory options."""
+    if name == "auto":
+        return {}
+    bm, bn = name.rstrip("o").split("x")
+    return dict(bm=int(bm), bn=int(bn), **({"overlap": True} if name.endswith("o") else {}))
+
+
+def dense(torch, F, tiles, log):
+    for N, K in BG.SHAPES_NK:
+        M = 4096
+        a, b, sa, sb, ref = BG.problem(torch, M, N, K, "block")
+        flops = 2.0 * M * N * K
+        c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+        out = []
+        for name in tiles:
+            k = F.make_gemm_fp8(M, N, K, "block", **_tile_kw(name))
+            c.fill_(float("nan"))
+            k(a, b, sa, sb, c)
+            torch.cuda.synchronize()
+            err = BG.rel_err(torch, c, ref)
+            t = BG._time(torch, lambda k=k, x=(a, b, sa, sb, c): k(*x), flops)
+            out.append(f"{name}: {flops / t / 1e12:7.1f} (err {err:.1e})")
+        fn = BG.cublas(torch, "block", a, b, sa, sb)
+        cb = flops / BG._time(torch, fn, flops) / 1e12 if fn else float("nan")
+        log(f"dense block {M}x{N}x{K}: cuBLASLt {cb:7.1f} | " + " | ".join(out))
+
+
+def grouped(torch, GG, tiles, log):
+    import numpy as np
+
+    for layout, groups, m, N, K, fp8 in GROUPED:
+        rng = np.random.default_rng(0)
+        if layout == "contiguous":
+            counts = [int(m * f) for f in rng.uniform(0.7, 1.3, groups)]
+        else:
+            counts = [int(min(2 * m, m * f)) for f in rng.uniform(0.5, 1.5, groups)]
+        args, ref = BG._grouped_problem(torch, GG, layout, counts, N, K, fp8, m)
+        make = GG.make_grouped_gemm_fp8 if fp8 else GG.make_grouped_gemm_bf16
+        flops = 2.0 * sum(counts) * N * K
+        out = []
+        for name in ["auto"] + [t for t in tiles if fp8 or not t.endswith("o")]:
+            try:
+                k = make(groups, N, K, layout, M_=args[0].shape[0] if layout == "contiguous"
+                         else None, expected_m=m, **_tile_kw(name))
+                args[-2].fill_(float("nan"))
+                k(*args)
+                torch.cuda.synchronize()
+                c, valid = args[-2].double(), ~torch.isnan(ref)
+                err = float(torch.linalg.norm((c - ref)[valid]) / torch.linalg.norm(ref[valid]))
+                t = BG._time(torch, lambda k=k, x=args: k(*x), flops)
+                out.append(f"{name}: {flops / t / 1e12:7.1f} (err {err:.1e})")
+            except Exception as e:  # noqa: BLE001 - one failure must not stop the table
+                out.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
+        log(f"grouped {layout} {'fp8' if fp8 else 'bf16'} G={groups} rows={sum(counts)} "
+            f"{N}x{K}: " + " | ".join(out))
+
+
+def launch(torch, F, GG, what, tile):
+    if what == "dense":
+        M, N, K = 4096, 7168, 4096
+        a, b, sa, sb, _ = BG.problem(torch, M, N, K, "block")
+        c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
+        k = F.make_gemm_fp8(M, N, K, "block", **_tile_kw(tile))
+        run = lambda: k(a, b, sa, sb, c)  # noqa: E731
+    else:
+        layout, groups, m, N, K, fp8 = GROUPED[0]
+        import numpy as np
+
+        rng = np.random.default_rng(0)
+        counts = [int(m * f) for f in rng.uniform(0.7, 1.3, groups)]
+        args, _ = BG._grouped_problem(torch, GG, layout, counts, N, K, fp8, m)
+        k = GG.make_grouped_gemm_fp8(groups, N, K, layout, M_=args[0].shape[0],
+                                     **_tile_kw(tile))
+        run = lambda: k(*args)  # noqa: E731
+    for _ in range(2):
+        run()
+    torch.cuda.synchronize()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dense-tiles", default="auto,128x128")
+    ap.add_argument("--grouped-tiles", default="")
+    ap.add_argument("--launch", default=None)
+    ap.add_argument("--tile", default="auto")
+    ap.add_argument("--no-dense", action="store_true")
+    opts = ap.parse_args()
+    import torch
+
+    t0 = time.time()
+    log = lambda s: print(f"[{time.time() - t0:6.1f}s] {s}", flush=True)  # noqa: E731
+    F, GG = BG._example("gemm_fp8"), BG._example("gemm_grouped")
+    if opts.launch:
+        launch(torch, F, GG, opts.launch, opts.tile)
+        return
+    log(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
+    grouped(torch, GG, [t for t in opts.grouped_tiles.split(",") if t], log)
+    if not opts.no_dense:
+        dense(torch, F, [t for t in opts.dense_tiles.split(",") if t], log)
+
+
+if __name__ == "__main__":
+    main()
