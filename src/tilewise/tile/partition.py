@@ -352,10 +352,20 @@ def guarded(ctx, dst: Side, src: Side | None, dc, sc, body: Stmt, zero) -> Stmt:
     return body
 
 
+UNROLLED_FILLS = 16  # a longer vector (a bulk copy's thousands of elements) fills in a loop
+
+
 def _fills(ctx, dst: Side, plan: Plan, p: Expr) -> Stmt:
-    """Element stores of ``fill=`` (default 0) over the destination vector at ``p``."""
+    """Element stores of ``fill=`` (default 0) over the destination vector at ``p``: one per
+    element up to UNROLLED_FILLS elements, else a loop over them (a bulk copy's vector is
+    thousands of elements, which unrolled made the IR, the PTX and the lowering many times
+    larger for a branch that may never run)."""
     from ..ir.stmt import BufferStore, seq
 
     v = clip.fill_value(ctx, dst.buffer.dtype)
-    return seq(*(BufferStore(dst.buffer, abs_coords(dst, plan, p + i), v)
-                 for i in range(plan.vec)))
+    if plan.vec <= UNROLLED_FILLS:
+        return seq(*(BufferStore(dst.buffer, abs_coords(dst, plan, p + i), v)
+                     for i in range(plan.vec)))
+    i = Var("i")
+    return For(i, IntImm(0), IntImm(plan.vec), "serial",
+               BufferStore(dst.buffer, abs_coords(dst, plan, p + i), v))
