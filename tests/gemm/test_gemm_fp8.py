@@ -16,7 +16,9 @@ import pytest
 from exload import load_example
 
 import tilewise as tw
+from tilewise.autotune import Autotuned
 from tilewise.errors import LaunchError
+from tilewise.ir import PrimFunc
 from tilewise.layout import wgmma_accumulator_columns, wgmma_accumulator_rows
 from tilewise.pipeline import lower
 from tilewise.ptx import wgmma
@@ -119,6 +121,19 @@ def test_factory_arguments_are_checked(kw, msg):
         F.make_gemm_fp8(**{"M_": 128, "N_": 128, "K_": 256, **kw})
 
 
+def test_sizes_with_a_wide_tile_tune_it_against_the_overlapped_128_tile():
+    """make_gemm_fp8(M, N, K) tunes on its first launch where the model picks a tile wider
+    than 128 x 128; the simulator, forced shapes and narrow models take one kernel."""
+    k = F.make_gemm_fp8(4096, 2112, 7168, num_sms=132)
+    assert isinstance(k, Autotuned)
+    assert k.configs == [{}, {"bm": 128, "bn": 128, "overlap": True}]
+    assert k.heuristic() is k.kernel(0) and k.kernel(1) is not k.kernel(0)
+    for kw in ({"bm": 128, "bn": 256}, {"overlap": True, "bm": 128, "bn": 128}, {}):
+        shape = (4096, 2112, 7168) if kw else (64, 2112, 7168)  # M = 64: a narrow model
+        assert isinstance(F.make_gemm_fp8(*shape, num_sms=132, **kw), PrimFunc), kw
+    assert isinstance(F.make_gemm_fp8(4096, 2112, 7168, "row", fast_accum=True), PrimFunc)
+
+
 def test_the_tile_model_fills_the_sms():
     """Small M takes narrow tiles (enough CTAs for the bandwidth), M = 4096 wide ones."""
     small = F.choose_tile(64, 2112)
@@ -151,8 +166,9 @@ def _rel(got, ref):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("scaling", ["block", "row", "tensor"])
-@pytest.mark.parametrize("shape", [(200, 136, 272), (1000, 2112, 7168), (64, 4096, 1536)],
-                         ids=["tails", "2112x7168", "M64"])
+@pytest.mark.parametrize("shape", [(200, 136, 272), (1000, 2112, 7168), (64, 4096, 1536),
+                                   (1030, 2112, 1024)],
+                         ids=["tails", "2112x7168", "M64", "tuned-1030x2112"])
 def test_the_fp8_gemm_on_the_gpu(scaling, shape):
     torch = pytest.importorskip("torch")
     args, (a, b, sa, sb, c) = _torch_inputs(torch, shape, scaling)
