@@ -96,8 +96,8 @@ CASES = [
      ["run", "{f}", "--sim"], ["argument for 'A' has dtype float64, the kernel expects float32"],
      5),
     ("inputs-wrong-size", with_inputs("    return [np.ones(8, np.float32)] * 2"),
-     ["run", "{f}", "--sim"], ["argument for 'A' has shape (8,) (8 elements), the kernel "
-                               "expects 64 elements"], 5),
+     ["run", "{f}", "--sim"], ["argument for 'A' has shape (8,), the kernel expects (64,)",
+                               "hint: pass an array of shape (64,)"], 5),
     ("reference-too-few", with_reference("    return [a]"), ["run", "{f}", "--sim"],
      ["reference() in ", "returned 1 array(s), the kernel takes 2 (A, B)"], None),
     ("reference-wrong-shape", with_reference("    return [a, b[:4]]"), ["run", "{f}", "--sim"],

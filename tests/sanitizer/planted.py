@@ -31,6 +31,11 @@ class Planted:
     hangs: bool = False  # on the GPU the kernel never finishes (a deadlock)
 
     @property
+    def shapes(self) -> list[tuple[int, ...]]:
+        """The shape of each argument: its buffer's (both executors check it)."""
+        return [tuple(int(n) for n in b.shape) for b in self.kernel.param_buffers()]
+
+    @property
     def outputs(self) -> tuple:
         """The buffers a GPU run allocates fresh (fill ``empty``: uninitialised), which the
         simulator is told with ``simulate(..., outputs=)``."""

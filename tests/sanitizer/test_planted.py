@@ -18,9 +18,9 @@ FILE = str(pathlib.Path(__file__).parent / "planted.py")
 
 def host_args(case):
     out = []
-    for n, dtype, fill in case.args:
+    for (n, dtype, fill), shape in zip(case.args, case.shapes):
         a = np.arange(n) if fill == "arange" else np.zeros(n)
-        out.append(a.astype(dtype))
+        out.append(a.astype(dtype).reshape(shape))
     return out
 
 

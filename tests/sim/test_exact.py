@@ -154,10 +154,33 @@ def test_argument_checks_name_the_parameter():
     a = rand(N, np.float16)
     with pytest.raises(tw.LaunchError, match="'B'.*dtype float32"):
         tw.simulate(flat_copy, a, np.zeros(N, np.float32))
-    with pytest.raises(tw.LaunchError, match="'A'.*4095 elements"):
+    with pytest.raises(tw.LaunchError, match=r"'A' has shape \(4095,\), the kernel expects "
+                       r"\(4096,\)"):
         tw.simulate(flat_copy, a[:-1].copy(), poison(N, np.float16))
     with pytest.raises(tw.LaunchError, match="takes 2 argument"):
         tw.simulate(flat_copy, a)
+
+
+@T.prim_func
+def tile_copy(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 16), "float32")
+    B = T.match_buffer(B_ptr, (32, 16), "float32")
+    T.device_entry()
+    tid = T.thread_id([32])
+    for j in range(16):
+        B[tid, j] = A[tid, j]
+
+
+def test_an_array_of_the_right_size_in_another_shape_is_refused_as_on_the_gpu():
+    """The GPU launcher checks a constant-shaped buffer's shape exactly; so does the
+    simulator (it took any array of the element count, which then failed on the GPU)."""
+    a, b = rand((32, 16), np.float32), poison((32, 16), np.float32)
+    with pytest.raises(tw.LaunchError, match=r"'A' has shape \(512,\), the kernel expects "
+                       r"\(32, 16\)") as e:
+        tw.simulate(tile_copy, a.reshape(-1), b)
+    assert "x.reshape(32, 16) of a contiguous x" in e.value.hint
+    tw.simulate(tile_copy, a, b)
+    np.testing.assert_array_equal(b, a)
 
 
 def test_target_without_the_feature_is_refused():

@@ -80,7 +80,8 @@ def test_ld_st_roundtrip_and_cells(shape, num, packed):
     nr = REGS[shape] * num
     a = rand((128, nr), np.uint32, seed=num)
     b, c = poison((128, nr), np.uint32), poison((128, 512), np.uint32)
-    tw.simulate(roundtrip_kernel(shape, num, packed), a, b, c, target="sm_100a")
+    tw.simulate(roundtrip_kernel(shape, num, packed), a.reshape(-1), b.reshape(-1),
+                c.reshape(-1), target="sm_100a")  # 1-D buffers: views of the 2-D arrays
     np.testing.assert_array_equal(b, a)  # ld.pack reassembles the halves unpack wrote
     for tid in range(128):
         w, t = divmod(tid, 32)

@@ -106,10 +106,13 @@ def _check_array(buf, arr, func):
 def _memory(buf, arr, binding, func) -> np.ndarray:
     """The bytes the kernel addresses for ``buf``: the array's own, from its first element."""
     if not buf.symbolic:
-        if arr.size != buf.size:
-            raise LaunchError(f"argument for {buf.name!r} has shape {arr.shape} "
-                              f"({arr.size} elements), the kernel expects {buf.size} elements",
-                              func.span)
+        shape = tuple(int(n) for n in buf.shape)
+        if tuple(arr.shape) != shape:  # the GPU launcher's rule (runtime/args.py)
+            raise LaunchError(f"argument for {buf.name!r} has shape {arr.shape}, the kernel "
+                              f"expects {shape}", func.span,
+                              f"pass an array of shape {shape}"
+                              + (f" (x.reshape{shape} of a contiguous x)"
+                                 if arr.size == buf.size else ""))
         if not arr.flags.c_contiguous:
             raise LaunchError(f"argument for {buf.name!r} must be a C-contiguous array",
                               func.span, "pass np.ascontiguousarray(x)")
