@@ -227,15 +227,22 @@ def test_every_kernel_shape_on_the_gpu_matches_torch(shape, cfg, torch):
     A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
     C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-    G.make_gemm(M, N, K, **cfg)(A, B, C)
+    _matches_twice(torch, G.make_gemm(M, N, K, **cfg), A, B, C)
+
+
+def _matches_twice(torch, k, A, B, C):
+    """k(A, B, C) is A @ B within bf16/fp16 rounding, with the same bits on a second run
+    (split K adds its partial sums in rank order)."""
+    K = A.shape[1]
+    k(A, B, C)
     ref = A.double() @ B.double()
     assert not torch.isnan(C).any()
     err = (C.double() - ref).abs()
     assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
         float(err.max())
     C2 = torch.full_like(C, float("nan"))
-    G.make_gemm(M, N, K, **cfg)(A, B, C2)
-    assert torch.equal(C, C2)  # split K adds in rank order: the same bits every run
+    k(A, B, C2)
+    assert torch.equal(C, C2)
 
 
 @pytest.mark.gpu
@@ -252,16 +259,8 @@ def test_swap_ab_on_the_gpu_matches_torch(shape, cfg, torch):
     A = torch.randn(M, K, device="cuda", dtype=torch.float16)
     B = torch.randn(K, N, device="cuda", dtype=torch.float16)
     C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
-    k = G.make_gemm(M, N, K, dtype="float16", swap=True, **{"bm": 128, **cfg})
-    k(A, B, C)
-    ref = A.double() @ B.double()
-    assert not torch.isnan(C).any()
-    err = (C.double() - ref).abs()
-    assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
-        float(err.max())
-    C2 = torch.full_like(C, float("nan"))
-    k(A, B, C2)
-    assert torch.equal(C, C2)
+    _matches_twice(torch, G.make_gemm(M, N, K, dtype="float16", swap=True,
+                                      **{"bm": 128, **cfg}), A, B, C)
 
 
 def test_calling_the_kernel_without_a_gpu_says_so():
