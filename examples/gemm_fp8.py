@@ -222,6 +222,18 @@ def check_sizes(N_: int | None, K_: int | None, elem_bytes: int = 1) -> None:
                              "rows (of C for N, of A and B for K)")
 
 
+@T.inline
+def issue_block(part, As, Bs, full, it, stages, r0, c0, wn):
+    """The wgmma of k-block ``it`` (ring slot ``it % stages``, once its TMA loads landed)
+    into the partial ``part``: rows ``r0 .. r0 + 63`` of the slot's A tile against columns
+    ``c0 .. c0 + wn - 1`` of its B tile (``overlap=True``'s step, dense and grouped)."""
+    s = it % stages
+    T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+    T.ptx.wgmma.fence()
+    Tx.wg.gemm_async(part, As[s, r0:r0 + 64, :], Bs[s, c0:c0 + wn, :], transB=True)
+    T.ptx.wgmma.commit_group()
+
+
 def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None = None,
                   scaling: str = "block", fast_accum: bool = False, bm: int | None = None,
                   bn: int | None = None, stages: int | None = None,
@@ -458,13 +470,7 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
             @T.inline
             def issue(j, kt, h):
                 """k-block ``kt``'s wgmma into parts[h] (overlap; one wave)."""
-                it = j * k_tiles + kt
-                s = it % stages
-                T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
-                T.ptx.wgmma.fence()
-                Tx.wg.gemm_async(parts[h], As[s, r0:r0 + 64, :], Bs[s, c0:c0 + wn, :],
-                                 transB=True)
-                T.ptx.wgmma.commit_group()
+                issue_block(parts[h], As, Bs, full, j * k_tiles + kt, stages, r0, c0, wn)
 
             @T.inline
             def retire(j, kt, h):

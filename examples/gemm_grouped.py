@@ -258,13 +258,7 @@ def _grouped_fp8(tile, contiguous: bool, overlap: bool = False):
             @T.inline
             def issue(j, kt, h):
                 """k-block ``kt``'s wgmma into parts[h] (once its stage is full)."""
-                it = j * k_tiles + kt
-                s = it % stages
-                T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
-                T.ptx.wgmma.fence()
-                Tx.wg.gemm_async(parts[h], As[s, r0:r0 + 64, :], Bs[s, c0:c0 + wn, :],
-                                 transB=True)
-                T.ptx.wgmma.commit_group()
+                F.issue_block(parts[h], As, Bs, full, j * k_tiles + kt, stages, r0, c0, wn)
 
             @T.inline
             def retire(j, kt, h):
