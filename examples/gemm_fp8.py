@@ -234,6 +234,36 @@ def issue_block(part, As, Bs, full, it, stages, r0, c0, wn):
     T.ptx.wgmma.commit_group()
 
 
+@T.inline
+def overlapped_pairs(k_tiles, tile, load, products, issue, retire):
+    """``overlap=True``'s k-loop of one tile (dense and grouped): the k-blocks in pairs, the
+    first's promotion beside the second's wgmma (the other warpgroup's wgmma cover the
+    second's). ``load(tile, kt, h)`` fetches block kt's scales into slot h, a step ahead;
+    ``products(h)`` multiplies slot h's; ``issue(tile, kt, h)`` / ``retire(tile, kt, h)``
+    run block kt's wgmma into partial h and promote it (``tile``: the kernel's values of
+    the tile, its index and origin). ptxas overlaps them only when both partials
+    are read in the step that made them (reading the last step's partial after
+    ``wait_group(1)`` made it serialise, C7514)."""
+    load(tile, 0, 0)
+    load(tile, T.min(1, k_tiles - 1), 1)
+    for k2 in range(k_tiles // 2):
+        products(0)
+        products(1)
+        load(tile, T.min(2 * k2 + 2, k_tiles - 1), 0)  # the next pair's, a step ahead
+        load(tile, T.min(2 * k2 + 3, k_tiles - 1), 1)
+        issue(tile, 2 * k2, 0)
+        issue(tile, 2 * k2 + 1, 1)
+        T.ptx.wgmma.wait_group(1)
+        retire(tile, 2 * k2, 0)
+        T.ptx.wgmma.wait_group(0)
+        retire(tile, 2 * k2 + 1, 1)
+    if k_tiles % 2 == 1:  # the last block alone
+        products(0)
+        issue(tile, k_tiles - 1, 0)
+        T.ptx.wgmma.wait_group(0)
+        retire(tile, k_tiles - 1, 0)
+
+
 def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None = None,
                   scaling: str = "block", fast_accum: bool = False, bm: int | None = None,
                   bn: int | None = None, stages: int | None = None,
@@ -467,15 +497,17 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
                         else:
                             Tx.wg.add(accs[w], accs[w], part)
 
+            # overlap=True's steps (overlapped_pairs calls them; tile = (j, m0, n0))
             @T.inline
-            def issue(j, kt, h):
-                """k-block ``kt``'s wgmma into parts[h] (overlap; one wave)."""
-                issue_block(parts[h], As, Bs, full, j * k_tiles + kt, stages, r0, c0, wn)
+            def issue(tile, kt, h):
+                """k-block ``kt``'s wgmma into parts[h] (one wave)."""
+                issue_block(parts[h], As, Bs, full, tile[0] * k_tiles + kt, stages, r0, c0,
+                            wn)
 
             @T.inline
-            def retire(j, kt, h):
+            def retire(tile, kt, h):
                 """Free k-block ``kt``'s stage in each CTA; acc += parts[h] (* pr[2h:2h+2])."""
-                free(j * k_tiles + kt)
+                free(tile[0] * k_tiles + kt)
                 if scaling == "block":
                     sr[0] = pr[2 * h]
                     sr[1] = pr[2 * h + 1]
@@ -491,38 +523,16 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
                     pr[2 * h + 1] = sa[2 * h + 1] * sb[h]
 
             @T.inline
-            def overlapped(j, m0, n0):
-                """The k-blocks in pairs: the first's promotion runs beside the second's
-                wgmma (the other warpgroup's wgmma cover the second's). ptxas overlaps
-                them only when both partials are read in the step that made them (reading
-                the last step's partial after ``wait_group(1)`` made it serialise, C7514)."""
+            def load_pair(tile, kt, h):
                 if scaling == "block":
-                    load_scales(m0, n0, 0, 0)
-                    load_scales(m0, n0, T.min(1, k_tiles - 1), 1)
-                for k2 in range(k_tiles // 2):
-                    products(0)
-                    products(1)
-                    if scaling == "block":  # the next pair's, a step ahead
-                        load_scales(m0, n0, T.min(2 * k2 + 2, k_tiles - 1), 0)
-                        load_scales(m0, n0, T.min(2 * k2 + 3, k_tiles - 1), 1)
-                    issue(j, 2 * k2, 0)
-                    issue(j, 2 * k2 + 1, 1)
-                    T.ptx.wgmma.wait_group(1)
-                    retire(j, 2 * k2, 0)
-                    T.ptx.wgmma.wait_group(0)
-                    retire(j, 2 * k2 + 1, 1)
-                if k_tiles % 2 == 1:  # the last block alone
-                    products(0)
-                    issue(j, k_tiles - 1, 0)
-                    T.ptx.wgmma.wait_group(0)
-                    retire(j, k_tiles - 1, 0)
+                    load_scales(tile[1], tile[2], kt, h)
 
             for j in sched.tiles():
                 m0, n0 = cta_origin(sched, j, nb_, na_, rank, bm, bn)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
                 if overlap:
-                    overlapped(j, m0, n0)
+                    overlapped_pairs(k_tiles, (j, m0, n0), load_pair, products, issue, retire)
                 else:
                     if scaling == "block":
                         load_scales(m0, n0, 0)

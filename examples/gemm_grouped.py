@@ -255,16 +255,18 @@ def _grouped_fp8(tile, contiguous: bool, overlap: bool = False):
                         sa[a] = SA[g, T.min(row, M - 1), kb]
                         sa[a + 1] = SA[g, T.min(row + 8, M - 1), kb]
 
+            # overlap=True's steps (F.overlapped_pairs calls them; tile = (j, m0, n0, g))
             @T.inline
-            def issue(j, kt, h):
+            def issue(tile, kt, h):
                 """k-block ``kt``'s wgmma into parts[h] (once its stage is full)."""
-                F.issue_block(parts[h], As, Bs, full, j * k_tiles + kt, stages, r0, c0, wn)
+                F.issue_block(parts[h], As, Bs, full, tile[0] * k_tiles + kt, stages, r0, c0,
+                              wn)
 
             @T.inline
-            def retire(j, kt, h):
+            def retire(tile, kt, h):
                 """Free k-block ``kt``'s stage; acc += parts[h] * its scales (pr[2h:2h+2])."""
                 if leader:
-                    T.ptx.mbarrier.arrive(T.address_of(empty[(j * k_tiles + kt) % stages]))
+                    T.ptx.mbarrier.arrive(T.address_of(empty[(tile[0] * k_tiles + kt) % stages]))
                 sr[0] = pr[2 * h]
                 sr[1] = pr[2 * h + 1]
                 Tx.wg.fma(acc0, parts[h], rows, acc0)
@@ -275,29 +277,17 @@ def _grouped_fp8(tile, contiguous: bool, overlap: bool = False):
                 pr[2 * h] = sa[2 * h] * sb[h]
                 pr[2 * h + 1] = sa[2 * h + 1] * sb[h]
 
+            @T.inline
+            def load_pair(tile, kt, h):
+                load_scales(tile[1], tile[2], tile[3], kt, h)
+
             for j in range(my_tiles):
                 m0, n0, g = work.tile(bx + j * sms)
                 for w in T.static_range(nw):
                     Tx.wg.zero(accs[w])
-                if overlap:  # k-blocks in pairs: the first's promotion overlaps the second's
-                    load_scales(m0, n0, g, 0, 0)  # wgmma (the other warpgroup's covers the
-                    load_scales(m0, n0, g, T.min(1, k_tiles - 1), 1)  # second's)
-                    for k2 in range(k_tiles // 2):
-                        products(0)
-                        products(1)
-                        load_scales(m0, n0, g, T.min(2 * k2 + 2, k_tiles - 1), 0)
-                        load_scales(m0, n0, g, T.min(2 * k2 + 3, k_tiles - 1), 1)
-                        issue(j, 2 * k2, 0)
-                        issue(j, 2 * k2 + 1, 1)
-                        T.ptx.wgmma.wait_group(1)
-                        retire(j, 2 * k2, 0)
-                        T.ptx.wgmma.wait_group(0)
-                        retire(j, 2 * k2 + 1, 1)
-                    if k_tiles % 2 == 1:  # the last block alone
-                        products(0)
-                        issue(j, k_tiles - 1, 0)
-                        T.ptx.wgmma.wait_group(0)
-                        retire(j, k_tiles - 1, 0)
+                if overlap:
+                    F.overlapped_pairs(k_tiles, (j, m0, n0, g), load_pair, products, issue,
+                                       retire)
                 else:
                     load_scales(m0, n0, g, 0)
                     for kt in range(k_tiles):
