@@ -80,6 +80,35 @@ def test_a_parameter_is_the_helpers_own_name():
     np.testing.assert_array_equal(A[:, 1], np.arange(32) * 10 + 3)
 
 
+def test_a_helper_defined_before_a_loop_reads_what_the_loop_assigns():
+    """Python's closures see the enclosing function's names at the call, wherever they are
+    assigned: a helper defined before the tile loop reads the loop's origin (and a helper
+    passed to another helper, called there, too)."""
+
+    @T.inline
+    def each(f, n):
+        for i in range(n):
+            f(i)
+
+    @T.prim_func
+    def k(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (32, 8), "int32")
+        T.device_entry()
+        tid = T.thread_id([32])
+
+        @T.inline
+        def put(i):
+            A[tid, origin + i] = origin * 10 + i  # origin: assigned in the loop below
+
+        for t in range(2):
+            origin = 4 * t
+            each(put, 4)
+
+    (A,) = run(k, np.full((32, 8), -1, np.int32))
+    want = np.array([0, 1, 2, 3, 40, 41, 42, 43])
+    np.testing.assert_array_equal(A, np.tile(want, (32, 1)))
+
+
 def test_recursion_ended_by_a_compile_time_condition():
     @T.prim_func
     def k(A_ptr: T.handle):

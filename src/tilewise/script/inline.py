@@ -294,12 +294,30 @@ class InlineParsing:
 
         if not self.frames:
             return UNBOUND
-        for scope in reversed(self.frames[-1].fn.closure):
+        closure = self.frames[-1].fn.closure
+        for scope in reversed(self._live_blocks(closure) + tuple(closure)):
             if name in scope.vals:
                 v = scope.vals[name]
                 if not isinstance(v, type(UNBOUND)):
                     return v
         return UNBOUND
+
+    def _live_blocks(self, closure: tuple) -> tuple:
+        """The block scopes (loops, branches) the defining function has entered since the
+        ``def``, when the helper is called from inside them: Python's closures see the
+        enclosing function's names as they are at the call, wherever they were assigned
+        (a helper defined before a tile loop reads the loop's ``m0``)."""
+        if not closure:
+            return ()
+        i = next((k for k, s in enumerate(self.scopes) if s is closure[-1]), None)
+        if i is None:
+            return ()
+        live = []
+        for s in self.scopes[i + 1:]:
+            if s.kind == "inline":  # a helper's own body: not the defining function's
+                break
+            live.append(s)
+        return tuple(live)
 
     def lexical_scopes(self) -> tuple:
         """The scopes a ``def`` written here closes over: the current function's own (from
