@@ -206,6 +206,14 @@ class PrimFunc(Node):
     body: Stmt
     attrs: tuple[tuple[str, object], ...] = field(default=())
 
+    def __getstate__(self):
+        """The fields only: the lowerings ``tilewise.pipeline.lower`` keeps on the kernel
+        (``_tilewise_lowered``) are not pickled with it (a compiled kernel sent to the
+        autotuner's cache or a compile worker was six times larger with them)."""
+        state = dict(self.__dict__)
+        state.pop("_tilewise_lowered", None)
+        return state
+
     def param_buffers(self) -> list[Buffer]:
         """The global buffers in parameter order (the order of the arrays at launch),
         whatever order the T.match_buffer lines come in."""
