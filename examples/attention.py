@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import math
 
-from tilewise import T, Tx
+from tilewise import T, Tx, runtime
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
                              wgmma_accumulator_rows, wid_in_wg)
 
@@ -124,7 +124,7 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
                          "256 and the ring has at least one stage")
     scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
     key = (heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
-           bool(return_lse), BN, stages, o_in_q, num_sms or _sm_count())
+           bool(return_lse), BN, stages, o_in_q, num_sms or runtime.sm_count(default=H200_SMS))
     if key not in _KERNELS:  # built once: the same kernel object compiles once
         _KERNELS[key] = _build(*key)
     return _KERNELS[key]
@@ -410,16 +410,6 @@ def _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
         raise ValueError(f"kv_heads={kv_heads} must divide heads={heads}")
 
 
-def _sm_count() -> int:
-    """The SM count of this machine's GPU (one persistent CTA each); the H200's without one."""
-    try:
-        from tilewise import runtime
-
-        if runtime.gpu_available():
-            return runtime.sm_count()
-    except Exception:  # noqa: BLE001 - no driver, no GPU: the simulator's default
-        pass
-    return H200_SMS
 
 
 @T.inline

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 
-from tilewise import T, Tx
+from tilewise import T, Tx, runtime
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
                              wgmma_accumulator_rows, wid_in_wg)
 
@@ -104,7 +104,7 @@ def make_attention_backward(batch: int, heads: int, seq_q: int, seq_k: int, head
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name}={v!r} must be a positive int")
     shape = (batch, heads, seq_q, seq_k, head_dim)
-    sms = num_sms or _sm_count()
+    sms = num_sms or runtime.sm_count(default=H200_SMS)
     key = (heads, head_dim, bool(causal), dtype, kv_heads or heads,
            float(scale if scale is not None else 1.0 / math.sqrt(head_dim)), sms)
     if key not in _KERNELS:  # built once per configuration: each compiles once
@@ -384,15 +384,6 @@ def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, 
     return attention_bwd
 
 
-def _sm_count() -> int:
-    try:
-        from tilewise import runtime
-
-        if runtime.gpu_available():
-            return runtime.sm_count()
-    except Exception:  # noqa: BLE001 - no driver, no GPU: the simulator's default
-        pass
-    return H200_SMS
 
 
 # ---- `tilewise explain examples/attention_backward.py`: a small causal GQA case ----------

@@ -53,7 +53,7 @@ from typing import NamedTuple
 
 import tilewise
 
-from tilewise import T, Tx
+from tilewise import T, Tx, runtime
 from tilewise.layout import (swizzled_tile, wgmma_accumulator, wgmma_accumulator_columns,
                              wgmma_accumulator_rows)
 from tilewise.sched import GroupedTiles
@@ -286,7 +286,7 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
         raise ValueError("fast_accum=True is for 'row' and 'tensor' scaling: block scales "
                          "change every 128 of K, so the partials must be promoted")
     check_sizes(N_, K_)
-    sms = num_sms or _sm_count()
+    sms = num_sms or runtime.sm_count(default=H200_SMS)
     forced = (bm, bn, stages, cluster, share) != (None,) * 5 or overlap
     if not forced and not fast_accum and None not in (M_, N_, K_):
         model = _build(M_, N_, sms, scaling, fast_accum)
@@ -592,16 +592,6 @@ def _grouped():
     return mod
 
 
-def _sm_count() -> int:
-    """The SM count of this machine's GPU (one persistent CTA each); the H200's without one."""
-    try:
-        from tilewise import runtime
-
-        if runtime.gpu_available():
-            return runtime.sm_count()
-    except Exception:  # noqa: BLE001 - no driver, no GPU: the simulator's default
-        pass
-    return H200_SMS
 
 
 # ---------------------------------------------------------------- inputs and reference

@@ -31,7 +31,7 @@ import importlib.util
 import pathlib
 import sys
 
-from tilewise import T, Tx
+from tilewise import T, Tx, runtime
 from tilewise.layout import wgmma_accumulator, wgmma_accumulator_rows
 from tilewise.sched import grouped_coords
 
@@ -109,7 +109,8 @@ def _tile(layout: str, num_groups: int, M_, N_, expected_m, elem_bytes: int, bk:
         None if expected_m is None else expected_m * num_groups)
     if bm not in (None, 64, 128):
         raise ValueError(f"bm={bm}: grouped tiles are 64 or 128 rows (inside a segment)")
-    return F.choose_tile(rows, N_, num_sms or F._sm_count(), bm, bn, stages, elem_bytes, bk,
+    sms = num_sms or runtime.sm_count(default=F.H200_SMS)
+    return F.choose_tile(rows, N_, sms, bm, bn, stages, elem_bytes, bk,
                          bms=(64, 128), clamp=layout == "contiguous", clusters=(1,),
                          wide=rows is not None and rows >= 1024)
 

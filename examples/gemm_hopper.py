@@ -61,7 +61,7 @@ from __future__ import annotations
 import functools
 
 import tilewise
-from tilewise import T, Tx
+from tilewise import T, Tx, runtime
 from tilewise.layout import S as S_
 from tilewise.layout import TileLayout, swizzled_tile, wgmma_accumulator
 from tilewise.sched import GroupedTiles
@@ -245,7 +245,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     if bn is not None and bn not in (64, 128, 256) and not (swap and bn in SWAP_COLS):
         raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256 (swap=True: "
                          f"{', '.join(map(str, SWAP_COLS))})")
-    sms = num_sms or _sm_count()
+    sms = num_sms or runtime.sm_count(default=H200_SMS)
     cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast, swap)
     forced = (bm, bn, splits, stages, multicast, swap) != (None,) * 6
     if not forced and None not in (M_, N_, K_):
@@ -461,16 +461,6 @@ def split_reduce(acc, R, rbar, cw, rank, leader, S):
                                  mbar=T.address_of(rbar[cw]))
 
 
-def _sm_count() -> int:
-    """The SM count of this machine's GPU (one persistent CTA each); the H200's without one."""
-    try:
-        from tilewise import runtime
-
-        if runtime.gpu_available():
-            return runtime.sm_count()
-    except Exception:  # noqa: BLE001 - no driver, no GPU: the simulator's default
-        pass
-    return H200_SMS
 
 
 SHAPE = (256, 256, 128)  # M, N, K of `tilewise run`: two output tiles, two K-steps

@@ -80,3 +80,15 @@ def test_a_symbolic_grid_is_computed_and_checked_before_the_driver():
     prepare(kc, [FakeDeviceArray((1000,)), FakeDeviceArray((1000,)), 0.5])
     with pytest.raises(LaunchError, match="not a whole number of clusters"):
         prepare(kc, [FakeDeviceArray((300,)), FakeDeviceArray((300,)), 0.5])
+
+
+def test_sm_count_with_a_default_answers_without_a_gpu(monkeypatch):
+    """sm_count(default=n): the device's SM count, or n where no GPU answers (what the
+    persistent examples build for on a machine without one)."""
+    from tilewise.runtime import device
+
+    monkeypatch.setattr(device, "gpu_available", lambda: False)
+    assert device.sm_count(default=132) == 132
+    monkeypatch.setattr(device, "gpu_available", lambda: True)
+    monkeypatch.setattr(device, "device_attribute", lambda name, ordinal=0: 78)
+    assert device.sm_count(default=132) == 78 and device.sm_count() == 78
