@@ -386,6 +386,20 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
         k_tiles = (K + BK - 1) // BK
         # the one tile order every role walks (tilewise.sched): grouped, round robin
         sched = GroupedTiles(m_tiles, n_tiles, first=bx // mc, step=pairs, group_m=GROUP_M)
+
+        @T.inline
+        def load_operand(Xs, X, x0, rows, half, sharers, s, kt):
+            """Ring slot ``s`` of operand ``X``'s tile (rows ``x0 ..``, k-block ``kt``) by
+            TMA: with two CTAs sharing it, this CTA's half into both (multicast)."""
+            if sharers == 2:
+                Tx.thread.copy_async(Xs[s, rank * half:rank * half + half, :],
+                                     X[x0 + rank * half:x0 + rank * half + half,
+                                       kt * BK:kt * BK + BK],
+                                     dispatch="tma", mbar=T.address_of(full[s]), cta_mask=3)
+            else:
+                Tx.thread.copy_async(Xs[s, :, :], X[x0:x0 + rows, kt * BK:kt * BK + BK],
+                                     dispatch="tma", mbar=T.address_of(full[s]))
+
         if wg == 2:  # ---------------------------------------------------------- producer
             T.ptx.setmaxnreg(False, 40)
             if tid == 256:
@@ -396,26 +410,8 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
                         s = it % stages
                         T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
-                        if na_ == 2:  # this CTA's half of A, into both CTAs of the pair
-                            Tx.thread.copy_async(As[s, rank * ha:rank * ha + ha, :],
-                                                 A[m0 + rank * ha:m0 + rank * ha + ha,
-                                                   kt * BK:kt * BK + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]),
-                                                 cta_mask=3)
-                        else:
-                            Tx.thread.copy_async(As[s, :, :],
-                                                 A[m0:m0 + bm, kt * BK:kt * BK + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
-                        if nb_ == 2:  # this CTA's half of B, into both CTAs of the pair
-                            Tx.thread.copy_async(Bs[s, rank * hb:rank * hb + hb, :],
-                                                 B[n0 + rank * hb:n0 + rank * hb + hb,
-                                                   kt * BK:kt * BK + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]),
-                                                 cta_mask=3)
-                        else:
-                            Tx.thread.copy_async(Bs[s, :, :],
-                                                 B[n0:n0 + bn, kt * BK:kt * BK + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        load_operand(As, A, m0, bm, ha, na_, s, kt)
+                        load_operand(Bs, B, n0, bn, hb, nb_, s, kt)
         else:  # -------------------------------------------------------------- consumers
             T.ptx.setmaxnreg(True, 232)
             acc0 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
