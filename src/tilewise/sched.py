@@ -25,6 +25,10 @@ call site:
 * :class:`SplitK` — each output tile's K blocks cut into ``splits`` slices of nearly equal
   length (the first ``k_tiles % splits`` one block longer); the slices of a tile are
   consecutive units, so CTAs that run together hold the slices of one tile.
+* :class:`Snake` — units of unequal length listed longest first, dealt round by round in
+  alternating directions (CTA ``first`` takes the ``first``-th unit of even rounds and the
+  ``first``-th from the end of odd ones), so a CTA that drew a long unit in one round draws
+  a short one in the next and the CTAs finish together.
 * :class:`StreamK` — the K blocks of all tiles laid end to end (tile by tile, in grouped
   order) and cut into ``ctas`` contiguous, equal ranges: CTA ``first`` walks its range as
   *segments* (the blocks of one tile inside it). A tile split between CTAs needs its
@@ -102,6 +106,39 @@ class SplitK:
         kb = s * self.k_tiles // self.splits
         ke = (s + 1) * self.k_tiles // self.splits
         return mt, nt, s, kb, ke
+
+
+@T.meta_class
+class Snake:
+    """``count`` units, longest first, dealt to ``step`` CTAs in rounds: round ``r`` holds
+    units ``r·step … r·step + step - 1``; CTA ``first`` takes the ``first``-th of them when
+    ``r`` is even and the ``(step - 1 - first)``-th when it is odd. Dealt round robin
+    instead, CTA 0 would draw the longest unit of every round and finish last; alternating
+    pairs each round's long units with the next round's short ones.
+
+    The last round may hold no unit for this CTA, so the walk is guarded:
+
+    .. code-block:: python
+
+        for r in sched.rounds():
+            u = sched.index(r)
+            if u >= sched.count:
+                continue
+            ...                                  # unit u
+
+    Every unit is taken by exactly one CTA (``tests/script/test_sched.py``)."""
+
+    def __init__(self, count, first, step):
+        self.count, self.first, self.step = count, first, step
+
+    def rounds(self):
+        """The device loop over the rounds: ``for r in sched.rounds():``."""
+        return T.serial(T.ceildiv(self.count, self.step))
+
+    @T.inline
+    def index(self, r):
+        """The unit this CTA takes in round ``r`` (``>= count``: none)."""
+        return r * self.step + T.select(r % 2 == 0, self.first, self.step - 1 - self.first)
 
 
 @T.meta_class

@@ -6,7 +6,7 @@ import pytest
 
 import tilewise as tw
 from tilewise import T
-from tilewise.sched import GroupedTiles, SplitK, StreamK
+from tilewise.sched import GroupedTiles, Snake, SplitK, StreamK
 
 
 def grouped(t, m_tiles, n_tiles, group_m):
@@ -112,3 +112,48 @@ def test_stream_k_segments_cut_the_k_blocks_evenly(m_tiles, n_tiles, k_tiles, ct
     assert (covered == 1).all()  # every K block of every tile exactly once
     per_cta = np.bincount(seg[:, 4], weights=seg[:, 3] - seg[:, 2], minlength=ctas)
     assert per_cta.max() - per_cta.min() <= 1  # the K blocks are shared out evenly
+
+
+@pytest.mark.parametrize("count, ctas", [(11, 4), (8, 4), (3, 5), (13, 3)])
+def test_snake_deals_each_unit_once_alternating_direction(count, ctas):
+    """Round r: CTA c takes unit r*ctas + c (r even) or r*ctas + ctas-1-c (r odd); the
+    last round's missing units are skipped by the guard; a run-time count works too."""
+    N = T.int32()
+
+    @T.prim_func
+    def k(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (N, 2), "int32")
+        T.device_entry()
+        bx = T.cta_id([ctas])
+        tid = T.thread_id([32])
+        sched = Snake(N, first=bx, step=ctas)
+        if tid == 0:
+            for r in sched.rounds():
+                u = sched.index(r)
+                if u >= sched.count:
+                    continue
+                A[u, 0] = bx
+                A[u, 1] = r
+
+    A = np.full((count, 2), -1, np.int32)
+    tw.simulate(k, A)
+    want = [((u % ctas) if u // ctas % 2 == 0 else ctas - 1 - u % ctas, u // ctas)
+            for u in range(count)]
+    np.testing.assert_array_equal(A, np.array(want))
+
+
+def test_snake_balances_a_longest_first_list():
+    """The reason for the deal: units of lengths n, n-1, ..., 1 over c CTAs. Round robin
+    gives CTA 0 the longest of every round; the snake's heaviest CTA carries less."""
+    lengths = list(range(40, 0, -1))
+    ctas = 6
+
+    def heaviest(owner):
+        loads = [0] * ctas
+        for u, w in enumerate(lengths):
+            loads[owner(u)] += w
+        return max(loads)
+
+    snake = heaviest(lambda u: u % ctas if u // ctas % 2 == 0 else ctas - 1 - u % ctas)
+    robin = heaviest(lambda u: u % ctas)
+    assert snake < robin and snake - sum(lengths) / ctas < 0.05 * sum(lengths) / ctas
