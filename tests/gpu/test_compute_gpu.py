@@ -99,3 +99,28 @@ def k(X_ptr: T.handle, Y_ptr: T.handle):
     sim, gpu = _both(func, [x, np.zeros_like(x)])
     bound = APPROX["ptx.ex2.approx"].tol
     assert (np.abs(gpu[1].astype(np.float64) - sim[1]) <= bound * np.abs(sim[1])).all()
+
+
+def test_warp_votes_agree_with_the_simulator():
+    """vote.sync any / all / uni / ballot over three warps whose predicates are mixed,
+    all false and all true: the GPU's words equal the simulator's."""
+    src = """
+@T.prim_func
+def k(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (96,), "int32")
+    B = T.match_buffer(B_ptr, (4, 96), "uint32")
+    T.device_entry()
+    tid = T.thread_id([96])
+    p = A[tid] > 0
+    B[0, tid] = T.cast(T.ptx.vote_sync("any", p), "uint32")
+    B[1, tid] = T.cast(T.ptx.vote_sync("all", p), "uint32")
+    B[2, tid] = T.cast(T.ptx.vote_sync("uni", p), "uint32")
+    B[3, tid] = T.ptx.vote_sync("ballot", p)
+"""
+    a = np.zeros(96, np.int32)
+    a[[1, 5, 30, 31]] = 1
+    a[64:] = 1
+    sim, gpu = _both(tw.from_source(src, filename="vote.py"),
+                     [a, np.full((4, 96), 0xDEAD, np.uint32)])
+    assert np.array_equal(sim[1], gpu[1])
+    assert gpu[1][3, 0] == (1 << 1) | (1 << 5) | (1 << 30) | (1 << 31)

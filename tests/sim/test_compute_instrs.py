@@ -1,4 +1,5 @@
-"""Simulator semantics of the compute instructions the tile primitives emit: shfl.sync, the
+"""Simulator semantics of the compute instructions the tile primitives emit: shfl.sync,
+vote.sync, the
 packed two-lane arithmetic, the packing conversions and the approximate math.
 
 Packed arithmetic and conversions are exact instructions (each lane rounded once), so the
@@ -66,6 +67,35 @@ def test_shfl_sync_takes_32_bit_values_only():
     with pytest.raises(tw.TilewiseError, match="shuffles move 32-bit values"):
         io_kernel((32, "float16"), (32, "float16"), 32,
                   'B[tid] = T.ptx.shfl_sync("bfly", A[tid], 1)')
+
+
+@pytest.mark.parametrize("mode,want", [
+    ("any", lambda p: p.any()), ("all", lambda p: p.all()),
+    ("uni", lambda p: p.all() or not p.any()),
+    ("ballot", lambda p: int((p.astype(np.int64) << np.arange(32)).sum())),
+])
+def test_vote_sync_combines_the_lanes_of_each_warp(mode, want):
+    """Warp 0: a predicate true in some lanes; warp 1: in none; warp 2: in all."""
+    k = io_kernel((96, "int32"), (96, "uint32"), 96,
+                  f'B[tid] = T.cast(T.ptx.vote_sync("{mode}", A[tid] > 0), "uint32")')
+    a = np.zeros(96, np.int32)
+    a[[1, 5, 30]] = 1
+    a[64:] = 1
+    out = np.full(96, 0xDEAD, np.uint32)
+    tw.simulate(k, a, out)
+    for w in range(3):
+        p = a[32 * w:32 * w + 32] > 0
+        assert (out[32 * w:32 * w + 32] == np.uint32(want(p))).all(), (w, out[32 * w])
+    ptx = tw.compile(k, "sm_90a").source("ptx")
+    assert f"vote.sync.{mode}" in ptx
+
+
+def test_vote_sync_from_part_of_a_warp_is_a_hazard():
+    k = io_kernel((32, "int32"), (32, "uint32"), 32, "if tid < 16:",
+                  '    B[tid] = T.cast(T.ptx.vote_sync("any", A[tid] > 0), "uint32")  # <-')
+    with pytest.raises(tw.HazardError) as info:
+        tw.simulate(k, np.zeros(32, np.int32), np.zeros(32, np.uint32), strict=True)
+    assert "vote.sync" in str(info.value) and "# <-" in info.value.span.source_line
 
 
 def _words(rng, elem, n, lanes=2):

@@ -587,6 +587,19 @@ _OPS += [PtxOp("ptx.shfl_sync", (_p("mode", "str", choices=("up", "down", "bfly"
                    "the lanes that execute it together; they must all be active")]
 
 
+# ---- warp vote, PTX ISA §9.7.13.1 (vote.sync)
+_OPS += [PtxOp("ptx.vote_sync", (_p("mode", "str", choices=("any", "all", "uni", "ballot")),
+                                 _p("pred"), _p("mask", "value", None, dtype=dt.uint32)),
+               "vote.sync.{mode}.pred d, p, membermask  (ballot: vote.sync.ballot.b32)", None,
+               result=lambda v: dt.uint32 if getattr(v["mode"], "value", v["mode"]) == "ballot"
+               else dt.bool_,
+               doc="a predicate of every lane of a warp, combined: any (true in some lane), "
+                   "all (in every lane), uni (the same in every lane) -> bool, or ballot -> "
+                   "uint32, bit i the predicate of lane i; the same value in every lane. "
+                   "mask (default all lanes) names the lanes that execute it together; they "
+                   "must all be active")]
+
+
 # ---- packed two-lane arithmetic and conversions, approximate math (facts in ptx/packed.py)
 def _typed(*names: str, t: DataType):
     def check(values) -> str | None:

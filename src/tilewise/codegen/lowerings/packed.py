@@ -3,6 +3,8 @@ conversions (facts in :mod:`tilewise.ptx.packed`).
 
 * ``shfl.sync``: ``llvm.nvvm.shfl.sync.<mode>.{f32,i32}(mask, value, b, c)`` (LLVM 22,
   every target); ``c`` defaults to 0 for ``up`` and 31 otherwise (the whole warp).
+* ``vote.sync``: ``llvm.nvvm.vote.{any,all,uni}.sync(mask, i1)`` and
+  ``llvm.nvvm.vote.ballot.sync(mask, i1) -> i32``.
 * packed arithmetic: the register is bitcast to a two-element vector and the operator of
   the arithmetic table (:mod:`tilewise.ir.alu`) is applied to the vector (``fma``:
   ``llvm.fma``); LLVM selects ``add.rn.f16x2`` / ``mul.rn.bf16x2`` / ``add.rn.f32x2``
@@ -33,6 +35,16 @@ def _shfl(em, c):
     v = em.expr(value)
     return em.call(f"llvm.nvvm.shfl.sync.{mode.value}.{suffix}", v.type,
                    [member, v, em.typed(b, dt.int32), lane_c])
+
+
+@lowering("ptx.vote_sync")
+def _vote(em, c):
+    mode, pred, mask = c.args
+    member = i32(-1) if mask is None else em.typed(mask, dt.uint32)
+    p = em.typed(pred, dt.bool_)
+    if mode.value == "ballot":
+        return em.call("llvm.nvvm.vote.ballot.sync", ir.IntType(32), [member, p])
+    return em.call(f"llvm.nvvm.vote.{mode.value}.sync", ir.IntType(1), [member, p])
 
 
 class _Pair(ir.VectorType):

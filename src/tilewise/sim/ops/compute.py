@@ -6,6 +6,8 @@ conversions and the approximate math instructions (facts in :mod:`tilewise.ptx.p
   pseudo-code; a lane whose ``j`` is outside its segment reads its own value. Reading a
   lane that does not execute the instruction, a thread not named in ``membermask``, and a
   lane named in ``membermask`` that does not execute it are hazards (undefined on the GPU).
+* ``vote.sync``: any / all / uni / ballot over the executing lanes of each warp, with
+  ``shfl.sync``'s membermask checks.
 * packed arithmetic: each lane by the arithmetic table (:mod:`tilewise.ir.alu`), ``fma``
   rounded once (``alu.numpy_fma``): bit-identical with the GPU.
 * ``cvt.rn.{f16x2,bf16x2}.f32``: two conversions of the arithmetic table, packed.
@@ -75,12 +77,36 @@ def shfl_sync(ctx, site, args):
     return vals[pos]
 
 
-def _check_members(ctx, site, act, lane, member):
+@semantics("ptx.vote_sync")
+def vote_sync(ctx, site, args):
+    mode, pred, mask = args
+    act = ctx.active()
+    lane = (act % WARP).astype(np.int64)
+    member = _per_thread(ctx, 0xFFFFFFFF if mask is None else mask, np.int64)
+    _check_members(ctx, site, act, lane, member, "vote.sync")
+    p = _per_thread(ctx, pred, np.bool_)
+    warp = act // WARP
+    out = np.zeros(len(act), np.uint32 if mode == "ballot" else np.bool_)
+    for w in np.unique(warp).tolist():
+        sel = warp == w
+        if mode == "ballot":
+            out[sel] = int(np.bitwise_or.reduce(np.left_shift(p[sel].astype(np.int64),
+                                                              lane[sel])))
+        elif mode == "any":
+            out[sel] = p[sel].any()
+        elif mode == "all":
+            out[sel] = p[sel].all()
+        else:
+            out[sel] = p[sel].all() or not p[sel].any()
+    return out
+
+
+def _check_members(ctx, site, act, lane, member, what="shfl.sync"):
     """Every executing lane is named in ``membermask`` and every named lane executes."""
     named = ((member >> lane) & 1) == 1
     if not named.all():
         k = int(np.argmax(~named))
-        ctx.hazard(f"shfl.sync: thread {int(act[k])} executes the shuffle but its membermask "
+        ctx.hazard(f"{what}: thread {int(act[k])} executes it but its membermask "
                    f"{int(member[k]):#x} does not name lane {int(lane[k])}", site.span,
                    "name every executing lane in the mask", tid=int(act[k]))
     for w in np.unique(act // WARP).tolist():
@@ -88,9 +114,9 @@ def _check_members(ctx, site, act, lane, member):
         present = int(np.bitwise_or.reduce(np.left_shift(1, lane[sel])))
         want = int(member[sel][0])
         if want & ~present & 0xFFFFFFFF:
-            ctx.hazard(f"shfl.sync: membermask {want:#x} of warp {w} names lanes that do not "
-                       f"execute the shuffle (executing: {present:#x})", site.span,
-                       "execute the shuffle from every lane of the mask (all threads "
+            ctx.hazard(f"{what}: membermask {want:#x} of warp {w} names lanes that do not "
+                       f"execute it (executing: {present:#x})", site.span,
+                       "execute it from every lane of the mask (all threads "
                        "active), or narrow the mask", tid=w * WARP)
 
 
