@@ -15,7 +15,8 @@ worker processes (the on-disk cache then serves this process).
 
 ``--quick``: bf16, every head_dim, seq 1024 and 8192, causal and not (12 rows, under a
 minute). ``--configs "" block_n=176`` times more tilewise forms (make_attention options,
-``key=value,...``), each a column ``tilewise[...]``. A row reads ``| date | device | dtype
+``key=value,...``), each a column ``tilewise[...]``. ``--launch`` only launches each row's
+tilewise kernel twice, for ``ncu`` (scripts/gpu-attn-profile). A row reads ``| date | device | dtype
 hd seq causal | tilewise | cudnn | flash | triton | tilewise / cudnn | max diff |``.
 """
 
@@ -241,6 +242,28 @@ def backward_row(torch, mod, dtype, hd, seq, causal, samples):
     return {n: flops / statistics.median(t) / 1e12 for n, t in times.items()}, errs
 
 
+def launch_only(a) -> None:
+    """Each row's tilewise forward launched twice, nothing else (``ncu -k regex:attention
+    --launch-skip 1 --launch-count 1`` profiles the second, warm launch)."""
+    import torch
+
+    mod = example("attention")
+    for dtype in a.dtypes:
+        for hd in a.head_dims:
+            for seq in a.seqs:
+                for causal in (bool(c) for c in a.causal):
+                    b, h, sq, sk, d = _shape(seq, hd)
+                    td = getattr(torch, dtype)
+                    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=td)
+                               for s in (sq, sk, sk))
+                    kern = mod.make_attention(b, h, sq, sk, d, causal=causal, dtype=dtype,
+                                              **_options(a.configs[0]))
+                    o = torch.empty_like(q)
+                    for _ in range(2):
+                        kern(q, k, v, o)
+                    torch.cuda.synchronize()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true")
@@ -253,7 +276,11 @@ def main():
     p.add_argument("--workers", type=int, default=min(12, os.cpu_count() or 1))
     p.add_argument("--configs", nargs="+", default=[""],
                    help="make_attention options per tilewise column, e.g. '' 'block_n=176'")
+    p.add_argument("--launch", action="store_true",
+                   help="only launch tilewise's kernel twice per row (for ncu), time nothing")
     a = p.parse_args()
+    if a.launch:
+        return launch_only(a)
     if a.quick:
         a.dtypes, a.seqs = ["bfloat16"], [1024, 8192]
     import torch

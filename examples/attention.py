@@ -7,21 +7,25 @@ kv_heads=None, scale=None)`` returns a kernel launched as ``k(Q, K, V, O)`` with
 enable_gqa=kv_heads is not None)``'s contract: Q and O are (batch, heads, seq_q, head_dim),
 K and V (batch, kv_heads, seq_k, head_dim), contiguous, float16 or bfloat16; head_dim 64, 128
 or 256; any sequence lengths; ``heads`` a multiple of ``kv_heads`` (query head ``h`` reads
-key/value head ``h // (heads // kv_heads)``); ``scale`` defaults to ``1 / sqrt(head_dim)``;
-``causal`` as torch defines it, *top-left* aligned: query ``i`` sees keys ``j <= i`` (with
-seq_q > seq_k the last queries see every key; with seq_q < seq_k no query sees the keys past
-seq_q). ``return_lse=True`` gives ``k(Q, K, V, O, LSE)``, which also writes the log-sum-exp
-of each row, ``LSE[b, h, i] = log(sum_j exp(scale · q_i · k_j))`` over the keys row ``i``
-sees (``torch.logsumexp`` of the scaled, masked scores), float32 (batch, heads, seq_q): what
-the backward pass (``attention_backward.py``) needs.
+key/value head ``h // (heads // kv_heads)``); ``scale`` (positive) defaults to
+``1 / sqrt(head_dim)``; ``causal`` as torch defines it, *top-left* aligned: query ``i``
+sees keys ``j <= i`` (with seq_q > seq_k the last queries see every key; with seq_q < seq_k
+no query sees the keys past seq_q). ``return_lse=True`` gives ``k(Q, K, V, O, LSE)``, which
+also writes the log-sum-exp of each row, ``LSE[b, h, i] = log(sum_j exp(scale · q_i ·
+k_j))`` over the keys row ``i`` sees (``torch.logsumexp`` of the scaled, masked scores),
+float32 (batch, heads, seq_q): what the backward pass (``attention_backward.py``) needs.
 
 The technique, from the outside in (FlashAttention-3, Shah et al. 2024, §3):
 
-* **Persistent CTAs over (batch, head, q-block) work.** One CTA per SM walks the tiles
-  ``t = bx, bx + #CTAs, ...``; a tile is 128 query rows of one (batch, head). Tiles of one
-  head are consecutive, so the CTAs working at one time share that head's K and V in L2;
-  with ``causal`` the q-blocks of a head go longest first (the last rows see the most
-  keys). Each role decodes ``t`` by the same ``@T.inline`` helper, ``work_item``.
+* **Persistent CTAs over (batch, head, q-block) work.** One CTA per SM takes one tile per
+  round; a tile is 128 query rows of one (batch, head). Without ``causal`` the tiles go
+  head by head, so the CTAs working at one time share that head's K and V in L2. Causal
+  tiles differ in length (the last rows see the most keys), so they go longest first and
+  are dealt in a *snake* (``tilewise.sched.Snake``: CTA ``c`` takes the ``c``-th tile of
+  even rounds and the ``c``-th from the end of odd ones), and with few heads longest first
+  across all heads rather than within each: a round-robin deal left a third of the SMs idle
+  at the end of a long causal launch (seq 16384, 16 heads). Each role decodes the tile by
+  the same ``@T.inline`` helper, ``work_item``.
 * **Warp specialisation.** Warpgroups 0 and 1 are the *consumers*, each owning 64 of the
   tile's query rows; warpgroup 2 is the *producer*. It gives its registers away
   (``setmaxnreg`` 24) and the consumers take them (240: S, P and a 64 x head_dim float32
@@ -55,11 +59,16 @@ The technique, from the outside in (FlashAttention-3, Shah et al. 2024, §3):
 * **Online softmax with exp2.** Per row the running maximum ``m`` (of the raw scores) and
   sum ``l``; with ``c = scale · log2(e)`` folded in, ``P = 2^(S c - m c)`` is one ``fma`` and
   one ``ex2.approx.ftz`` per score, and ``alpha = 2^((m_old - m) c)`` rescales ``l`` and
-  ``O``. The row max is ``Tx.wg.max`` over the accumulator fragment (in-thread, then two
-  shuffles) into ``wgmma_accumulator_rows()``, which broadcasts back over the rows in
-  registers; ``l`` is kept as each lane's partial sums (S viewed as (64, 4, BN / 4), the
-  middle axis the 4 lanes of a row, summed over the last axis without a shuffle) and summed
-  across the lanes once per tile.
+  ``O``. ``m`` moves only when a block's row maximum passes it by more than ``RESCALE_AT``
+  (8, in the exponent), so P stays below 2^8 (exact in float32 and as precise in 16 bits),
+  and the 64 x head_dim float32 O is rescaled (``head_dim / 2`` multiplies per thread, on
+  the path between one block's P V and the next block's issue) only in warps where some
+  row's maximum moved (``vote.sync.any``): after the first blocks, rarely. The row max is
+  ``Tx.wg.max`` over the accumulator fragment (in-thread, then two shuffles) into
+  ``wgmma_accumulator_rows()``, which broadcasts back over the rows in registers; ``l`` is
+  kept as each lane's partial sums (S viewed as (64, 4, BN / 4), the middle axis the 4
+  lanes of a row, summed over the last axis without a shuffle) and summed across the lanes
+  once per tile.
 * **Masks only where needed.** With ``causal``, the key blocks a tile's rows cannot see are
   neither loaded nor computed; only blocks crossing the diagonal, or the last one when
   ``seq_k`` is not a multiple of the block, get ``-inf`` per score (by its row and column,
@@ -79,6 +88,7 @@ from __future__ import annotations
 import math
 
 from tilewise import T, Tx, runtime
+from tilewise.sched import Snake
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
                              wgmma_accumulator_rows, wid_in_wg)
 
@@ -89,6 +99,10 @@ H200_SMS = 132
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 NEG_INF = float("-inf")
+#: A row's running maximum m moves only when a block's scores pass it by more than this
+#: (in the exponent, log2 units): P = 2^(S c - m c) <= 2^8 then, and O is rescaled only in
+#: warps where some row's m moved (rarely after the first blocks).
+RESCALE_AT = 8.0
 
 
 def plan(head_dim: int, block_n: int | None = None, stages: int | None = None):
@@ -123,6 +137,9 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
         raise ValueError(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "
                          "256 and the ring has at least one stage")
     scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
+    if not scale > 0:
+        raise ValueError(f"scale={scale}: a positive number (the running maximum is taken "
+                         "over the unscaled scores)")
     key = (heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
            bool(return_lse), BN, stages, o_in_q, num_sms or runtime.sm_count(default=H200_SMS))
     if key not in _KERNELS:  # built once: the same kernel object compiles once
@@ -169,7 +186,9 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
         wg = tid // 128  # 0, 1: consumers; 2: the producer
         MB = (seq_q + BM - 1) // BM  # q-blocks per (batch, head)
         NB = (seq_k + BN - 1) // BN  # key blocks
-        tiles = batch * heads * MB
+        BH = batch * heads
+        tiles = BH * MB
+        sched = Snake(tiles, first=bx, step=ctas)  # longest first (work_item), dealt in a snake
         Qs = T.alloc_buffer((BM, D), dtype, scope="shared.dyn", layout=q_layout, align=1024)
         Ks = T.alloc_buffer((stages, BN, D), dtype, scope="shared.dyn", layout=kv_layout,
                             align=1024)
@@ -201,9 +220,12 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
             if tid == 256:  # one thread issues every load
                 it = 0  # K/V blocks this CTA has gone through (the ring's position)
                 tc = 0  # tiles this CTA has done (the Q barrier's phase)
-                for t in range(bx, tiles, ctas):
-                    b, h, hk, m0, n_blocks = work_item(t, MB, NB, heads, group, seq_k, causal,
-                                                       BM, BN)
+                for rnd in sched.rounds():
+                    t = sched.index(rnd)
+                    if t >= tiles:  # this round's units ran out before this CTA
+                        continue
+                    b, h, hk, m0, n_blocks = work_item(t, MB, NB, BH, heads, group, seq_k,
+                                                       causal, BM, BN, ctas)
                     T.ptx.mbarrier.try_wait(T.address_of(q_empty[0]), (tc + 1) % 2)
                     T.ptx.mbarrier.arrive.expect_tx(T.address_of(q_full[0]), q_bytes)
                     Tx.thread.copy_async(Qs[:, :], Q[b, h, m0:m0 + BM, :], dispatch="tma",
@@ -231,7 +253,8 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
             sr = T.alloc_local((BN // 2,), "float32")
             Sacc = sr.view(64, BN, layout=acc_s)
             P = T.alloc_local((64, BN), dtype, layout=p_frag)
-            Oacc = T.alloc_local((64, D), "float32", layout=acc_o)
+            orr = T.alloc_local((D // 2,), "float32")
+            Oacc = orr.view(64, D, layout=acc_o)
             Ob = T.alloc_local((64, D), dtype, layout=acc_o)
             mr = T.alloc_local((2,), "float32")
             m = mr.view(64, 1, layout=rows)
@@ -254,9 +277,12 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                 T.ptx.bar.arrive(1, 256)  # warpgroup 0 issues its GEMMs first
             it = 0
             tc = 0
-            for t in range(bx, tiles, ctas):
-                b, h, hk, m0, n_blocks = work_item(t, MB, NB, heads, group, seq_k, causal,
-                                                   BM, BN)
+            for rnd in sched.rounds():
+                t = sched.index(rnd)
+                if t >= tiles:
+                    continue
+                b, h, hk, m0, n_blocks = work_item(t, MB, NB, BH, heads, group, seq_k, causal,
+                                                   BM, BN, ctas)
                 r0 = m0 + 64 * cw  # this warpgroup's first row
                 # blocks from n_full on hold a masked score (the diagonal, or keys >= seq_k)
                 if causal:
@@ -266,6 +292,7 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                 Tx.wg.fill(m, NEG_INF)
                 Tx.wg.fill(lpart, 0.0)
                 Tx.wg.zero(Oacc)  # so the first rescale (by 0) and P V need no special case
+                grew: T.bool = False  # some row of this warp moved its maximum: rescale O
                 T.ptx.mbarrier.try_wait(T.address_of(q_full[0]), tc % 2)
                 # One body, unrolled twice while parsing: phase 0 is block 0 (no P V to issue
                 # yet), phase 1 the steady state, blocks 1 .. n_blocks - 1. Keeping `if`s out
@@ -277,7 +304,8 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                         sv = (it + j + stages - 1) % stages
                         T.ptx.mbarrier.try_wait(T.address_of(k_full[s]), (it + j) // stages % 2)
                         if phase:
-                            Tx.wg.mul(Oacc, Oacc, alpha)  # rescale O before adding P V
+                            if grew:  # rescale O before adding P V
+                                rescale(orr, ar, D)
                             T.ptx.mbarrier.try_wait(T.address_of(v_full[sv]),
                                                     (it + j - 1) // stages % 2)
                         for slot in T.static_range(2):  # ping-pong: warpgroup `slot` issues
@@ -307,11 +335,13 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                                     sr[r] = T.select(col >= seq_k, NEG_INF, sr[r])
                         # online softmax, in the log2 domain with the scale folded in
                         Tx.wg.max(x, Sacc, axes=-1)
-                        Tx.wg.maximum(x, x, m)  # the new running max
-                        Tx.wg.sub(alpha, m, x)
+                        for i in T.static_range(2):  # m moves only past m + RESCALE_AT / c
+                            mi = T.select(xr[i] > mr[i] + RESCALE_AT / sl2, xr[i], mr[i])
+                            ar[i] = mr[i] - mi  # 0 where m stays
+                            mr[i] = mi
+                        grew = T.ptx.vote_sync("any", (ar[0] != 0.0) | (ar[1] != 0.0))
                         Tx.wg.exp2(alpha, alpha, scale=sl2, ftz=True)  # 2^((m_old - m) c)
-                        Tx.wg.maximum(m, m, x)
-                        Tx.wg.mul(x, x, -sl2)
+                        Tx.wg.mul(x, m, -sl2)
                         Tx.wg.fma(Sacc, Sacc, sl2, x)  # S c - m c
                         Tx.wg.exp2(Sacc, Sacc, ftz=True)  # P, unnormalised
                         Tx.wg.sum(y, S3, axes=-1)  # this lane's part of the row sums
@@ -323,7 +353,8 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                         Tx.wg.cast(P, Sacc)  # P, in registers, is the next wgmma's A operand
                 # the last block's P V
                 sv = (it + n_blocks - 1) % stages
-                Tx.wg.mul(Oacc, Oacc, alpha)
+                if grew:
+                    rescale(orr, ar, D)
                 T.ptx.mbarrier.try_wait(T.address_of(v_full[sv]),
                                         (it + n_blocks - 1) // stages % 2)
                 for slot in T.static_range(2):
@@ -413,15 +444,34 @@ def _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
 
 
 @T.inline
-def work_item(t, MB, NB, heads, group, seq_k, causal, BM, BN):
+def rescale(orr, ar, D):
+    """O *= alpha, per thread: accumulator register v of a 64 x D wgmma tile holds row
+    ``8 * (v // 2 % 2)`` of the thread's pair of rows (``wgmma_accumulator``)."""
+    for v in T.static_range(D // 2):
+        orr[v] = orr[v] * ar[v // 2 % 2]
+
+
+@T.inline
+def work_item(t, MB, NB, BH, heads, group, seq_k, causal, BM, BN, ctas):
     """Work item ``t`` of the persistent loop -> (batch, head, its key/value head, first
     row, key blocks to visit): the one order the producer and both consumers walk, written
-    once and parsed into each role's loop. Causal tiles go longest first (the last q-block
-    of a head sees the most keys) and see only the key blocks up to their diagonal."""
-    bh = t // MB
+    once and parsed into each role's loop. Without ``causal`` every tile is as long as the
+    next and they go (batch, head) by (batch, head): the CTAs at work share its K and V in
+    L2. Causal tiles see only the key blocks up to their diagonal and go longest first, so
+    that the snake deal (``tilewise.sched.Snake``) balances the CTAs' work: with few heads
+    (``BH``, batch x heads, at most a quarter of the CTAs, so that each head still has
+    several CTAs streaming its K and V together) by q-block *level* across all heads (every
+    head's last q-block, then the ones before them, ...), else head by head, longest first
+    within each head (a round of CTAs then spans whole heads)."""
+    if causal:
+        by_level = BH * 4 <= ctas
+        bh = T.select(by_level, t % BH, t // MB)
+        mb = MB - 1 - T.select(by_level, t // BH, t % MB)
+    else:
+        bh = t // MB
+        mb = t % MB
     b = bh // heads
     h = bh % heads
-    mb = MB - 1 - t % MB if causal else t % MB
     m0 = mb * BM
     if causal:  # the key blocks the tile's rows see; the rest are skipped
         n_blocks = T.min(NB, (T.min(m0 + BM, seq_k) + BN - 1) // BN)

@@ -22,6 +22,7 @@ FORWARD = [
     (1, 2, 1000, 513, 256, False, None, "float16"),
     (4, 8, 512, 512, 64, False, 4, "float16"),
     (1, 1, 1, 1, 128, True, None, "bfloat16"),
+    (8, 8, 700, 700, 64, True, None, "bfloat16"),  # 64 heads > CTAs / 4: head by head
 ]
 
 
@@ -61,6 +62,19 @@ def test_forward_matches_sdpa(attn, torch, case):
     sdpa = torch.nn.functional.scaled_dot_product_attention(
         q, k, v, is_causal=causal, enable_gqa=hk is not None)
     assert float((o.double() - sdpa.double()).abs().max()) < 2.0 ** -5  # both ~2^-8 off
+
+
+def test_forward_where_later_keys_move_the_maximum(attn, torch):
+    """Keys growing 30 x along the sequence: rows' maxima move past RESCALE_AT block after
+    block (O rescaled in those warps), while rows of small queries keep theirs."""
+    q, k, v = _inputs(torch, 2, 4, 1000, 2000, 128, None, "bfloat16", seed=4)
+    k = k * torch.linspace(1, 30, 2000, device="cuda", dtype=k.dtype)[:, None]
+    q[:, :, ::3] *= 0.01
+    o = torch.full_like(q, float("nan"))
+    attn.make_attention(2, 4, 1000, 2000, 128)(q, k, v, o)
+    ref_o, _ = reference(torch, q, k, v, False)
+    err = (o.double() - ref_o).abs()
+    assert (err <= 2.0 ** -7 * ref_o.abs() + 2.0 ** -6).all(), float(err.max())
 
 
 def test_forward_without_lse_and_with_a_scale(attn, torch):

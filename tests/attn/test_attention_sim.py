@@ -27,11 +27,12 @@ def _check(attn, q, k, v, o, lse, causal, scale=None):
         assert np.abs(lse - ref_l).max() < 1e-5
 
 
-def _run(attn, shape, causal, kv_heads=None, dtype="bfloat16", lse=True, seed=0, **kw):
+def _run(attn, shape, causal, kv_heads=None, dtype="bfloat16", lse=True, seed=0, num_sms=2,
+         **kw):
     rng = np.random.default_rng(seed)
     q, k, v, o, l_ = attn.inputs(rng, shape, dtype, kv_heads)
     kern = attn.make_attention(*shape, causal=causal, dtype=dtype, kv_heads=kv_heads,
-                               return_lse=lse, num_sms=2, **kw)
+                               return_lse=lse, num_sms=num_sms, **kw)
     t0 = time.perf_counter()
     rep = tw.simulate(kern, q, k, v, o, *([l_] if lse else []))
     assert rep.ok
@@ -39,20 +40,41 @@ def _run(attn, shape, causal, kv_heads=None, dtype="bfloat16", lse=True, seed=0,
     return time.perf_counter() - t0
 
 
-@pytest.mark.slow(group="attention-sim")  # one of the six whole-kernel runs by default
+@pytest.mark.slow(group="attention-sim")  # one of the sampled whole-kernel runs
 def test_the_example_causal_gqa_with_tails(attn):
     """Both sequence lengths off the block size, two query heads on one key/value head."""
     assert _run(attn, attn.SHAPE, True, attn.KV_HEADS) < 60
 
 
-@pytest.mark.slow(group="attention-sim")  # one of the six whole-kernel runs by default
+@pytest.mark.slow(group="attention-sim")  # one of the sampled whole-kernel runs
+def test_causal_tiles_dealt_by_level_across_heads(attn):
+    """Two heads and eight CTAs (heads <= CTAs / 4): the causal tiles go by q-block level
+    across both heads, dealt in a snake; two CTAs find no tile in the last round."""
+    _run(attn, (1, 2, 300, 300, 64), True, num_sms=8, lse=False)
+
+
+def test_o_is_rescaled_where_a_later_block_moves_the_maximum(attn):
+    """Keys that grow along the sequence (the last block's scores 20 x the first's): the
+    rows' maxima move by more than RESCALE_AT in later blocks, so those warps rescale O;
+    rows whose maximum stays keep P <= 2^8 and skip it. Both must give SDPA's O."""
+    shape, rng = (1, 1, 64, 384, 64), np.random.default_rng(3)
+    q, k, v, o, _ = attn.inputs(rng, shape)
+    grow = np.linspace(1, 20, shape[3])[None, None, :, None]
+    k = (k.astype(np.float64) * grow).astype(k.dtype)
+    q[0, 0, :32] = q[0, 0, :32] * 0.01  # half of the rows: scores too small to move m
+    kern = attn.make_attention(*shape, causal=False, num_sms=1)
+    assert tw.simulate(kern, q, k, v, o).ok
+    _check(attn, q, k, v, o, None, False)
+
+
+@pytest.mark.slow(group="attention-sim")  # one of the sampled whole-kernel runs
 def test_head_dim_128_without_causal_mask_nor_lse(attn):
     """77 query rows (one partial tile), 200 keys: a full block and a masked tail block;
     the kernel without the LSE parameter is k(Q, K, V, O)."""
     _run(attn, (1, 2, 77, 200, 128), False, lse=False, dtype="float16", scale=0.3)
 
 
-@pytest.mark.slow(group="attention-sim")  # one of the six whole-kernel runs by default
+@pytest.mark.slow(group="attention-sim")  # one of the sampled whole-kernel runs
 def test_the_log_shows_the_fa3_decisions(attn):
     """TMA loads, S = Q Kᵀ from shared memory, P V with P from registers, the row
     reductions on the fragment (shuffles for max, in-thread for the partial sums), the
@@ -117,3 +139,5 @@ def test_sizes_are_checked_before_building(attn):
         attn.make_attention(1, 1, 64, 64, 64, dtype="float32")
     with pytest.raises(ValueError, match="seq_k=0 must be a positive int"):
         attn.make_attention(1, 1, 64, 0, 64)
+    with pytest.raises(ValueError, match="positive"):
+        attn.make_attention(1, 1, 64, 64, 64, scale=-0.1)
