@@ -26,24 +26,26 @@ The technique, from the outside in (FlashAttention-3, Shah et al. 2024, §3):
   across all heads rather than within each: a round-robin deal left a third of the SMs idle
   at the end of a long causal launch (seq 16384, 16 heads). Each role decodes the tile by
   the same ``@T.inline`` helper, ``work_item``.
-* **Warp specialisation.** Warpgroups 0 and 1 are the *consumers*, each owning 64 of the
-  tile's query rows; warpgroup 2 is the *producer*. It gives its registers away
-  (``setmaxnreg`` 24) and the consumers take them (240: S, P and a 64 x head_dim float32
-  O live at once), and one of its threads issues every TMA load: Q once per tile, K and V
-  block by block through rings of ``stages`` shared buffers, each guarded by a *full*
-  mbarrier (the producer announces the bytes, the copy engine completes them) and an
-  *empty* one (both consumers arrive when they no longer read it). K and V have rings of
-  their own, since K block j is read one step before V block j. (nvJitLink ignores
-  ``setmaxnreg``; tilewise assembles kernels that use it with a whole-program ``ptxas``:
-  docs/codegen.md.)
-* **Ping-pong between the consumers.** Two named barriers order the tensor-core work of the
+* **Warp specialisation.** Warpgroups 0 .. C - 1 are the *consumers* (C = 2, or 3 at
+  head_dim 64: ``consumers=``), each owning 64 of the tile's query rows; warpgroup C is the
+  *producer*. It gives its registers away (``setmaxnreg`` 24) and the consumers take them
+  (240 with two, 160 with three: S, P and a 64 x head_dim float32 O live at once), and one
+  of its threads issues every TMA load: Q once per tile, K and V block by block through
+  rings of ``stages`` shared buffers, each guarded by a *full* mbarrier (the producer
+  announces the bytes, the copy engine completes them) and an *empty* one (every consumer
+  arrives when it no longer reads it). K and V have rings of their own, since K block j is
+  read one step before V block j. (nvJitLink ignores ``setmaxnreg``; tilewise assembles
+  kernels that use it with a whole-program ``ptxas``: docs/codegen.md.)
+* **Ping-pong between the consumers.** Named barriers order the tensor-core work of the
   consumers: in each step warpgroup ``c`` waits on barrier ``1 + c`` (``bar.sync``, 256
-  threads) before issuing its GEMMs, then lets the other one go (``bar.arrive`` on its
-  barrier). So while one warpgroup runs its softmax on the CUDA cores the other runs its
-  GEMMs on the tensor cores. The issue code is one body unrolled for the two *slots*
-  (``for slot in T.static_range(2): if cw == slot: ...``): both consumers run the same
-  program, each issuing in its own slot (which is also what lets the simulator run them as
-  two thread sets that wait on each other).
+  threads) before issuing its GEMMs, then lets the next one go (``bar.arrive`` on barrier
+  ``1 + (c + 1) % C``). So while one warpgroup runs its softmax on the CUDA cores the others
+  run their GEMMs on the tensor cores. The issue code is one body unrolled for the C
+  *slots* (``for slot in T.static_range(C): if cw == slot: ...``): every consumer runs the
+  same program, each issuing in its own slot (which is also what lets the simulator run
+  them as thread sets that wait on each other). Three consumers (192-row tiles) give each
+  softmax two others' GEMMs to hide behind, which matters at head_dim 64, where a block's
+  exponentials take as long on the SFUs as its GEMMs on the tensor cores.
 * **Inside a warpgroup, the next S = Q Kⱼᵀ overlaps the softmax.** Step ``j`` issues
   ``S = Q Kⱼᵀ`` and then ``O += P Vⱼ₋₁`` (P of step j - 1), waits for the first
   (``wgmma.wait_group(1)``), runs the softmax of S while the second still runs, then waits
@@ -92,7 +94,8 @@ from tilewise.sched import Snake
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
                              wgmma_accumulator_rows, wid_in_wg)
 
-BM = 128  # query rows per tile: two consumer warpgroups of 64
+#: consumer warpgroups (64 query rows each) per tile, by head_dim: a tile has 64 x that rows
+CONSUMERS = {64: 2, 128: 2, 256: 2}
 # keys per block, by head_dim (registers, smem); head_dim 256 without a causal mask takes 80
 # (two stages of 80-key K and V fit beside the Q tile; measured on the H200, 1.04-1.06 x the
 # 64-key block at seq 4096 / 16384), with one 64 (80-key blocks cut the diagonal worse).
@@ -110,15 +113,17 @@ RESCALE_AT = 8.0
 
 
 def plan(head_dim: int, block_n: int | None = None, stages: int | None = None,
-         causal: bool = True):
-    """(block_n, stages, o_in_q): keys per block, K/V ring depth, and whether the output
-    tile reuses the Q tile's shared memory (when a separate one does not fit)."""
+         causal: bool = True, consumers: int | None = None):
+    """(block_n, stages, o_in_q, consumers): keys per block, K/V ring depth, whether the
+    output tile reuses the Q tile's shared memory (when a separate one does not fit), and the
+    consumer warpgroups."""
     bn = block_n or (BLOCK_N if causal else BLOCK_N_FULL)[head_dim]
-    q = BM * head_dim * 2
+    consumers = consumers or CONSUMERS[head_dim]
+    q = 64 * consumers * head_dim * 2
     kv = 2 * bn * head_dim * 2  # one K and one V block
     o_in_q = q + q + 2 * kv > SMEM_BYTES - 1024
     free = SMEM_BYTES - 1024 - q - (0 if o_in_q else q)
-    return bn, stages or min(4, free // kv), o_in_q
+    return bn, stages or min(4, free // kv), o_in_q, consumers
 
 
 #: The sizes the kernel leaves symbolic (bound from the arrays at launch): one compiled
@@ -130,23 +135,29 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
                    causal: bool = False, dtype: str = "bfloat16", kv_heads: int | None = None,
                    scale: float | None = None, return_lse: bool = False, *,
                    block_n: int | None = None, stages: int | None = None,
-                   num_sms: int | None = None):
+                   consumers: int | None = None, num_sms: int | None = None):
     """The attention kernel ``k(Q, K, V, O)`` (``k(Q, K, V, O, LSE)`` with ``return_lse``);
-    see the module docstring. ``block_n`` (keys per block), ``stages`` (K/V ring depth) and
-    ``num_sms`` (persistent CTAs) tune it. The batch and the sequence lengths are checked
+    see the module docstring. ``block_n`` (keys per block), ``stages`` (K/V ring depth),
+    ``consumers`` (2 or 3 warpgroups of 64 query rows per tile) and ``num_sms`` (persistent
+    CTAs) tune it. The batch and the sequence lengths are checked
     here and left symbolic in the kernel, so calls that differ only in them share one
     compiled kernel."""
     _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads)
-    BN, stages, o_in_q = plan(head_dim, block_n, stages, causal)
+    BN, stages, o_in_q, consumers = plan(head_dim, block_n, stages, causal, consumers)
     if BN % 16 or not 16 <= BN <= 256 or stages < 1:
         raise ValueError(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "
                          "256 and the ring has at least one stage")
+    if consumers not in (2, 3) or (consumers == 3 and head_dim != 64):
+        raise ValueError(f"consumers={consumers}: 2 warpgroups, or 3 at head_dim 64 (three "
+                         "consumers have 160 registers a thread, too few for S, P and O at "
+                         f"head_dim {head_dim})")
     scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
     if not scale > 0:
         raise ValueError(f"scale={scale}: a positive number (the running maximum is taken "
                          "over the unscaled scores)")
     key = (heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
-           bool(return_lse), BN, stages, o_in_q, num_sms or runtime.sm_count(default=H200_SMS))
+           bool(return_lse), BN, stages, o_in_q, consumers,
+           num_sms or runtime.sm_count(default=H200_SMS))
     if key not in _KERNELS:  # built once: the same kernel object compiles once
         _KERNELS[key] = _build(*key)
     return _KERNELS[key]
@@ -155,11 +166,14 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
 _KERNELS: dict = {}
 
 
-def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, ctas):
+def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C, ctas):
     batch, seq_q, seq_k = BATCH, SEQ_Q, SEQ_K
     group = heads // Hk
     sl2 = scale * LOG2E
-    threads = 384  # consumers: warpgroups 0 and 1; producer: warpgroup 2
+    BM = 64 * C  # query rows per tile
+    threads = 128 * (C + 1)  # consumers: warpgroups 0 .. C - 1; producer: warpgroup C
+    # the producer keeps 24 registers; the consumers share the rest (at most 240)
+    regs = min(240, (65536 - 128 * 24) // (128 * C) // 8 * 8)
     q_layout = swizzled_tile(BM, D, 16, 128)
     kv_layout = swizzled_tile(BN, D, 16, 128, stages=stages)
     # K's ring viewed as (stages, D, BN): the B operand of S = Q Kᵀ, K-major
@@ -188,7 +202,7 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
         T.device_entry()
         bx = T.cta_id([ctas])
         tid = T.thread_id([threads])
-        wg = tid // 128  # 0, 1: consumers; 2: the producer
+        wg = tid // 128  # 0 .. C - 1: consumers; C: the producer
         MB = (seq_q + BM - 1) // BM  # q-blocks per (batch, head)
         NB = (seq_k + BN - 1) // BN  # key blocks
         BH = batch * heads
@@ -213,16 +227,16 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
         v_empty = T.alloc_shared((stages,), "uint64")
         if tid == 0:
             T.ptx.mbarrier.init(T.address_of(q_full[0]), 1)
-            T.ptx.mbarrier.init(T.address_of(q_empty[0]), 2)
+            T.ptx.mbarrier.init(T.address_of(q_empty[0]), C)
             for s in range(stages):
                 T.ptx.mbarrier.init(T.address_of(k_full[s]), 1)
-                T.ptx.mbarrier.init(T.address_of(k_empty[s]), 2)
+                T.ptx.mbarrier.init(T.address_of(k_empty[s]), C)
                 T.ptx.mbarrier.init(T.address_of(v_full[s]), 1)
-                T.ptx.mbarrier.init(T.address_of(v_empty[s]), 2)
+                T.ptx.mbarrier.init(T.address_of(v_empty[s]), C)
         T.cuda.cta_sync()
-        if wg == 2:  # ------------------------------------------------------------ producer
+        if wg == C:  # ------------------------------------------------------------ producer
             T.ptx.setmaxnreg(False, 24)  # the producer gives its registers away
-            if tid == 256:  # one thread issues every load
+            if tid == 128 * C:  # one thread issues every load
                 it = 0  # K/V blocks this CTA has gone through (the ring's position)
                 tc = 0  # tiles this CTA has done (the Q barrier's phase)
                 for rnd in sched.rounds():
@@ -253,7 +267,7 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                     it = it + n_blocks
                     tc = tc + 1
         else:  # ------------------------------------------------------------------ consumers
-            T.ptx.setmaxnreg(True, 240)  # ... and the consumers take them
+            T.ptx.setmaxnreg(True, regs)  # ... and the consumers take them
             # registers: S (Sacc), P, O, O, per-row m, l, alpha and a scratch x
             sr = T.alloc_local((BN // 2,), "float32")
             Sacc = sr.view(64, BN, layout=acc_s)
@@ -278,7 +292,7 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
             cw = wg  # this warpgroup's 64 rows of each tile
             leader = tid % 128 == 0
             lane = tid % 32
-            if cw == 1:
+            if cw == C - 1:
                 T.ptx.bar.arrive(1, 256)  # warpgroup 0 issues its GEMMs first
             it = 0
             tc = 0
@@ -313,7 +327,7 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                                 rescale(orr, ar, D)
                             T.ptx.mbarrier.try_wait(T.address_of(v_full[sv]),
                                                     (it + j - 1) // stages % 2)
-                        for slot in T.static_range(2):  # ping-pong: warpgroup `slot` issues
+                        for slot in T.static_range(C):  # ping-pong: warpgroup `slot` issues
                             if cw == slot:
                                 T.ptx.bar.sync(1 + slot, 256)  # its turn on the tensor cores
                                 T.ptx.wgmma.fence()
@@ -323,7 +337,7 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                                 if phase:  # O += P V of the previous block, in flight with S
                                     Tx.wg.gemm_async(Oacc, P, Vs[sv, :, :], accum=True)
                                     T.ptx.wgmma.commit_group()
-                                T.ptx.bar.arrive(2 - slot, 256)  # the other one's turn
+                                T.ptx.bar.arrive(1 + (slot + 1) % C, 256)  # the next one's
                         T.ptx.wgmma.wait_group(phase)  # S is ready (P V may still run)
                         if leader:
                             T.ptx.mbarrier.arrive(T.address_of(k_empty[s]))
@@ -362,13 +376,13 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                     rescale(orr, ar, D)
                 T.ptx.mbarrier.try_wait(T.address_of(v_full[sv]),
                                         (it + n_blocks - 1) // stages % 2)
-                for slot in T.static_range(2):
+                for slot in T.static_range(C):
                     if cw == slot:
                         T.ptx.bar.sync(1 + slot, 256)
                         T.ptx.wgmma.fence()
                         Tx.wg.gemm_async(Oacc, P, Vs[sv, :, :], accum=True)
                         T.ptx.wgmma.commit_group()
-                        T.ptx.bar.arrive(2 - slot, 256)
+                        T.ptx.bar.arrive(1 + (slot + 1) % C, 256)
                 T.ptx.wgmma.wait_group(0)
                 if leader:
                     T.ptx.mbarrier.arrive(T.address_of(v_empty[sv]))
@@ -387,10 +401,10 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, c
                 Tx.wg.cast(Ob, Oacc)
                 if leader:
                     T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has left Os
-                T.ptx.bar.sync(3 + cw, 128)
+                T.ptx.bar.sync(1 + C + cw, 128)
                 Tx.wg.copy(Os[cw * 64:cw * 64 + 64, :], Ob)
                 T.ptx.fence.proxy_async()
-                T.ptx.bar.sync(3 + cw, 128)
+                T.ptx.bar.sync(1 + C + cw, 128)
                 if leader:
                     Tx.thread.copy_async(O[b, h, r0:r0 + 64, :], Os[cw * 64:cw * 64 + 64, :],
                                          dispatch="tma")

@@ -64,6 +64,20 @@ def test_forward_matches_sdpa(attn, torch, case):
     assert float((o.double() - sdpa.double()).abs().max()) < 2.0 ** -5  # both ~2^-8 off
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_forward_with_three_consumers(attn, torch, causal):
+    """head_dim 64 with 192-row tiles (three consumer warpgroups), GQA and odd lengths."""
+    q, k, v = _inputs(torch, 2, 8, 1000, 777, 64, 2, "bfloat16", seed=5)
+    o = torch.full_like(q, float("nan"))
+    lse = torch.full((2, 8, 1000), float("nan"), device="cuda", dtype=torch.float32)
+    attn.make_attention(2, 8, 1000, 777, 64, causal=causal, kv_heads=2, return_lse=True,
+                        consumers=3)(q, k, v, o, lse)
+    ref_o, ref_l = reference(torch, q, k, v, causal)
+    err = (o.double() - ref_o).abs()
+    assert (err <= 2.0 ** -7 * ref_o.abs() + 2.0 ** -6).all(), float(err.max())
+    assert float((lse.double() - ref_l).abs().max()) < 1e-4
+
+
 def test_forward_where_later_keys_move_the_maximum(attn, torch):
     """Keys growing 30 x along the sequence: rows' maxima move past RESCALE_AT block after
     block (O rescaled in those warps), while rows of small queries keep theirs."""

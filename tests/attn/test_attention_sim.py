@@ -53,6 +53,13 @@ def test_causal_tiles_dealt_by_level_across_heads(attn):
     _run(attn, (1, 2, 300, 300, 64), True, num_sms=8, lse=False)
 
 
+@pytest.mark.slow(group="attention-sim")  # one of the sampled whole-kernel runs
+def test_three_consumer_warpgroups_at_head_dim_64(attn):
+    """192-row tiles: three consumers take turns on the tensor cores (barriers 1 -> 2 -> 3
+    -> 1), each with its 64 rows; causal, with a partial last tile."""
+    _run(attn, (1, 2, 300, 300, 64), True, consumers=3)
+
+
 def test_o_is_rescaled_where_a_later_block_moves_the_maximum(attn):
     """Keys that grow along the sequence (the last block's scores 20 x the first's): the
     rows' maxima move by more than RESCALE_AT in later blocks, so those warps rescale O;
@@ -139,5 +146,7 @@ def test_sizes_are_checked_before_building(attn):
         attn.make_attention(1, 1, 64, 64, 64, dtype="float32")
     with pytest.raises(ValueError, match="seq_k=0 must be a positive int"):
         attn.make_attention(1, 1, 64, 0, 64)
+    with pytest.raises(ValueError, match="3 at head_dim 64"):
+        attn.make_attention(1, 1, 64, 64, 128, consumers=3)
     with pytest.raises(ValueError, match="positive"):
         attn.make_attention(1, 1, 64, 64, 64, scale=-0.1)
