@@ -14,6 +14,12 @@ read what the layout says, and a refusal names the first element that differs.
 The buffer must start on a swizzle repeat (the allocation's ``align=``; 1024 bytes for a
 128-byte swizzle) and a symbolic region start (a pipeline stage ``smem[s, :, :]``) must be
 a multiple of it, because the swizzle works on absolute shared addresses.
+
+The descriptors of the K-steps differ in their start address only, by constants: step
+``i`` starts ``step_bytes[i]`` bytes after the region's first element (within a 128-byte
+swizzle row, K-major, a 32-byte step is an add to the start address, as CUTLASS's
+descriptor iterator does). So :func:`step_descriptors` builds the region's descriptor once
+and each step's from it by one integer add, exactly (its docstring says why).
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import dtype as dt
-from ..ir.expr import AddressOf, BufferRegion, Expr, IntImm, as_int, binop, cast
+from ..ir.expr import AddressOf, BufferRegion, Expr, IntImm, Var, as_int, binop, cast
+from ..ir.stmt import LetStmt
 from ..ptx import wgmma
 from ..ptx.table import PTX_OPS
 from ..passes.indexing import memory_offset
@@ -35,17 +42,23 @@ from .registry import DispatchFail
 
 @dataclass(frozen=True)
 class OperandPlan:
-    """How one shared operand is described: ``k_major``, the descriptor fields, and per
-    K-step the region coordinates of the step's first element (its start address)."""
+    """How one shared operand is described: ``k_major``, the descriptor fields, the buffer
+    coordinates of the region's first element and, per K-step, the byte offset of the
+    step's first element (its start address) from it."""
 
     k_major: bool
     swizzle: int
     lbo: int
     sbo: int
-    step_coords: tuple  # per K-step: full buffer coordinates of element (0, k0)
+    start: tuple  # full buffer coordinates of the region's element (0, 0)
+    step_bytes: tuple[int, ...]  # per K-step: bytes from element (0, 0) to (0, k0), % 16 == 0
 
     def fields(self) -> int:
         return wgmma.encode_fields(self.lbo, self.sbo, self.swizzle)
+
+    @property
+    def steps(self) -> int:
+        return len(self.step_bytes)
 
 
 def _text(region: BufferRegion) -> str:
@@ -80,7 +93,7 @@ def plan_operand(region: BufferRegion, mn_dim: int, k_inst: int, allow_mn_major:
     forms = [True] + ([False] if allow_mn_major else [])
     reasons = []
     for k_major in forms:
-        plan, reason = _fit(region, offs, mn, kt, k_inst, eb, swz, k_major, mn_d, k_d)
+        plan, reason = _fit(region, offs, mn, kt, k_inst, eb, swz, k_major)
         if plan is not None:
             return plan
         reasons.append(reason)
@@ -111,14 +124,38 @@ class Orientation:
                 f"B ({'K, N' if self.b_mn else 'N, K'})")
 
 
-def descriptor_expr(fields: int, buf, coords) -> Expr:
-    """The 64-bit descriptor of an operand tile starting at element ``coords`` of ``buf``:
-    the start address field ``(addr & 0x3FFFF) >> 4`` (the 14 bits 0-13, the same in the
-    wgmma and tcgen05 encodings) or'ed with the instruction's fixed ``fields``."""
-    addr = PTX_OPS["ptx.smem_addr"].call([AddressOf(buf, tuple(coords))], {})
-    start = binop("&", binop(">>", cast(dt.uint64, addr), IntImm(4, dt.uint32)),
-                  IntImm(0x3FFF, dt.uint64))
-    return binop("|", start, IntImm(fields, dt.uint64))
+def step_descriptors(plan: OperandPlan, fields: int, buf) -> tuple[LetStmt, list[Expr]]:
+    """The 64-bit descriptors of ``plan``'s K-steps (an operand region of ``buf``) with the
+    instruction's fixed ``fields`` (LBO, SBO, swizzle ...: wgmma's and tcgen05's descriptors
+    both have the start address in bits 0-13 and nothing else below bit 16): a ``LetStmt``
+    binding ``d`` (``<buffer>_desc``, uint32) to the low word of the region's descriptor,
+    ``(addr >> 4) | lo``, once, and per step ``i`` ``u64(d + step_bytes[i] / 16) | hi``
+    (``lo`` / ``hi``: the fields' low / high word), one 32-bit add of a constant.
+
+    Why each is bit for bit the descriptor of its step's own start address ``addr_i``,
+    ``((addr_i & 0x3FFFF) >> 4) | fields`` (PTX ISA §9.7.15.5.1.2 "Matrix Descriptor Format";
+    tcgen05's shared-memory descriptor, §9.7.16 Table 40):
+
+    * ``addr_i = addr + step_bytes[i]``: the plan measured the offsets on the buffer's layout,
+      and a run-time region start is a multiple of the swizzle repeat (checked), which moves
+      every offset by the same amount;
+    * a shared::cta address is below 2^18 (228 KB of shared memory on sm_90 and sm_100), so
+      ``& 0x3FFFF`` keeps every bit: the field is ``addr_i >> 4``, under 2^14;
+    * ``step_bytes[i]`` is a multiple of 16 (the plan declines otherwise), so
+      ``addr_i >> 4 = (addr >> 4) + step_bytes[i] / 16``;
+    * bits 0-15 of ``lo`` are zero and that sum is under 2^14, so adding it after the ``|``
+      carries nothing into the fields: ``((addr >> 4) | lo) + c = ((addr >> 4) + c) | lo``.
+
+    The mask is left out because after it LLVM cannot see step ``i`` as step 0 plus a
+    constant (it recomputed and masked every step's address)."""
+    lo, hi = fields & 0xFFFFFFFF, fields >> 32 << 32
+    assert not lo & 0xFFFF and not any(off % wgmma.CHUNK for off in plan.step_bytes)  # _fit
+    addr = PTX_OPS["ptx.smem_addr"].call([AddressOf(buf, tuple(plan.start))], {})
+    base = Var(f"{buf.name}_desc", dt.uint32)
+    let = LetStmt(base, binop("|", binop(">>", addr, IntImm(4, dt.uint32)),
+                              IntImm(lo, dt.uint32)))
+    return let, [binop("|", cast(dt.uint64, binop("+", base, IntImm(off >> 4, dt.uint32))),
+                       IntImm(hi, dt.uint64)) for off in plan.step_bytes]
 
 
 def _check_alignment(region, swz: int, eb: int, what: str) -> None:
@@ -145,7 +182,7 @@ def _byte_offsets(region, mn_d: int, k_d: int, mn: int, kt: int, eb: int) -> np.
     return (Side("op", region).offsets(rel) * eb).reshape(mn, kt)
 
 
-def _fit(region, offs, mn, kt, k_inst, eb, swz, k_major, mn_d, k_d):
+def _fit(region, offs, mn, kt, k_inst, eb, swz, k_major):
     per = wgmma.CHUNK // eb
     w = wgmma.line_chunks(swz)
     base = int(offs[0, 0])
@@ -173,10 +210,12 @@ def _fit(region, offs, mn, kt, k_inst, eb, swz, k_major, mn_d, k_d):
             return None, (f"{form}-major (swizzle {swz or 'none'}, LBO {lbo}, SBO {sbo}) puts "
                           f"element ({r}, {i * k_inst + c}) at byte {int(got[r, c])}, the "
                           f"layout at {int(want[r, c])}")
-        coords = [r.start for r in region.region]
-        coords[k_d] = coords[k_d] + i * k_inst
-        steps.append(tuple(coords))
-    return OperandPlan(k_major, swz, max(lbo, 16), max(sbo, 16), tuple(steps)), None
+        if (start - base) % wgmma.CHUNK:  # the start address field counts 16-byte units
+            return None, (f"K-step {i} starts {start - base} bytes after the tile's first "
+                          "element, not a multiple of 16")
+        steps.append(start - base)
+    return OperandPlan(k_major, swz, max(lbo, 16), max(sbo, 16),
+                       tuple(r.start for r in region.region), tuple(steps)), None
 
 
 def _diff(offs, dr: int, dc: int, base: int) -> int:

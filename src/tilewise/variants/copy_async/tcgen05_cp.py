@@ -30,8 +30,10 @@ Algorithm:
    ``128x128b``.
 3. The source region, ``rows x width``, must be a canonical K-major tile for steps of the
    shape's row bits (:func:`tilewise.tile.matrix_desc.plan_operand`, the layouts the MMA
-   operands use): one ``tcgen05.cp`` per step, at the step's first element and at the
-   destination column ``col0 + step * row bits / 32``.
+   operands use): one ``tcgen05.cp`` per step, at the step's first element (the source's
+   descriptor bound once, plus the step's constant offset:
+   :func:`tilewise.tile.matrix_desc.step_descriptors`) and at the destination column
+   ``col0 + step * row bits / 32``.
 4. No commit: completion (``T.ptx.tcgen05.commit`` to an mbarrier, then the wait) is the
    caller's; a later ``tcgen05.mma`` of the same thread is ordered after the copy by the
    tensor pipe.
@@ -47,7 +49,7 @@ from tilewise.ptx import tcgen05
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
-from tilewise.tile.matrix_desc import descriptor_expr, plan_operand
+from tilewise.tile.matrix_desc import plan_operand, step_descriptors
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 
 PAIRS = (("tmem", "shared*"),)  # (dst, src)
@@ -134,15 +136,15 @@ def _emit(ctx):
     addr = dst.buffer.allocated_addr
     if addr is None:
         raise DispatchFail(f"tensor-memory buffer {dst.buffer.name!r} has no allocated_addr")
-    out = []
-    for i, coords in enumerate(plan.step_coords):
+    let, descs = step_descriptors(plan, fields, src.buffer)
+    out = [let]
+    for i, desc in enumerate(descs):
         off = tcgen05.address(lane0, col0 // e + i * s.cols)
         taddr = addr + Cast(addr.dtype, IntImm(off)) if off else addr
         call = PTX_OPS["ptx.tcgen05.cp"].call(
-            [taddr, descriptor_expr(fields, src.buffer, coords), name,
-             int(ctx.option("cta_group", 1))], {}, span=ctx.span)
+            [taddr, desc, name, int(ctx.option("cta_group", 1))], {}, span=ctx.span)
         out.append(Evaluate(call, span=ctx.span))
-    ctx.info.append(f"{len(out)} x tcgen05.cp.{name} (lanes +{lane0}, column {col0 // e}; "
+    ctx.info.append(f"{len(descs)} x tcgen05.cp.{name} (lanes +{lane0}, column {col0 // e}; "
                     f"source K-major, swizzle {plan.swizzle or 'none'})")
     return seq(*out)
 

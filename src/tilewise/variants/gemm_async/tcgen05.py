@@ -29,10 +29,12 @@ Algorithm:
    ``C``'s datapath (same lane alignment), columns ``8 i`` on for K-step ``i`` (256 bits a row).
 5. The instruction descriptor (``tcgen05.instr_desc``) from the dtypes, M, N and majorness:
    one constant for the call.
-6. Emit, per K-step ``i``, one ``T.ptx.tcgen05.mma`` (or ``.ts`` for A in tensor memory): D's
-   address (allocation + lane alignment + column), A's and B's descriptors at the step's
-   first element, ``enable_input_d`` = ``accum`` for the first step (a run-time bool is
-   passed through), true after it.
+6. Bind the low words of A's and B's descriptors at the regions' first elements once
+   (:func:`tilewise.tile.matrix_desc.step_descriptors`); emit, per K-step ``i``, one
+   ``T.ptx.tcgen05.mma`` (or ``.ts`` for A in tensor memory): D's address (allocation + lane
+   alignment + column), A's and B's descriptors at the step's first element (the bound
+   word plus the step's constant offset), ``enable_input_d`` = ``accum`` for the first step
+   (a run-time bool is passed through), true after it.
 7. Emit no commit, fence or wait: completion (``T.ptx.tcgen05.commit`` to an mbarrier, the
    wait, ``T.ptx.tcgen05.fence.after_thread_sync``) is the caller's.
 """
@@ -46,7 +48,7 @@ from tilewise.ptx import tcgen05
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
-from tilewise.tile.matrix_desc import Orientation, descriptor_expr, plan_operand
+from tilewise.tile.matrix_desc import Orientation, plan_operand, step_descriptors
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 from tilewise.tile.tmem_region import cell_offset, classify
 
@@ -168,25 +170,32 @@ def _emit(ctx):
     g = _cta_group(ctx)
     idesc = tcgen05.instr_desc(kind.name, a.buffer.dtype.name, b.buffer.dtype.name, "float32",
                                m * g, n, pa is not None and not pa.k_major, not pb.k_major)
-    b_fields = tcgen05.smem_desc_fields(pb.lbo, pb.sbo, pb.swizzle)
     accum = ctx.option("accum", False)
     d_addr = _taddr(c, dc)
-    out = []
-    for i, cb in enumerate(pb.step_coords):
+    out, da = [], None
+    if pa is not None:
+        let_a, da = _descriptors(pa, a)
+        out.append(let_a)
+    let_b, db = _descriptors(pb, b)
+    out.append(let_b)
+    for i in range(pb.steps):
         enable = const(True) if i else (const(bool(accum)) if isinstance(accum, (bool, int))
                                         else accum)
         if ta is not None:
             a_op, name = _taddr(a, ta, i * tcgen05.A_TMEM_COLS), "ptx.tcgen05.mma.ts"
         else:
-            a_op = descriptor_expr(tcgen05.smem_desc_fields(pa.lbo, pa.sbo, pa.swizzle),
-                                   a.buffer, pa.step_coords[i])
-            name = "ptx.tcgen05.mma"
-        call = PTX_OPS[name].call([d_addr, a_op, descriptor_expr(b_fields, b.buffer, cb),
-                                   IntImm(idesc, dt.uint32), enable, kind.name, g], {},
-                                  span=ctx.span)
+            a_op, name = da[i], "ptx.tcgen05.mma"
+        call = PTX_OPS[name].call([d_addr, a_op, db[i], IntImm(idesc, dt.uint32), enable,
+                                   kind.name, g], {}, span=ctx.span)
         out.append(Evaluate(call, span=ctx.span))
-    ctx.info.append(_describe(kind, m * g, n, g, len(out), dc, pa, pb))
+    ctx.info.append(_describe(kind, m * g, n, g, pb.steps, dc, pa, pb))
     return seq(*out)
+
+
+def _descriptors(plan, region):
+    """The shared-memory descriptors of ``region``'s K-steps: a LetStmt and one per step."""
+    fields = tcgen05.smem_desc_fields(plan.lbo, plan.sbo, plan.swizzle)
+    return step_descriptors(plan, fields, region.buffer)
 
 
 def _describe(kind, m, n, g, steps, dc, pa, pb) -> str:

@@ -16,10 +16,12 @@ Algorithm:
    (:mod:`tilewise.tile.matrix_desc`): K-major, or MN-major (transposed, float16 and
    bfloat16 only) — a row-major (K, N) tile of B is MN-major; every element of every
    K-step is checked against the canonical layout, or the variant declines naming it.
-3. Emit, per K-step ``i``, one ``T.ptx.wgmma.mma_async`` whose descriptors start at the
-   step's first element (``T.ptx.smem_addr``) with the fixed LBO/SBO/swizzle fields, the
-   accumulator registers of ``C`` read and written in place, and ``scale-d`` = ``accum``
-   for the first step, true after it.
+3. Bind the low words of A's and B's descriptors at the regions' first elements
+   (``T.ptx.smem_addr``, with the fixed LBO/SBO/swizzle fields) once
+   (:func:`tilewise.tile.matrix_desc.step_descriptors`), then emit, per K-step ``i``, one
+   ``T.ptx.wgmma.mma_async`` whose descriptors are those plus the step's constant start
+   offset, the accumulator registers of ``C`` read and written in place, and ``scale-d``
+   = ``accum`` for the first step, true after it.
 4. Emit no ``wgmma.fence``, commit or wait: completion is the caller's.
 """
 
@@ -31,7 +33,7 @@ from tilewise.ptx import wgmma
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
-from tilewise.tile.matrix_desc import Orientation, descriptor_expr, plan_operand
+from tilewise.tile.matrix_desc import Orientation, plan_operand, step_descriptors
 from tilewise.tile.registry import predicate, register_dispatch
 
 
@@ -111,17 +113,17 @@ def _emit(ctx):
             for v in range(wgmma.acc_regs(n, c.buffer.dtype.name))]
     accum = ctx.option("accum", False)
     op = PTX_OPS["ptx.wgmma.mma_async"]
-    out = []
-    for i, (ca, cb) in enumerate(zip(pa.step_coords, pb.step_coords)):
+    let_a, da = step_descriptors(pa, pa.fields(), a.buffer)
+    let_b, db = step_descriptors(pb, pb.fields(), b.buffer)
+    out = [let_a, let_b]
+    for i in range(pa.steps):
         scale = const(True) if i else (const(bool(accum)) if isinstance(accum, (bool, int))
                                        else accum)
-        call = op.call([descriptor_expr(pa.fields(), a.buffer, ca),
-                        descriptor_expr(pb.fields(), b.buffer, cb), scale, n, ab,
-                        c.buffer.dtype.name, not pa.k_major, not pb.k_major, *regs], {},
-                       span=ctx.span)
+        call = op.call([da[i], db[i], scale, n, ab, c.buffer.dtype.name, not pa.k_major,
+                        not pb.k_major, *regs], {}, span=ctx.span)
         out.append(Evaluate(call, span=ctx.span))
     form = lambda p: ("K" if p.k_major else "MN") + f"-major, swizzle {p.swizzle or 'none'}"  # noqa
-    ctx.info.append(f"{len(out)} x wgmma m64n{n}k{k_inst} (A {form(pa)}; B {form(pb)})")
+    ctx.info.append(f"{pa.steps} x wgmma m64n{n}k{k_inst} (A {form(pa)}; B {form(pb)})")
     return seq(*out)
 
 

@@ -42,7 +42,7 @@ from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.fragment import places, word_view
-from tilewise.tile.matrix_desc import Orientation, descriptor_expr, plan_operand
+from tilewise.tile.matrix_desc import Orientation, plan_operand, step_descriptors
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 
 from .wgmma import _c_tile, _operands
@@ -114,7 +114,7 @@ def _emit(ctx):
     ab = a.buffer.dtype.name
     o = Orientation.of(ctx)
     pb = plan_operand(b, o.b_mn, STEP_K, True, "B")
-    if len(pb.step_coords) != len(steps):
+    if pb.steps != len(steps):
         raise DispatchFail(f"A has K = {a.shape[1]} but B has K = {b.shape[1 - o.b_mn]}")
     root = a.buffer.storage_root()
     view = word_view(root, max(max(s) for s in steps) + 1, "wgmma (A from registers)")
@@ -123,13 +123,14 @@ def _emit(ctx):
             for v in range(wgmma.acc_regs(n, c.buffer.dtype.name))]
     accum = ctx.option("accum", False)
     op = PTX_OPS["ptx.wgmma.mma_async.rs"]
-    out = [DeclBuffer(view, span=ctx.span)]
-    for i, (words, cb) in enumerate(zip(steps, pb.step_coords)):
+    let_b, db = step_descriptors(pb, pb.fields(), b.buffer)
+    out = [DeclBuffer(view, span=ctx.span), let_b]
+    for i, words in enumerate(steps):
         scale = const(True) if i else (const(bool(accum)) if isinstance(accum, (bool, int))
                                        else accum)
         a_regs = [BufferLoad(view, (IntImm(w),)) for w in words]
-        call = op.call([*a_regs, descriptor_expr(pb.fields(), b.buffer, cb), scale, n, ab,
-                        c.buffer.dtype.name, not pb.k_major, *regs], {}, span=ctx.span)
+        call = op.call([*a_regs, db[i], scale, n, ab, c.buffer.dtype.name, not pb.k_major,
+                        *regs], {}, span=ctx.span)
         out.append(Evaluate(call, span=ctx.span))
     form = ("K" if pb.k_major else "MN") + f"-major, swizzle {pb.swizzle or 'none'}"
     ctx.info.append(f"{len(steps)} x wgmma m64n{n}k{STEP_K} (A from registers; B {form})")
