@@ -36,7 +36,8 @@ def _old(fields: int, buf, coords):
     return binop("|", start, IntImm(fields, dt.uint64))
 
 
-def _kernel(dtype: str, k_major: bool, swz: int, mn: int, kt: int, fields_of):
+def _kernel(dtype: str, k_major: bool, swz: int, mn: int, kt: int, fields_of,
+            cluster: int = 1):
     """A kernel writing, for every stage s and row block b, each K-step's descriptor both ways
     into O[s, b, step, 0 / 1]; the operand is S[s, b * mn : (b + 1) * mn, :] (K-major) or
     S[s, :, b * mn : (b + 1) * mn] (MN-major) of a swizzled ring."""
@@ -55,18 +56,22 @@ def _kernel(dtype: str, k_major: bool, swz: int, mn: int, kt: int, fields_of):
     let, new = step_descriptors(plan, fields, s_buf)
     k_dim = 2 if k_major else 1
     o_ptr = Var("O_ptr", dt.handle)
-    out = Buffer("O", (STAGES, BLOCKS, len(new), 2), dt.uint64, data=o_ptr)
+    out = Buffer("O", (cluster, STAGES, BLOCKS, len(new), 2), dt.uint64, data=o_ptr)
     stores = [let]
+    rank = Var("rank")
     for i, desc in enumerate(new):
         coords = [r.start for r in region.region]
         coords[k_dim] = coords[k_dim] + i * k_inst
-        at = (s, b, IntImm(i))
+        at = (rank, s, b, IntImm(i))
         stores += [BufferStore(out, at + (IntImm(0),), desc),
                    BufferStore(out, at + (IntImm(1),), _old(fields, s_buf, coords))]
     body = For(s, IntImm(0), IntImm(STAGES), "serial",
                For(b, IntImm(0), IntImm(BLOCKS), "serial", seq(*stores)))
-    func = PrimFunc("descriptors", (o_ptr,), ((o_ptr, out),),
-                    (ThreadBinding(Var("tid"), "thread_id", (1,)),), seq(DeclBuffer(s_buf), body))
+    launch = (ThreadBinding(Var("tid"), "thread_id", (1,)),
+              ThreadBinding(Var("cta"), "cta_id", (cluster,)),
+              ThreadBinding(rank, "cta_id_in_cluster", (cluster,)))
+    func = PrimFunc("descriptors", (o_ptr,), ((o_ptr, out),), launch,
+                    seq(DeclBuffer(s_buf), body))
     return func, plan, out.shape
 
 
@@ -74,15 +79,19 @@ FIELDS = {"wgmma": lambda p: p.fields(),
           "tcgen05": lambda p: tcgen05.smem_desc_fields(p.lbo, p.sbo, p.swizzle)}
 
 
+@pytest.mark.parametrize("cluster", [1, 2])
 @pytest.mark.parametrize("inst", sorted(FIELDS))
 @pytest.mark.parametrize("dtype,k_major,swz,mn,kt", CASES)
 def test_each_steps_descriptor_is_the_one_of_its_own_start_address(inst, dtype, k_major, swz,
-                                                                    mn, kt):
-    func, plan, shape = _kernel(dtype, k_major, swz, mn, kt, FIELDS[inst])
+                                                                    mn, kt, cluster):
+    """With a cluster of two, CTA rank 1's shared addresses carry its rank at bit 24 (as on
+    the H200): the region's start must be masked to the field."""
+    func, plan, shape = _kernel(dtype, k_major, swz, mn, kt, FIELDS[inst], cluster)
     o = np.zeros(shape, np.uint64)
     tw.simulate(func, o, target="sm_90a")
     new, old = o[..., 0], o[..., 1]
-    assert (old != 0).all() and len({int(x) for x in old.ravel()}) == old.size  # all distinct
+    assert (old != 0).all()
+    assert all(len({int(x) for x in o.ravel()}) == o.size for o in old)  # distinct per CTA
     np.testing.assert_array_equal(new, old)
     # every step's start address is the region's plus its constant offset
     np.testing.assert_array_equal((new & 0x3FFF) - (new[..., :1] & 0x3FFF),

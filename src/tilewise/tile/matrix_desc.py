@@ -129,8 +129,8 @@ def step_descriptors(plan: OperandPlan, fields: int, buf) -> tuple[LetStmt, list
     instruction's fixed ``fields`` (LBO, SBO, swizzle ...: wgmma's and tcgen05's descriptors
     both have the start address in bits 0-13 and nothing else below bit 16): a ``LetStmt``
     binding ``d`` (``<buffer>_desc``, uint32) to the low word of the region's descriptor,
-    ``(addr >> 4) | lo``, once, and per step ``i`` ``u64(d + step_bytes[i] / 16) | hi``
-    (``lo`` / ``hi``: the fields' low / high word), one 32-bit add of a constant.
+    ``((addr & 0x3FFFF) >> 4) | lo``, once, and per step ``i`` ``u64(d + step_bytes[i] / 16)
+    | hi`` (``lo`` / ``hi``: the fields' low / high word), one 32-bit add of a constant.
 
     Why each is bit for bit the descriptor of its step's own start address ``addr_i``,
     ``((addr_i & 0x3FFFF) >> 4) | fields`` (PTX ISA §9.7.15.5.1.2 "Matrix Descriptor Format";
@@ -139,21 +139,25 @@ def step_descriptors(plan: OperandPlan, fields: int, buf) -> tuple[LetStmt, list
     * ``addr_i = addr + step_bytes[i]``: the plan measured the offsets on the buffer's layout,
       and a run-time region start is a multiple of the swizzle repeat (checked), which moves
       every offset by the same amount;
-    * a shared::cta address is below 2^18 (228 KB of shared memory on sm_90 and sm_100), so
-      ``& 0x3FFFF`` keeps every bit: the field is ``addr_i >> 4``, under 2^14;
-    * ``step_bytes[i]`` is a multiple of 16 (the plan declines otherwise), so
-      ``addr_i >> 4 = (addr >> 4) + step_bytes[i] / 16``;
+    * the mask is needed: the offset of a shared location is below 2^18 (228 KB on sm_90 and
+      sm_100), but its 32-bit shared::cta address in a cluster launch also carries the CTA's
+      rank at bit 24 (measured on the H200; the simulator models it,
+      ``sim/ops/wgmma/semantics.CLUSTER_RANK_SHIFT``);
+    * ``step_bytes[i]`` is a multiple of 16 (the plan declines otherwise) and ``(addr_i &
+      0x3FFFF)`` is the offset of a byte inside shared memory, below 2^18, so
+      ``(addr_i & 0x3FFFF) >> 4 = ((addr & 0x3FFFF) >> 4) + step_bytes[i] / 16`` with no
+      carry out of the field;
     * bits 0-15 of ``lo`` are zero and that sum is under 2^14, so adding it after the ``|``
-      carries nothing into the fields: ``((addr >> 4) | lo) + c = ((addr >> 4) + c) | lo``.
+      carries nothing into the fields: ``(f | lo) + c = (f + c) | lo``.
 
-    The mask is left out because after it LLVM cannot see step ``i`` as step 0 plus a
-    constant (it recomputed and masked every step's address)."""
+    The mask sits on the region's address only: masked per step, LLVM cannot see step ``i``
+    as step 0 plus a constant (it recomputed and masked every step's address)."""
     lo, hi = fields & 0xFFFFFFFF, fields >> 32 << 32
     assert not lo & 0xFFFF and not any(off % wgmma.CHUNK for off in plan.step_bytes)  # _fit
     addr = PTX_OPS["ptx.smem_addr"].call([AddressOf(buf, tuple(plan.start))], {})
     base = Var(f"{buf.name}_desc", dt.uint32)
-    let = LetStmt(base, binop("|", binop(">>", addr, IntImm(4, dt.uint32)),
-                              IntImm(lo, dt.uint32)))
+    start = binop("&", binop(">>", addr, IntImm(4, dt.uint32)), IntImm(0x3FFF, dt.uint32))
+    let = LetStmt(base, binop("|", start, IntImm(lo, dt.uint32)))
     return let, [binop("|", cast(dt.uint64, binop("+", base, IntImm(off >> 4, dt.uint32))),
                        IntImm(hi, dt.uint64)) for off in plan.step_bytes]
 

@@ -242,9 +242,20 @@ def _reg_bytes(site, regs_addr, sel) -> np.ndarray:
     return (base[:, :, None] + np.arange(4)).reshape(len(sel), -1)
 
 
+#: Where a shared::cta address carries the CTA's rank in its cluster. On the H200 the 32-bit
+#: address of a shared location in a cluster launch is ``rank << 24 | offset`` (ptxas builds
+#: it from ``SR_CgaCtaId``), so only its low 18 bits are the offset a matrix descriptor's
+#: 14-bit start field takes (``(addr & 0x3FFFF) >> 4``). Found on the GPU: a descriptor
+#: built without that mask read garbage in every CTA of rank >= 1.
+CLUSTER_RANK_SHIFT = 24
+
+
 @semantics("ptx.smem_addr")
 def smem_addr(ctx, site, args):
     from ...access import check_pointer
 
     r = check_pointer(ctx, args[0], 1, site.span, "T.ptx.smem_addr", spaces=(SHARED,))
-    return None if r is None else r[1].astype(np.uint32)
+    if r is None:
+        return None
+    rank = ctx.rank if ctx.cluster is not None and ctx.cluster.n > 1 else 0
+    return (r[1].astype(np.uint32) | np.uint32(rank << CLUSTER_RANK_SHIFT)).astype(np.uint32)
