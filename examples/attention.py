@@ -27,15 +27,16 @@ The technique, from the outside in (FlashAttention-3, Shah et al. 2024, §3):
   at the end of a long causal launch (seq 16384, 16 heads). Each role decodes the tile by
   the same ``@T.inline`` helper, ``work_item``.
 * **Warp specialisation.** Warpgroups 0 .. C - 1 are the *consumers* (C = 2, or 3 at
-  head_dim 64: ``consumers=``), each owning 64 of the tile's query rows; warpgroup C is the
-  *producer*. It gives its registers away (``setmaxnreg`` 24) and the consumers take them
-  (240 with two, 160 with three: S, P and a 64 x head_dim float32 O live at once), and one
-  of its threads issues every TMA load: Q once per tile, K and V block by block through
-  rings of ``stages`` shared buffers, each guarded by a *full* mbarrier (the producer
-  announces the bytes, the copy engine completes them) and an *empty* one (every consumer
-  arrives when it no longer reads it). K and V have rings of their own, since K block j is
-  read one step before V block j. (nvJitLink ignores ``setmaxnreg``; tilewise assembles
-  kernels that use it with a whole-program ``ptxas``: docs/codegen.md.)
+  head_dim 64: ``default_consumers``, ``consumers=``), each owning 64 of the tile's query
+  rows; warpgroup C is the *producer*. It gives its registers away (``setmaxnreg`` 24) and
+  the consumers take them (240 with two, 160 with three: S, P and a 64 x head_dim float32
+  O live at once), and one of its threads issues every TMA load: Q once per tile, K and V
+  block by block through rings of ``stages`` shared buffers, each guarded by a *full*
+  mbarrier (the producer announces the bytes, the copy engine completes them) and an
+  *empty* one (every consumer arrives when it no longer reads it). K and V have rings of
+  their own, since K block j is read one step before V block j. (nvJitLink ignores
+  ``setmaxnreg``; tilewise assembles kernels that use it with a whole-program ``ptxas``:
+  docs/codegen.md.)
 * **Ping-pong between the consumers.** Named barriers order the tensor-core work of the
   consumers: in each step warpgroup ``c`` waits on barrier ``1 + c`` (``bar.sync``, 256
   threads) before issuing its GEMMs, then lets the next one go (``bar.arrive`` on barrier
@@ -94,8 +95,14 @@ from tilewise.sched import Snake
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
                              wgmma_accumulator_rows, wid_in_wg)
 
-#: consumer warpgroups (64 query rows each) per tile, by head_dim: a tile has 64 x that rows
-CONSUMERS = {64: 2, 128: 2, 256: 2}
+#: Consumer warpgroups (64 query rows each) per tile. Three at head_dim 64 (192-row tiles;
+#: H200, bf16: 1.04-1.14 x two without a causal mask at seq 1024-16384, and with one from
+#: seq_q 12288 on: 1.14 x at 16384; equal at 4096-8192 and 0.75-0.89 x below, where a
+#: 192-row tile crosses more diagonal blocks); two elsewhere.
+def default_consumers(head_dim: int, causal: bool, seq_q: int) -> int:
+    return 3 if head_dim == 64 and (not causal or seq_q >= 12288) else 2
+
+
 # keys per block, by head_dim (registers, smem); head_dim 256 without a causal mask takes 80
 # (two stages of 80-key K and V fit beside the Q tile; measured on the H200, 1.04-1.06 x the
 # 64-key block at seq 4096 / 16384), with one 64 (80-key blocks cut the diagonal worse).
@@ -113,12 +120,11 @@ RESCALE_AT = 8.0
 
 
 def plan(head_dim: int, block_n: int | None = None, stages: int | None = None,
-         causal: bool = True, consumers: int | None = None):
+         causal: bool = True, consumers: int = 2):
     """(block_n, stages, o_in_q, consumers): keys per block, K/V ring depth, whether the
     output tile reuses the Q tile's shared memory (when a separate one does not fit), and the
     consumer warpgroups."""
     bn = block_n or (BLOCK_N if causal else BLOCK_N_FULL)[head_dim]
-    consumers = consumers or CONSUMERS[head_dim]
     q = 64 * consumers * head_dim * 2
     kv = 2 * bn * head_dim * 2  # one K and one V block
     o_in_q = q + q + 2 * kv > SMEM_BYTES - 1024
@@ -143,6 +149,7 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
     here and left symbolic in the kernel, so calls that differ only in them share one
     compiled kernel."""
     _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads)
+    consumers = consumers or default_consumers(head_dim, causal, seq_q)
     BN, stages, o_in_q, consumers = plan(head_dim, block_n, stages, causal, consumers)
     if BN % 16 or not 16 <= BN <= 256 or stages < 1:
         raise ValueError(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "
