@@ -107,6 +107,37 @@ def _module():
     return mod
 
 
+def _compile_one(job):
+    """Worker: build and assemble one sweep kernel into the on-disk compile cache."""
+    import tilewise as tw
+
+    dtype, sms, cfg = job
+    tw.compile(_module()._kernel(dtype, sms, "warpgroup", **dict(cfg)), "sm_90a").cubin  # noqa: B018
+    return job
+
+
+def _precompile(G, dtypes, shapes, sms, explore) -> None:
+    """Every kernel shape the sweep will time, compiled in parallel processes first (the
+    main process then reads them from the cache): a fresh machine's serial compiles would
+    take most of a device call."""
+    import concurrent.futures
+
+    jobs = set()
+    for dtype in dtypes:
+        for M, N, K in shapes:
+            plan = G.plan(M, N, K, sms)
+            others = sorted((c for c in G.candidates(M, N, K, sms)
+                             if {**c, "stages": plan["stages"]} != plan),
+                            key=lambda c: G.estimate(M, N, K, sms, **c))[:explore]
+            for cfg in [plan] + [G.plan(M, N, K, sms, **c) for c in others]:
+                jobs.add((dtype, sms, tuple(sorted(cfg.items()))))
+    t0 = time.perf_counter()
+    with concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(_compile_one, sorted(jobs)))
+    print(f"# compiled {len(jobs)} kernel shapes in {time.perf_counter() - t0:.0f} s",
+          flush=True)
+
+
 def sweep(a):
     """Issue 19's sweep: per shape cuBLAS, Triton, tilewise (and the best explored shape)."""
     import math
@@ -127,6 +158,7 @@ def sweep(a):
     ratios = {"plan": [], "best": [], "triton": []}
     shapes = ([tuple(int(v) for v in s.split("x")) for s in a.shapes] if a.shapes else
               [(M, N, K) for N, K in SWEEP_NK for M in SWEEP_M])
+    _precompile(G, a.dtypes, shapes, sms, a.explore)
     for dtype in a.dtypes:
         td = getattr(torch, dtype)
         for M, N, K in shapes:
