@@ -55,12 +55,16 @@ def test_shfl_sync_segments_and_integer_values():
     assert (out == a[src]).all()
 
 
-def test_shfl_sync_from_part_of_a_warp_is_a_hazard():
-    k = io_kernel((32, "float32"), (32, "float32"), 32, "if tid < 16:",
-                  '    B[tid] = T.ptx.shfl_sync("bfly", A[tid], 16)  # <-')
+@pytest.mark.parametrize("what,call", [
+    ("shfl.sync", 'T.ptx.shfl_sync("bfly", A[tid], 16)'),
+    ("vote.sync", 'T.cast(T.ptx.vote_sync("any", A[tid] > 0), "uint32")'),
+])
+def test_a_warp_collective_from_part_of_a_warp_is_a_hazard(what, call):
+    k = io_kernel((32, "uint32"), (32, "uint32"), 32, "if tid < 16:",
+                  f"    B[tid] = {call}  # <-")
     with pytest.raises(tw.HazardError) as info:
-        tw.simulate(k, np.zeros(32, np.float32), np.zeros(32, np.float32), strict=True)
-    assert "shfl.sync" in str(info.value) and "# <-" in info.value.span.source_line
+        tw.simulate(k, np.zeros(32, np.uint32), np.zeros(32, np.uint32), strict=True)
+    assert what in str(info.value) and "# <-" in info.value.span.source_line
 
 
 def test_shfl_sync_takes_32_bit_values_only():
@@ -88,14 +92,6 @@ def test_vote_sync_combines_the_lanes_of_each_warp(mode, want):
         assert (out[32 * w:32 * w + 32] == np.uint32(want(p))).all(), (w, out[32 * w])
     ptx = tw.compile(k, "sm_90a").source("ptx")
     assert f"vote.sync.{mode}" in ptx
-
-
-def test_vote_sync_from_part_of_a_warp_is_a_hazard():
-    k = io_kernel((32, "int32"), (32, "uint32"), 32, "if tid < 16:",
-                  '    B[tid] = T.cast(T.ptx.vote_sync("any", A[tid] > 0), "uint32")  # <-')
-    with pytest.raises(tw.HazardError) as info:
-        tw.simulate(k, np.zeros(32, np.int32), np.zeros(32, np.uint32), strict=True)
-    assert "vote.sync" in str(info.value) and "# <-" in info.value.span.source_line
 
 
 def _words(rng, elem, n, lanes=2):
