@@ -47,7 +47,7 @@ def _example(name: str):
     return mod
 
 
-FUZZ_SEED = False  # tests/fuzz: this module loads gemm_fp8.py by path (gemm_fp8 is a seed)
+FUZZ_SEED = False  # tests/fuzz mutates kernels' bodies: here a T.inline helper outside them
 F = _example("gemm_fp8")  # the tiles, the tile model, the checks
 M_ALIGNMENT = 128  # rows: each group's segment of the contiguous layout is a multiple
 LAYOUTS = ("contiguous", "masked")
