@@ -5,8 +5,9 @@ two layouts (``deep_gemm.m_grouped_*_gemm_nt_contiguous`` / ``_masked``):
 * **contiguous** (training, prefill): the groups' rows of A are concatenated, A (M, K) and
   C (M, N), each group's segment padded to a multiple of :data:`M_ALIGNMENT` (128) rows;
   ``m_indices`` (M,) int32 names each row's group, -1 for padding. B is (G, N, K). A tile
-  takes the group of its first row; a tile whose first row is padding is skipped (its C
-  rows are not written); padding rows inside a tile are computed like the group's rows.
+  takes the group of its first row; a tile whose first row is padding is computed as group
+  0 (docs/gemm_fp8.md says why); padding rows inside a tile are computed like the group's
+  rows.
 * **masked** (decoding, CUDA graphs: the host does not know the counts): A (G, Mmax, K),
   C (G, Mmax, N), ``masked_m`` (G,) int32 the valid rows of each group; only the tiles
   holding valid rows are computed (rows of those tiles past ``masked_m[g]`` are written
@@ -22,7 +23,9 @@ consumer warpgroups, a ring of ``stages`` buffers, the epilogue by TMA store), w
 group found per tile: from ``m_indices`` of the tile's first row (contiguous; tiles in
 the grouped order of the dense GEMM), or by walking the groups' tile counts (masked: each
 CTA's tiles increase, so the walk continues where the last tile left it; within a group
-the tiles go down M first, so CTAs running together share a tile of B_g).
+the tiles go down M first, so CTAs running together share a tile of B_g). One body
+serves both element types: only the k-block step differs (fp8 promotes each block's
+partial with its scales, bf16 lets wgmma accumulate the whole K).
 """
 
 from __future__ import annotations
