@@ -5,8 +5,9 @@ two layouts (``deep_gemm.m_grouped_*_gemm_nt_contiguous`` / ``_masked``):
 * **contiguous** (training, prefill): the groups' rows of A are concatenated, A (M, K) and
   C (M, N), each group's segment padded to a multiple of :data:`M_ALIGNMENT` (128) rows;
   ``m_indices`` (M,) int32 names each row's group, -1 for padding. B is (G, N, K). A tile
-  takes the group of its first row; a tile whose first row is padding is skipped (its C
-  rows are not written); padding rows inside a tile are computed like the group's rows.
+  takes the group of its first row; a tile whose first row is padding is computed as group
+  0 (docs/gemm_fp8.md says why); padding rows inside a tile are computed like the group's
+  rows.
 * **masked** (decoding, CUDA graphs: the host does not know the counts): A (G, Mmax, K),
   C (G, Mmax, N), ``masked_m`` (G,) int32 the valid rows of each group; only the tiles
   holding valid rows are computed (rows of those tiles past ``masked_m[g]`` are written
@@ -22,7 +23,9 @@ consumer warpgroups, a ring of ``stages`` buffers, the epilogue by TMA store), w
 group found per tile: from ``m_indices`` of the tile's first row (contiguous; tiles in
 the grouped order of the dense GEMM), or by walking the groups' tile counts (masked: each
 CTA's tiles increase, so the walk continues where the last tile left it; within a group
-the tiles go down M first, so CTAs running together share a tile of B_g).
+the tiles go down M first, so CTAs running together share a tile of B_g). One body
+serves both element types: only the k-block step differs (fp8 promotes each block's
+partial with its scales, bf16 lets wgmma accumulate the whole K).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def _example(name: str):
     return mod
 
 
-FUZZ_SEED = False  # tests/fuzz: this module loads gemm_fp8.py by path (gemm_fp8 is a seed)
+FUZZ_SEED = False  # tests/fuzz mutates kernels' bodies: here a T.inline helper outside them
 F = _example("gemm_fp8")  # the tiles, the tile model, the checks
 M_ALIGNMENT = 128  # rows: each group's segment of the contiguous layout is a multiple
 LAYOUTS = ("contiguous", "masked")
@@ -133,7 +136,7 @@ def make_grouped_gemm_fp8(num_groups: int | None = None, N_: int | None = None,
     t = _tile(layout, num_groups or 1, M_, N_, expected_m, 1, F.BK, **tile)
     if overlap:
         F.check_overlap(t)
-    return _grouped_fp8(t, layout == "contiguous", overlap)
+    return _grouped(t, layout == "contiguous", True, overlap)
 
 
 def make_grouped_gemm_bf16(num_groups: int | None = None, N_: int | None = None,
@@ -141,227 +144,49 @@ def make_grouped_gemm_bf16(num_groups: int | None = None, N_: int | None = None,
                            M_: int | None = None, expected_m: int | None = None, **tile):
     """The bf16 grouped GEMM ``k(A, B, C, L)``: as the fp8 one without scales."""
     _check(layout, N_, K_, 2)
-    return _grouped_bf16(_tile(layout, num_groups or 1, M_, N_, expected_m, 2, 64, **tile),
-                         layout == "contiguous")
+    return _grouped(_tile(layout, num_groups or 1, M_, N_, expected_m, 2, 64, **tile),
+                    layout == "contiguous", False)
 
 
-def _grouped_fp8(tile, contiguous: bool, overlap: bool = False):
+def _grouped(tile, contiguous: bool, fp8: bool, overlap: bool = False):
+    """The kernel of either element type, one body: fp8 lets wgmma accumulate one k-block
+    into a partial and promotes it into the accumulators with the block scales (the two
+    levels of ``gemm_fp8.py``); bf16 lets wgmma accumulate the whole K."""
     bm, bn, wn, stages, sms = tile.bm, tile.bn, tile.wn, tile.stages, tile.sms
     waves, nw, wrows, wcols = tile.waves, len(tile.waves), tile.wrows, tile.wcols
     slots = [tile.scale_slots(w) for w in range(nw)]
     rstep, cstep = tile.origin(1)
-    a_layout, b_layout, c_layout = tile.layouts(F.BK, 8)
-    BK, FP8 = F.BK, F.FP8
-    stage_bytes = (bm + bn) * BK
+    # a stage is one scale block of fp8, 128 bytes (one swizzle row) of bf16
+    BK, DT, size = (F.BK, F.FP8, 1) if fp8 else (64, "bfloat16", 2)
+    a_layout, b_layout, c_layout = tile.layouts(BK, 8 * size)
+    stage_bytes = (bm + bn) * BK * size
 
-    @T.prim_func
-    def grouped_gemm_fp8(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle,
-                         C_ptr: T.handle, L_ptr: T.handle):
+    @T.inline
+    def body(A_ptr, B_ptr, SA_ptr, SB_ptr, C_ptr, L_ptr):
         if contiguous:
-            A = T.match_buffer(A_ptr, (M, K), FP8)
-            SA = T.match_buffer(SA_ptr, (M, (K + 127) // 128), "float32", strides=(S0, S1))
+            A = T.match_buffer(A_ptr, (M, K), DT)
+            if fp8:
+                SA = T.match_buffer(SA_ptr, (M, (K + 127) // 128), "float32", strides=(S0, S1))
             C = T.match_buffer(C_ptr, (M, N), "bfloat16")
             L = T.match_buffer(L_ptr, (M,), "int32")  # m_indices: each row's group, or -1
         else:
-            A = T.match_buffer(A_ptr, (G, M, K), FP8)
-            SA = T.match_buffer(SA_ptr, (G, M, (K + 127) // 128), "float32",
-                                strides=(S0, S1, S2))
+            A = T.match_buffer(A_ptr, (G, M, K), DT)
+            if fp8:
+                SA = T.match_buffer(SA_ptr, (G, M, (K + 127) // 128), "float32",
+                                    strides=(S0, S1, S2))
             C = T.match_buffer(C_ptr, (G, M, N), "bfloat16")
             L = T.match_buffer(L_ptr, (G,), "int32")  # masked_m: each group's valid rows
-        B = T.match_buffer(B_ptr, (G, N, K), FP8)
-        SB = T.match_buffer(SB_ptr, (G, (N + 127) // 128, (K + 127) // 128), "float32",
-                            strides=(R0, R1, R2))
+        B = T.match_buffer(B_ptr, (G, N, K), DT)
+        if fp8:
+            SB = T.match_buffer(SB_ptr, (G, (N + 127) // 128, (K + 127) // 128), "float32",
+                                strides=(R0, R1, R2))
         T.device_entry()
         bx = T.cta_id([sms])
         tid = T.thread_id([384])
         wg = tid // 128
-        As = T.alloc_buffer((stages, bm, BK), FP8, scope="shared.dyn", layout=a_layout,
+        As = T.alloc_buffer((stages, bm, BK), DT, scope="shared.dyn", layout=a_layout,
                             align=1024)
-        Bs = T.alloc_buffer((stages, bn, BK), FP8, scope="shared.dyn", layout=b_layout,
-                            align=1024)
-        Cs = T.alloc_buffer((2 * nw, 64, wn), "bfloat16", scope="shared.dyn",
-                            layout=c_layout, align=1024)
-        full = T.alloc_shared((stages,), "uint64")
-        empty = T.alloc_shared((stages,), "uint64")
-        if tid == 0:
-            for s in range(stages):
-                T.ptx.mbarrier.init(T.address_of(full[s]), 1)
-                T.ptx.mbarrier.init(T.address_of(empty[s]), 2)
-        T.cuda.cta_sync()
-        n_tiles = (N + bn - 1) // bn
-        k_tiles = (K + BK - 1) // BK
-        m_tiles = (M + bm - 1) // bm
-        total = m_tiles * n_tiles
-        if not contiguous:
-            total = 0
-            for g in range(G):
-                total = total + (L[g] + bm - 1) // bm * n_tiles
-        my_tiles = (total - bx + sms - 1) // sms
-        if wg == 2:  # ---------------------------------------------------------- producer
-            T.ptx.setmaxnreg(False, 40)
-            if tid == 256:
-                work = GroupedWork(L, contiguous, m_tiles, n_tiles, bm, bn)
-                for j in range(my_tiles):
-                    m0, n0, g = work.tile(bx + j * sms)
-                    for kt in range(k_tiles):
-                        it = j * k_tiles + kt
-                        s = it % stages
-                        T.ptx.mbarrier.try_wait(T.address_of(empty[s]),
-                                                (it // stages + 1) % 2)
-                        T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
-                        k0 = kt * BK
-                        if contiguous:
-                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
-                        else:
-                            Tx.thread.copy_async(As[s, :, :],
-                                                 A[g:g + 1, m0:m0 + bm, k0:k0 + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
-                        Tx.thread.copy_async(Bs[s, :, :], B[g:g + 1, n0:n0 + bn, k0:k0 + BK],
-                                             dispatch="tma", mbar=T.address_of(full[s]))
-        else:  # -------------------------------------------------------------- consumers
-            T.ptx.setmaxnreg(True, 232)
-            acc0 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
-            acc1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
-            accs = [acc0, acc1]
-            part = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
-            out = T.alloc_local((64, wn), "bfloat16", layout=wgmma_accumulator(wn))
-            sr = T.alloc_local((2,), "float32")
-            rows = sr.view(64, 1, layout=wgmma_accumulator_rows())
-            sa = T.alloc_local((4 * len(wrows),), "float32")  # scales of two k-blocks
-            sb = T.alloc_local((2 * len(wcols),), "float32")
-            pr = T.alloc_local((4,), "float32")  # SA * SB: a k-block's waves, or two blocks
-            part1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
-            parts = [part, part1]  # overlap: block k's partial in parts[k % 2]
-            cw = wg
-            r0 = cw * rstep
-            c0 = cw * cstep
-            lrow = tid % 128 // 32 * 16 + tid % 32 // 4
-            leader = tid % 128 == 0
-            work = GroupedWork(L, contiguous, m_tiles, n_tiles, bm, bn)
-
-            @T.inline
-            def load_scales(m0, n0, g, kb, h=0):
-                """The thread's scales of k-block ``kb`` into slot ``h`` of ``sa`` / ``sb``."""
-                for q in T.static_range(len(wcols)):
-                    sb[h * len(wcols) + q] = SB[g, T.min((n0 + c0 + wcols[q]) // 128,
-                                                         (N - 1) // 128), kb]
-                for q in T.static_range(len(wrows)):
-                    row = m0 + r0 + wrows[q] + lrow
-                    a = h * 2 * len(wrows) + 2 * q
-                    if contiguous:
-                        sa[a] = SA[T.min(row, M - 1), kb]
-                        sa[a + 1] = SA[T.min(row + 8, M - 1), kb]
-                    else:
-                        sa[a] = SA[g, T.min(row, M - 1), kb]
-                        sa[a + 1] = SA[g, T.min(row + 8, M - 1), kb]
-
-            # overlap=True's steps (F.overlapped_pairs calls them; tile = (j, m0, n0, g))
-            @T.inline
-            def issue(tile, kt, h):
-                """k-block ``kt``'s wgmma into parts[h] (once its stage is full)."""
-                F.issue_block(parts[h], As, Bs, full, tile[0] * k_tiles + kt, stages, r0, c0,
-                              wn)
-
-            @T.inline
-            def retire(tile, kt, h):
-                """Free k-block ``kt``'s stage; acc += parts[h] * its scales (pr[2h:2h+2])."""
-                if leader:
-                    T.ptx.mbarrier.arrive(T.address_of(empty[(tile[0] * k_tiles + kt) % stages]))
-                sr[0] = pr[2 * h]
-                sr[1] = pr[2 * h + 1]
-                Tx.wg.fma(acc0, parts[h], rows, acc0)
-
-            @T.inline
-            def products(h):
-                """pr[2h:2h+2] from the scales in slot ``h`` (loaded a step earlier)."""
-                pr[2 * h] = sa[2 * h] * sb[h]
-                pr[2 * h + 1] = sa[2 * h + 1] * sb[h]
-
-            @T.inline
-            def load_pair(tile, kt, h):
-                load_scales(tile[1], tile[2], tile[3], kt, h)
-
-            for j in range(my_tiles):
-                m0, n0, g = work.tile(bx + j * sms)
-                for w in T.static_range(nw):
-                    Tx.wg.zero(accs[w])
-                if overlap:
-                    F.overlapped_pairs(k_tiles, (j, m0, n0, g), load_pair, products, issue,
-                                       retire)
-                else:
-                    load_scales(m0, n0, g, 0)
-                    for kt in range(k_tiles):
-                        it = j * k_tiles + kt
-                        s = it % stages
-                        for w in T.static_range(nw):  # this block's products (scales loaded one
-                            pr[2 * w] = sa[2 * slots[w][0]] * sb[slots[w][1]]  # block earlier)
-                            pr[2 * w + 1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
-                        load_scales(m0, n0, g, T.min(kt + 1, k_tiles - 1))  # the next block's
-                        T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
-                        for w in T.static_range(nw):
-                            T.ptx.wgmma.fence()
-                            ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's A rows, B rows
-                            Tx.wg.gemm_async(part, As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
-                                             transB=True)
-                            T.ptx.wgmma.commit_group()
-                            T.ptx.wgmma.wait_group(0)
-                            if w == nw - 1 and leader:
-                                T.ptx.mbarrier.arrive(T.address_of(empty[s]))
-                            sr[0] = pr[2 * w]
-                            sr[1] = pr[2 * w + 1]
-                            Tx.wg.fma(accs[w], part, rows, accs[w])
-                if leader:
-                    T.ptx.cp_async.bulk.wait_group_read(0)
-                T.ptx.bar.sync(1 + cw, 128)
-                for w in T.static_range(nw):
-                    Tx.wg.cast(out, accs[w])
-                    Tx.wg.copy(Cs[cw * nw + w, :, :], out)
-                T.ptx.fence.proxy_async()
-                T.ptx.bar.sync(1 + cw, 128)
-                if leader:
-                    for w in T.static_range(nw):
-                        row = m0 + r0 + waves[w][0]
-                        col = n0 + c0 + waves[w][1]
-                        if contiguous:
-                            Tx.thread.copy_async(C[row:row + 64, col:col + wn],
-                                                 Cs[cw * nw + w, :, :], dispatch="tma")
-                        else:
-                            Tx.thread.copy_async(C[g:g + 1, row:row + 64, col:col + wn],
-                                                 Cs[cw * nw + w, :, :], dispatch="tma")
-                    T.ptx.cp_async.bulk.commit_group()
-            if leader:
-                T.ptx.cp_async.bulk.wait_group(0)
-
-    return grouped_gemm_fp8
-
-
-def _grouped_bf16(tile, contiguous: bool):
-    bm, bn, wn, stages, sms = tile.bm, tile.bn, tile.wn, tile.stages, tile.sms
-    waves, nw = tile.waves, len(tile.waves)
-    rstep, cstep = tile.origin(1)
-    BK = 64  # 128 bytes of bf16: one swizzle row
-    a_layout, b_layout, c_layout = tile.layouts(BK, 16)
-    stage_bytes = (bm + bn) * BK * 2
-
-    @T.prim_func
-    def grouped_gemm_bf16(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, L_ptr: T.handle):
-        if contiguous:
-            A = T.match_buffer(A_ptr, (M, K), "bfloat16")
-            C = T.match_buffer(C_ptr, (M, N), "bfloat16")
-            L = T.match_buffer(L_ptr, (M,), "int32")
-        else:
-            A = T.match_buffer(A_ptr, (G, M, K), "bfloat16")
-            C = T.match_buffer(C_ptr, (G, M, N), "bfloat16")
-            L = T.match_buffer(L_ptr, (G,), "int32")
-        B = T.match_buffer(B_ptr, (G, N, K), "bfloat16")
-        T.device_entry()
-        bx = T.cta_id([sms])
-        tid = T.thread_id([384])
-        wg = tid // 128
-        As = T.alloc_buffer((stages, bm, BK), "bfloat16", scope="shared.dyn", layout=a_layout,
-                            align=1024)
-        Bs = T.alloc_buffer((stages, bn, BK), "bfloat16", scope="shared.dyn", layout=b_layout,
+        Bs = T.alloc_buffer((stages, bn, BK), DT, scope="shared.dyn", layout=b_layout,
                             align=1024)
         Cs = T.alloc_buffer((2 * nw, 64, wn), "bfloat16", scope="shared.dyn",
                             layout=c_layout, align=1024)
@@ -406,33 +231,122 @@ def _grouped_bf16(tile, contiguous: bool):
             acc0 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
             acc1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
             accs = [acc0, acc1]
+            if fp8:  # each k-block's wgmma into a partial (overlap: blocks in pairs, two)
+                part = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
             out = T.alloc_local((64, wn), "bfloat16", layout=wgmma_accumulator(wn))
+            if fp8:
+                sr = T.alloc_local((2,), "float32")
+                rows = sr.view(64, 1, layout=wgmma_accumulator_rows())
+                sa = T.alloc_local((4 * len(wrows),), "float32")  # scales of two k-blocks
+                sb = T.alloc_local((2 * len(wcols),), "float32")
+                pr = T.alloc_local((4,), "float32")  # SA * SB: a block's waves, or two blocks
+                part1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+                parts = [part, part1]
             cw = wg
             r0 = cw * rstep
             c0 = cw * cstep
+            if fp8:
+                lrow = tid % 128 // 32 * 16 + tid % 32 // 4
             leader = tid % 128 == 0
             work = GroupedWork(L, contiguous, m_tiles, n_tiles, bm, bn)
-            for j in range(my_tiles):
-                m0, n0, g = work.tile(bx + j * sms)
-                for w in T.static_range(nw):
-                    Tx.wg.zero(accs[w])
-                for kt in range(k_tiles):
-                    it = j * k_tiles + kt
-                    s = it % stages
-                    T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+
+            @T.inline
+            def load_scales(m0, n0, g, kb, h=0):
+                """The thread's scales of k-block ``kb`` into slot ``h`` of ``sa`` / ``sb``."""
+                for q in T.static_range(len(wcols)):
+                    sb[h * len(wcols) + q] = SB[g, T.min((n0 + c0 + wcols[q]) // 128,
+                                                         (N - 1) // 128), kb]
+                for q in T.static_range(len(wrows)):
+                    row = m0 + r0 + wrows[q] + lrow
+                    a = h * 2 * len(wrows) + 2 * q
+                    if contiguous:
+                        sa[a] = SA[T.min(row, M - 1), kb]
+                        sa[a + 1] = SA[T.min(row + 8, M - 1), kb]
+                    else:
+                        sa[a] = SA[g, T.min(row, M - 1), kb]
+                        sa[a + 1] = SA[g, T.min(row + 8, M - 1), kb]
+
+            @T.inline
+            def step(j, m0, n0, g, kt):
+                """k-block ``kt``: fp8 waits for each wave's partial and promotes it (this
+                block's scale products, then the next block's scales, loaded a block
+                ahead); bf16 adds into the accumulators and frees the previous stage."""
+                it = j * k_tiles + kt
+                s = it % stages
+                if fp8:
+                    for w in T.static_range(nw):
+                        pr[2 * w] = sa[2 * slots[w][0]] * sb[slots[w][1]]
+                        pr[2 * w + 1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
+                    load_scales(m0, n0, g, T.min(kt + 1, k_tiles - 1))
+                T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+                if fp8:
+                    for w in T.static_range(nw):
+                        T.ptx.wgmma.fence()
+                        ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's A, B rows
+                        Tx.wg.gemm_async(part, As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
+                                         transB=True)
+                        T.ptx.wgmma.commit_group()
+                        T.ptx.wgmma.wait_group(0)
+                        if w == nw - 1 and leader:
+                            T.ptx.mbarrier.arrive(T.address_of(empty[s]))
+                        sr[0] = pr[2 * w]
+                        sr[1] = pr[2 * w + 1]
+                        Tx.wg.fma(accs[w], part, rows, accs[w])
+                else:
                     T.ptx.wgmma.fence()
                     for w in T.static_range(nw):
-                        ra, ca = r0 + waves[w][0], c0 + waves[w][1]  # the wave's A rows, B rows
+                        ra, ca = r0 + waves[w][0], c0 + waves[w][1]
                         Tx.wg.gemm_async(accs[w], As[s, ra:ra + 64, :], Bs[s, ca:ca + wn, :],
                                          accum=True, transB=True)
                     T.ptx.wgmma.commit_group()
                     T.ptx.wgmma.wait_group(1)  # the previous block's wgmma are done
                     if kt > 0 and leader:
                         T.ptx.mbarrier.arrive(T.address_of(empty[(it + stages - 1) % stages]))
-                T.ptx.wgmma.wait_group(0)
+
+            # overlap=True's steps (F.overlapped_pairs calls them; tile = (j, m0, n0, g))
+            @T.inline
+            def issue(tile, kt, h):
+                """k-block ``kt``'s wgmma into parts[h] (once its stage is full)."""
+                F.issue_block(parts[h], As, Bs, full, tile[0] * k_tiles + kt, stages, r0, c0,
+                              wn)
+
+            @T.inline
+            def retire(tile, kt, h):
+                """Free k-block ``kt``'s stage; acc += parts[h] * its scales (pr[2h:2h+2])."""
                 if leader:
-                    T.ptx.mbarrier.arrive(T.address_of(empty[(j * k_tiles + k_tiles - 1)
-                                                             % stages]))
+                    T.ptx.mbarrier.arrive(T.address_of(empty[(tile[0] * k_tiles + kt) % stages]))
+                sr[0] = pr[2 * h]
+                sr[1] = pr[2 * h + 1]
+                Tx.wg.fma(acc0, parts[h], rows, acc0)
+
+            @T.inline
+            def products(h):
+                """pr[2h:2h+2] from the scales in slot ``h`` (loaded a step earlier)."""
+                pr[2 * h] = sa[2 * h] * sb[h]
+                pr[2 * h + 1] = sa[2 * h + 1] * sb[h]
+
+            @T.inline
+            def load_pair(tile, kt, h):
+                load_scales(tile[1], tile[2], tile[3], kt, h)
+
+            for j in range(my_tiles):
+                m0, n0, g = work.tile(bx + j * sms)
+                for w in T.static_range(nw):
+                    Tx.wg.zero(accs[w])
+                if overlap:
+                    F.overlapped_pairs(k_tiles, (j, m0, n0, g), load_pair, products, issue,
+                                       retire)
+                else:
+                    if fp8:
+                        load_scales(m0, n0, g, 0)
+                    for kt in range(k_tiles):
+                        step(j, m0, n0, g, kt)
+                if not fp8:
+                    T.ptx.wgmma.wait_group(0)
+                if leader:
+                    if not fp8:  # the last block's stage
+                        T.ptx.mbarrier.arrive(T.address_of(empty[(j * k_tiles + k_tiles - 1)
+                                                                 % stages]))
                     T.ptx.cp_async.bulk.wait_group_read(0)
                 T.ptx.bar.sync(1 + cw, 128)
                 for w in T.static_range(nw):
@@ -453,6 +367,18 @@ def _grouped_bf16(tile, contiguous: bool):
                     T.ptx.cp_async.bulk.commit_group()
             if leader:
                 T.ptx.cp_async.bulk.wait_group(0)
+
+    if fp8:
+        @T.prim_func
+        def grouped_gemm_fp8(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle,
+                             SB_ptr: T.handle, C_ptr: T.handle, L_ptr: T.handle):
+            body(A_ptr, B_ptr, SA_ptr, SB_ptr, C_ptr, L_ptr)
+
+        return grouped_gemm_fp8
+
+    @T.prim_func
+    def grouped_gemm_bf16(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, L_ptr: T.handle):
+        body(A_ptr, B_ptr, None, None, C_ptr, L_ptr)
 
     return grouped_gemm_bf16
 

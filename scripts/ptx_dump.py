@@ -5,6 +5,7 @@ Usage: python scripts/ptx_dump.py ROOT OUTDIR   (ROOT holds src/, examples/, tes
 
 import importlib.util
 import os
+import re
 import sys
 
 TESTS = ("dispatch", "tma", "gemm", "tcgen05", "compute", "core", "sim")
@@ -15,7 +16,29 @@ FACTORIES = {  # example file -> (factory, arguments) beyond its module-level ke
     "gemm_blackwell": [("make_gemm", (256, 256, 256))],
     "tiled_copy": [("make_pipelined_copy", (64, 2048))],
     "bulk_copy": [("make_bulk_stream", (64, 2048))],
+    # (M, N, K, scaling, fast_accum, bm, bn, stages, num_sms, cluster, share, overlap)
+    "gemm_fp8": [("make_gemm_fp8", args) for args in (
+        (), (200, 136, 272, "row"), (200, 136, 272, "tensor"),
+        (200, 136, 272, "row", True), (200, 136, 272, "tensor", True),
+        (256, 256, 512, "block", False, None, None, None, 4, None, None, True),
+        (256, 256, 512, "row", False, None, None, None, 4, None, None, True),
+        (512, 512, 256, "block", False, 256, 128, None, 4),
+        (512, 512, 256, "block", False, 128, 256, None, 4),
+        (512, 512, 256, "row", False, 128, 256, None, 4),
+        (512, 512, 256, "tensor", True, 256, 128, None, 4),
+        (64, 512, 256, "block", False, 64, 128, None, 4),
+        (512, 512, 256, "block", False, 128, 128, None, 4, 2, "b"),
+        (512, 512, 256, "block", False, 128, 128, None, 4, 2, "a"))],
+    # (groups, N, K, layout, M, expected_m, overlap): tiles 128 x 128, 64 x 32, 128 x 256
+    "gemm_grouped": [(f"make_grouped_gemm_{e}", args) for e in ("fp8", "bf16") for args in (
+        (3, 136, 272, "contiguous"), (3, 136, 272, "masked"),
+        (3, 136, 272, "contiguous", 384), (3, 136, 272, "masked", None, 128),
+        (8, 4096, 7168, "contiguous", 8192), (8, 4096, 7168, "masked", None, 1024))] + [
+        ("make_grouped_gemm_fp8", (3, 136, 272, "contiguous", None, None, True)),
+        ("make_grouped_gemm_fp8", (3, 136, 272, "masked", None, 128, True))],
 }
+# where an error stands: its line and column, the T.inline helpers it is in
+LOCATION = re.compile(r"(?<=\.py):\d+:\d+|\n *in the T\.inline helper .*(?=\n)")
 
 
 def _load(path, name):
@@ -53,7 +76,8 @@ def _text(tw, func, target) -> str:
         return (k.source("lowered") + "\n=====PTX\n" + k.source("ptx")
                 + f"\n=====dynamic shared memory {k.dynamic_smem}\n")
     except Exception as e:  # noqa: BLE001 - an error kernel: its message is the output
-        return f"ERROR {type(e).__name__}: {e}\n"
+        # without its place: a refactor that moves a line or makes a helper changes no code
+        return f"ERROR {type(e).__name__}: {LOCATION.sub('', str(e))}\n"
 
 
 def main(root, out):

@@ -17,22 +17,23 @@ import traceback
 
 import numpy as np
 
-from mutate import make_mutant
+from mutate import ROOT, make_mutant
 
 PACKAGE = str(pathlib.Path(__import__("tilewise").__file__).parent)
 DEFECT_WORDS = ("internal error", "code generator defect", "simulator failure")
 MAX_SIM_THREADS = 1 << 15  # simulate launches up to this many threads (and 64 CTAs)
 
 
-def exec_module(source: str, filename: str) -> dict:
-    """Run the mutant as a module whose source inspect can read (for @T.prim_func)."""
+def exec_module(source: str, filename: str, path: str | None = None) -> dict:
+    """Run the mutant as a module whose source inspect can read (for @T.prim_func);
+    ``path``, the seed's file, is its ``__file__`` (an example loads its siblings by it)."""
     import sys
     import types
 
     lines = source.splitlines(True)
     linecache.cache[filename] = (len(source), None, lines, filename)
     mod = types.ModuleType("fuzz_mutant")
-    mod.__file__ = filename
+    mod.__file__ = path or filename
     sys.modules["fuzz_mutant"] = mod  # dataclasses look their module up
     try:
         exec(compile(source, filename, "exec"), mod.__dict__)  # noqa: S102 - the mutant
@@ -106,7 +107,7 @@ def run_mutant(seed, index: int, base: int) -> dict:
     filename = f"<mutant {seed.name}#{index}>"
     rng = np.random.default_rng(index)
     try:
-        ns = exec_module(source, filename)
+        ns = exec_module(source, filename, str(ROOT / seed.name))
         kernels = [v for v in ns.values() if isinstance(v, tw.ir.PrimFunc)]
         mutated = [k for k in kernels if k.name == kernel]
         if not mutated:  # a mutation removed or renamed it (a definition it depends on)

@@ -113,8 +113,8 @@ def load_seed(name: str, root: pathlib.Path = ROOT) -> Seed:
 
 
 def _opted_out(tree: ast.Module) -> bool:
-    """``FUZZ_SEED = False`` at a module's top level: it cannot be reduced to a seed (it
-    loads a sibling example by path, which the reduced module has no file for)."""
+    """``FUZZ_SEED = False`` at a module's top level: it is no seed (the reason beside
+    it), though it defines kernels."""
     return any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "FUZZ_SEED"
                                                  for t in n.targets)
                and isinstance(n.value, ast.Constant) and n.value.value is False
@@ -136,17 +136,17 @@ def _seed_of(path: pathlib.Path, root: pathlib.Path) -> Seed | None:
                 and isinstance(n.value, ast.Constant)):
             target = n.value.value
     name = str(path.relative_to(root))
-    kernels = _reachable(kept, name)
+    kernels = _reachable(kept, name, path)
     # kernels made only by factories the tests call are out of reach
     return Seed(name, kept, target, kernels) if kernels else None
 
 
-def _reachable(tree: ast.Module, name: str) -> tuple:
+def _reachable(tree: ast.Module, name: str, path: pathlib.Path) -> tuple:
     """Names of the kernels the unmutated module binds at its top level."""
     from harness import exec_module
     from tilewise.ir import PrimFunc
 
-    ns = exec_module(ast.unparse(tree), f"<seed {name}>")
+    ns = exec_module(ast.unparse(tree), f"<seed {name}>", str(path))
     return tuple(sorted({v.name for v in ns.values() if isinstance(v, PrimFunc)}))
 
 
