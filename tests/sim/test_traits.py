@@ -19,7 +19,7 @@ from functools import lru_cache
 import pytest
 
 import tilewise.sim
-from tilewise.ptx.table import PTX_OPS, ROWS
+from tilewise.ptx.table import FAMILIES, PTX_OPS, ROWS
 from tilewise.ptx.traits import ASYNC, COMPLETIONS
 from tilewise.sim.registry import MECHANISMS, load_all
 
@@ -122,7 +122,14 @@ def test_the_row_declares_what_its_semantics_do(name):
     missing = [k for k in sorted(reached(fn)) if not _declared(op, k)]
     assert not missing, (f"T.{name}: its simulator semantics ({fn.__module__}.{fn.__name__}) "
                          f"reach {missing}; declare " + ", ".join(MECHANISMS[k] for k in missing)
-                         + " on its row of ptx/table.py")
+                         + f" on its row in {_row_file(op)}")
+
+
+def _row_file(op) -> str:
+    """The family module that writes ``op``'s row (``ptx/rows_*.py``)."""
+    name = op.alias_of or op.name
+    family = next(f for f in FAMILIES if any(r.name == name for r in f.ROWS))
+    return f"ptx/{family.__name__.rsplit('.', 1)[1]}.py"
 
 
 def test_the_derivation_finds_the_mechanisms():

@@ -1,7 +1,7 @@
 """mma.sync and ldmatrix / stmatrix geometry: the one home of these facts.
 
 PTX ISA §9.7.14 ("Warp-level matrix multiply-accumulate instructions"): the table's
-checks (:mod:`tilewise.ptx.table`), the layout atoms
+checks (:mod:`tilewise.ptx.rows_mma`), the layout atoms
 (:func:`tilewise.layout.atoms.mma_a_atom` ...), the ``mma_sync`` and ``ld_stmatrix``
 variants, the LLVM lowering and the simulator all import them.
 

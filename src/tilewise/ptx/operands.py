@@ -1,7 +1,7 @@
 """Operand kinds of the PTX table, and the one place a call's operands are checked.
 
 Every operand of a table entry is a :class:`Param` of one kind of :data:`KINDS`. Binding a
-call (:meth:`tilewise.ptx.table.PtxOp.bind`, when the parser meets ``T.ptx.*`` or a variant
+call (:meth:`tilewise.ptx.op.PtxOp.bind`, when the parser meets ``T.ptx.*`` or a variant
 emits an instruction) checks each operand against its kind once; the code generator and
 the simulator then trust the bound call. A kind says whether the operand is a compile-time
 part of the instruction (``static``: spelt into the opcode or passed as an LLVM

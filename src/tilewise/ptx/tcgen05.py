@@ -1,7 +1,7 @@
 """tcgen05 geometry: tensor memory, the ``tcgen05.ld/st`` shapes and their register maps.
 
 The one home of these facts (PTX ISA §9.7.16; ``ptx-semantics.md`` §1-§3). The table's
-operand checks (:mod:`tilewise.ptx.table`), the layout atoms (:mod:`tilewise.layout.atoms`),
+operand checks (:mod:`tilewise.ptx.rows_tcgen05`), the layout atoms (:mod:`tilewise.layout.atoms`),
 the ``tcgen05_ldst`` variant, the LLVM lowering and the simulator all import them, so a
 shape, a register count or a lane formula is written exactly once.
 

@@ -1,7 +1,7 @@
 """wgmma geometry: shapes, the accumulator fragment, and shared-memory matrix descriptors.
 
 The one home of these facts (PTX ISA §9.7.15 "Asynchronous Warpgroup Level Matrix
-Multiply-Accumulate"): the table's checks (:mod:`tilewise.ptx.table`), the layout atom
+Multiply-Accumulate"): the table's checks (:mod:`tilewise.ptx.rows_mma`), the layout atom
 (:func:`tilewise.layout.atoms.wgmma_accumulator`), the ``wgmma`` variant, the LLVM lowering
 and the simulator all import them.
 
