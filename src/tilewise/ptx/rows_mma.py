@@ -49,6 +49,14 @@ def _wgmma_rs_check(values) -> str | None:
     return _wgmma_check({**values, "trans_a": False})
 
 
+def _wgmma_row(name: str, params: tuple[Param, ...], ptx: str, check, doc: str) -> PtxOp:
+    """A wgmma.mma_async form: the accumulator registers read and written in place, completed
+    by the warpgroup's wgmma groups, shared operands read through the async proxy."""
+    return PtxOp(name, params, ptx, "wgmma",
+                 regs=_p("acc_regs", "regs_inout", count=_wgmma_regs), check=check,
+                 traits=async_op("wgmma_group", "async"), doc=doc)
+
+
 def _mma_regs(values) -> int:
     return mma.c_regs(values["acc"])
 
@@ -98,25 +106,21 @@ ROWS = [
           "wgmma.wait_group.sync.aligned n", "wgmma", traits=completing("wgmma_group"),
           doc="wait until at most n wgmma groups of the warpgroup are pending; then their "
               "accumulators may be read and their shared operands reused"),
-    PtxOp("ptx.wgmma.mma_async", _WGMMA,
-          "wgmma.mma_async.sync.aligned.m64n<n>k<K>.<acc>.<ab>.<ab> {d}, a-desc, b-desc, "
-          "scale-d, 1, 1{, trans-a, trans-b}", "wgmma",
-          regs=_p("acc_regs", "regs_inout", count=_wgmma_regs), check=_wgmma_check,
-          traits=async_op("wgmma_group", "async"),
-          doc="D = A @ B (+ D where scale_d): A (64 x K) and B (K x n) in shared memory by "
-              "their matrix descriptors (ptx/wgmma.py), D the warpgroup's accumulator "
-              "fragment (n/2 float32 or n/4 float16x2 registers per thread); trans_a / "
-              "trans_b: the operand is MN-major"),
-    PtxOp("ptx.wgmma.mma_async.rs", _WGMMA_RS,
-          "wgmma.mma_async.sync.aligned.m64n<n>k16.<acc>.<ab>.<ab> {d}, {a0, a1, a2, a3}, "
-          "b-desc, scale-d, 1, 1, trans-b", "wgmma",
-          regs=_p("acc_regs", "regs_inout", count=_wgmma_regs), check=_wgmma_rs_check,
-          traits=async_op("wgmma_group", "async"),
-          doc="D = A @ B (+ D where scale_d) with A (64 x 16, f16/bf16) from registers: a0..a3 "
-              "the warpgroup's A fragment (ptx/wgmma.py a_coords: two inputs per register), "
-              "B (16 x n) in shared memory by its descriptor, D the accumulator fragment; "
-              "trans_b: B is MN-major. A's registers, like D's, belong to the wgmma until a "
-              "wait_group retires it"),
+    _wgmma_row("ptx.wgmma.mma_async", _WGMMA,
+               "wgmma.mma_async.sync.aligned.m64n<n>k<K>.<acc>.<ab>.<ab> {d}, a-desc, b-desc, "
+               "scale-d, 1, 1{, trans-a, trans-b}", _wgmma_check,
+               "D = A @ B (+ D where scale_d): A (64 x K) and B (K x n) in shared memory by "
+               "their matrix descriptors (ptx/wgmma.py), D the warpgroup's accumulator "
+               "fragment (n/2 float32 or n/4 float16x2 registers per thread); trans_a / "
+               "trans_b: the operand is MN-major"),
+    _wgmma_row("ptx.wgmma.mma_async.rs", _WGMMA_RS,
+               "wgmma.mma_async.sync.aligned.m64n<n>k16.<acc>.<ab>.<ab> {d}, "
+               "{a0, a1, a2, a3}, b-desc, scale-d, 1, 1, trans-b", _wgmma_rs_check,
+               "D = A @ B (+ D where scale_d) with A (64 x 16, f16/bf16) from registers: "
+               "a0..a3 the warpgroup's A fragment (ptx/wgmma.py a_coords: two inputs per "
+               "register), B (16 x n) in shared memory by its descriptor, D the accumulator "
+               "fragment; trans_b: B is MN-major. A's registers, like D's, belong to the "
+               "wgmma until a wait_group retires it"),
     # ---- warp-level matrix instructions, PTX ISA §9.7.14
     _mma_row("ptx.mma_sync", mma.SYNC_INPUTS, "mma_sync",
              "mma.sync m16n8k16 (float16, bfloat16), m16n8k8 (float32 as tf32), m16n8k32 "
