@@ -183,6 +183,32 @@ def test_an_array_of_the_right_size_in_another_shape_is_refused_as_on_the_gpu():
     np.testing.assert_array_equal(b, a)
 
 
+N_ = T.int32()
+
+
+@T.prim_func
+def strided_fp8_copy(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (N_, 4), "float8_e5m2", strides=(8, 1))
+    B = T.match_buffer(B_ptr, (N_, 4), "float8_e5m2")
+    T.device_entry()
+    tid = T.thread_id([32])
+    if tid < N_:
+        for j in range(4):
+            B[tid, j] = A[tid, j]
+
+
+def test_symbolic_fp8_arguments_with_strides():
+    """A run-time-sized float8_e5m2 argument that is a strided view (4 of every 8 columns):
+    numpy cannot rebuild an array of that ml_dtypes type through as_strided ('<f1' not
+    understood: found by the fuzzer), so the simulator reads the bytes as words."""
+    import ml_dtypes
+
+    whole = rand((20, 8), np.float32).astype(ml_dtypes.float8_e5m2)
+    out = np.zeros((20, 4), ml_dtypes.float8_e5m2)
+    tw.simulate(strided_fp8_copy, whole[:, :4], out)
+    np.testing.assert_array_equal(out.view(np.uint8), whole[:, :4].view(np.uint8))
+
+
 def test_target_without_the_feature_is_refused():
     with pytest.raises(tw.TilewiseError, match="cp"):
         tw.simulate(flat_copy, rand(N, np.float16), poison(N, np.float16), target="sm_75")

@@ -128,7 +128,10 @@ def _memory(buf, arr, binding, func) -> np.ndarray:
                           "pass np.ascontiguousarray(x), or declare strides= in "
                           "T.match_buffer")
     n = sig.storage_elems(buf, binding)
-    flat = np.lib.stride_tricks.as_strided(arr, (n,), (arr.itemsize,), writeable=True)
+    # as unsigned words of the element's size: numpy's as_strided cannot rebuild an array of
+    # an ml_dtypes type (float8_e5m2's '<f1' is "not understood")
+    words = arr.view(np.dtype(f"u{arr.itemsize}"))
+    flat = np.lib.stride_tricks.as_strided(words, (n,), (arr.itemsize,), writeable=True)
     return flat.view(np.uint8)
 
 
