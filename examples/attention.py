@@ -18,14 +18,14 @@ float32 (batch, heads, seq_q): what the backward pass (``attention_backward.py``
 The technique, from the outside in (FlashAttention-3, Shah et al. 2024, §3):
 
 * **Persistent CTAs over (batch, head, q-block) work.** One CTA per SM takes one tile per
-  round; a tile is 128 query rows of one (batch, head). Without ``causal`` the tiles go
-  head by head, so the CTAs working at one time share that head's K and V in L2. Causal
-  tiles differ in length (the last rows see the most keys), so they go longest first and
-  are dealt in a *snake* (``tilewise.sched.Snake``: CTA ``c`` takes the ``c``-th tile of
-  even rounds and the ``c``-th from the end of odd ones), and with few heads longest first
-  across all heads rather than within each: a round-robin deal left a third of the SMs idle
-  at the end of a long causal launch (seq 16384, 16 heads). Each role decodes the tile by
-  the same ``@T.inline`` helper, ``work_item``.
+  round; a tile is 64 x C query rows (C consumers, below) of one (batch, head). Without
+  ``causal`` the tiles go head by head, so the CTAs working at one time share that head's
+  K and V in L2. Causal tiles differ in length (the last rows see the most keys), so they
+  go longest first and are dealt in a *snake* (``tilewise.sched.Snake``: CTA ``c`` takes
+  the ``c``-th tile of even rounds and the ``c``-th from the end of odd ones), and with few
+  heads longest first across all heads rather than within each: a round-robin deal left a
+  third of the SMs idle at the end of a long causal launch (seq 16384, 16 heads). Each
+  role decodes the tile by the same ``@T.inline`` helper, ``work_item``.
 * **Warp specialisation.** Warpgroups 0 .. C - 1 are the *consumers* (C = 2, or 3 at
   head_dim 64: ``default_consumers``, ``consumers=``), each owning 64 of the tile's query
   rows; warpgroup C is the *producer*. It gives its registers away (``setmaxnreg`` 24) and
