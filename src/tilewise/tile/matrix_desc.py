@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import dtype as dt
-from ..ir.expr import AddressOf, BufferRegion, Expr, IntImm, Var, as_int, binop, cast
+from ..ir.expr import AddressOf, BufferRegion, Expr, IntImm, Var, as_int, binop, cast, const
 from ..ir.stmt import LetStmt
 from ..ptx import wgmma
 from ..ptx.table import PTX_OPS
@@ -122,6 +122,16 @@ class Orientation:
     def text(self) -> str:
         return (f"A ({'K, M' if self.a_mn else 'M, K'}) and "
                 f"B ({'K, N' if self.b_mn else 'N, K'})")
+
+
+def step_accumulates(ctx, i: int) -> Expr:
+    """Whether K-step ``i`` of a gemm_async adds to the accumulator (wgmma's scale-d,
+    tcgen05's enable-input-d): the call's ``accum`` (a constant or a run-time flag) for the
+    first step, always for the rest."""
+    if i:
+        return const(True)
+    accum = ctx.option("accum", False)
+    return const(bool(accum)) if isinstance(accum, (bool, int)) else accum
 
 
 def step_descriptors(plan: OperandPlan, fields: int, buf) -> tuple[LetStmt, list[Expr]]:

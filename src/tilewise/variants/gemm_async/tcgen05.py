@@ -42,13 +42,14 @@ Algorithm:
 from __future__ import annotations
 
 from tilewise.ir import dtype as dt
-from tilewise.ir.expr import BufferRegion, Cast, IntImm, as_int, const
+from tilewise.ir.expr import BufferRegion, Cast, IntImm, as_int
 from tilewise.ir.stmt import Evaluate, seq
 from tilewise.ptx import tcgen05
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
-from tilewise.tile.matrix_desc import Orientation, plan_operand, step_descriptors
+from tilewise.tile.matrix_desc import (Orientation, plan_operand, step_accumulates,
+                                       step_descriptors)
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 from tilewise.tile.tmem_region import cell_offset, classify
 
@@ -170,7 +171,6 @@ def _emit(ctx):
     g = _cta_group(ctx)
     idesc = tcgen05.instr_desc(kind.name, a.buffer.dtype.name, b.buffer.dtype.name, "float32",
                                m * g, n, pa is not None and not pa.k_major, not pb.k_major)
-    accum = ctx.option("accum", False)
     d_addr = _taddr(c, dc)
     out, da = [], None
     if pa is not None:
@@ -179,8 +179,7 @@ def _emit(ctx):
     let_b, db = _descriptors(pb, b)
     out.append(let_b)
     for i in range(pb.steps):
-        enable = const(True) if i else (const(bool(accum)) if isinstance(accum, (bool, int))
-                                        else accum)
+        enable = step_accumulates(ctx, i)
         if ta is not None:
             a_op, name = _taddr(a, ta, i * tcgen05.A_TMEM_COLS), "ptx.tcgen05.mma.ts"
         else:

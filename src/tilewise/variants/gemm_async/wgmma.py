@@ -27,13 +27,14 @@ Algorithm:
 
 from __future__ import annotations
 
-from tilewise.ir.expr import BufferLoad, IntImm, const
+from tilewise.ir.expr import BufferLoad, IntImm
 from tilewise.ir.stmt import Evaluate, seq
 from tilewise.ptx import wgmma
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
-from tilewise.tile.matrix_desc import Orientation, plan_operand, step_descriptors
+from tilewise.tile.matrix_desc import (Orientation, plan_operand, step_accumulates,
+                                       step_descriptors)
 from tilewise.tile.registry import predicate, register_dispatch
 
 
@@ -100,6 +101,12 @@ def _inputs(ctx):
     return True
 
 
+def accumulator_regs(c) -> list:
+    """The accumulator tile ``c``'s registers, in the order wgmma names them."""
+    return [BufferLoad(c.buffer, tuple(IntImm(x) for x in wgmma.acc_coords(0, v)))
+            for v in range(wgmma.acc_regs(c.shape[1], c.buffer.dtype.name))]
+
+
 def _emit(ctx):
     c, a, b = ctx.call.args
     ab = a.buffer.dtype.name
@@ -109,18 +116,14 @@ def _emit(ctx):
     pa = plan_operand(a, o.a_mn, k_inst, transposable, "A")
     pb = plan_operand(b, o.b_mn, k_inst, transposable, "B")
     n = c.shape[1]
-    regs = [BufferLoad(c.buffer, tuple(IntImm(x) for x in wgmma.acc_coords(0, v)))
-            for v in range(wgmma.acc_regs(n, c.buffer.dtype.name))]
-    accum = ctx.option("accum", False)
+    regs = accumulator_regs(c)
     op = PTX_OPS["ptx.wgmma.mma_async"]
     let_a, da = step_descriptors(pa, pa.fields(), a.buffer)
     let_b, db = step_descriptors(pb, pb.fields(), b.buffer)
     out = [let_a, let_b]
     for i in range(pa.steps):
-        scale = const(True) if i else (const(bool(accum)) if isinstance(accum, (bool, int))
-                                       else accum)
-        call = op.call([da[i], db[i], scale, n, ab, c.buffer.dtype.name, not pa.k_major,
-                        not pb.k_major, *regs], {}, span=ctx.span)
+        call = op.call([da[i], db[i], step_accumulates(ctx, i), n, ab, c.buffer.dtype.name,
+                        not pa.k_major, not pb.k_major, *regs], {}, span=ctx.span)
         out.append(Evaluate(call, span=ctx.span))
     form = lambda p: ("K" if p.k_major else "MN") + f"-major, swizzle {p.swizzle or 'none'}"  # noqa
     ctx.info.append(f"{pa.steps} x wgmma m64n{n}k{k_inst} (A {form(pa)}; B {form(pb)})")

@@ -35,17 +35,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from tilewise.ir.expr import BufferLoad, IntImm, const
+from tilewise.ir.expr import BufferLoad, IntImm
 from tilewise.ir.stmt import DeclBuffer, Evaluate, seq
 from tilewise.ptx import wgmma
 from tilewise.ptx.table import PTX_OPS
 from tilewise.tile import options as O
 from tilewise.tile import predicates as P
 from tilewise.tile.fragment import places, word_view
-from tilewise.tile.matrix_desc import Orientation, plan_operand, step_descriptors
+from tilewise.tile.matrix_desc import (Orientation, plan_operand, step_accumulates,
+                                       step_descriptors)
 from tilewise.tile.registry import DispatchFail, predicate, register_dispatch
 
-from .wgmma import _c_tile, _operands
+from .wgmma import _c_tile, _operands, accumulator_regs
 
 STEP_K = 16  # K of one instruction with 16-bit inputs
 
@@ -119,18 +120,14 @@ def _emit(ctx):
     root = a.buffer.storage_root()
     view = word_view(root, max(max(s) for s in steps) + 1, "wgmma (A from registers)")
     n = c.shape[1]
-    regs = [BufferLoad(c.buffer, tuple(IntImm(x) for x in wgmma.acc_coords(0, v)))
-            for v in range(wgmma.acc_regs(n, c.buffer.dtype.name))]
-    accum = ctx.option("accum", False)
+    regs = accumulator_regs(c)
     op = PTX_OPS["ptx.wgmma.mma_async.rs"]
     let_b, db = step_descriptors(pb, pb.fields(), b.buffer)
     out = [DeclBuffer(view, span=ctx.span), let_b]
     for i, words in enumerate(steps):
-        scale = const(True) if i else (const(bool(accum)) if isinstance(accum, (bool, int))
-                                       else accum)
         a_regs = [BufferLoad(view, (IntImm(w),)) for w in words]
-        call = op.call([*a_regs, db[i], scale, n, ab, c.buffer.dtype.name, not pb.k_major,
-                        *regs], {}, span=ctx.span)
+        call = op.call([*a_regs, db[i], step_accumulates(ctx, i), n, ab, c.buffer.dtype.name,
+                        not pb.k_major, *regs], {}, span=ctx.span)
         out.append(Evaluate(call, span=ctx.span))
     form = ("K" if pb.k_major else "MN") + f"-major, swizzle {pb.swizzle or 'none'}"
     ctx.info.append(f"{len(steps)} x wgmma m64n{n}k{STEP_K} (A from registers; B {form})")
