@@ -110,6 +110,13 @@ def _shape(seq: int, hd: int):
     return TOKENS // seq, HIDDEN // hd, seq, seq, hd  # batch, heads, seq_q, seq_k, head_dim
 
 
+def _qkv(torch, dtype: str, hd: int, seq: int):
+    """Random Q, K, V of a row's shape on the GPU."""
+    b, h, sq, sk, d = _shape(seq, hd)
+    td = getattr(torch, dtype)
+    return tuple(torch.randn(b, h, s, d, device="cuda", dtype=td) for s in (sq, sk, sk))
+
+
 def _options(config: str) -> dict:
     """``key=value,...`` -> make_attention options (ints as ints)."""
     kw = {}
@@ -164,8 +171,7 @@ def _time(torch, fn, samples: int) -> float:
 
 def forward_row(torch, mod, tri, dtype, hd, seq, causal, samples, configs=("",)):
     b, h, sq, sk, d = _shape(seq, hd)
-    td = getattr(torch, dtype)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=td) for s in (sq, sk, sk))
+    q, k, v = _qkv(torch, dtype, hd, seq)
     flops = 4 * b * h * sq * sk * d / (2 if causal else 1)
     sd = torch.nn.attention.SDPBackend
     runs, outs = {}, {}
@@ -207,8 +213,7 @@ def backward_row(torch, mod, dtype, hd, seq, causal, samples):
     """tilewise's backward (from the forward's O and LSE) against SDPA's (autograd, the same
     backend's forward saved), gradients timed only; TFLOP/s = 2.5 x the forward's count."""
     b, h, sq, sk, d = _shape(seq, hd)
-    td = getattr(torch, dtype)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=td) for s in (sq, sk, sk))
+    q, k, v = _qkv(torch, dtype, hd, seq)
     do = torch.randn_like(q)
     flops = 2.5 * 4 * b * h * sq * sk * d / (2 if causal else 1)
     o = torch.empty_like(q)
@@ -253,9 +258,7 @@ def launch_only(a) -> None:
             for seq in a.seqs:
                 for causal in (bool(c) for c in a.causal):
                     b, h, sq, sk, d = _shape(seq, hd)
-                    td = getattr(torch, dtype)
-                    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=td)
-                               for s in (sq, sk, sk))
+                    q, k, v = _qkv(torch, dtype, hd, seq)
                     kern = mod.make_attention(b, h, sq, sk, d, causal=causal, dtype=dtype,
                                               **_options(a.configs[0]))
                     o = torch.empty_like(q)

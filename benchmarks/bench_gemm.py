@@ -116,21 +116,24 @@ def _compile_one(job):
     return job
 
 
+def _sweep_configs(G, M, N, K, sms, explore) -> list[dict]:
+    """The kernel shapes the sweep times for a problem: the plan's, then the next
+    ``explore`` shapes by the cost model."""
+    plan = G.plan(M, N, K, sms)
+    others = sorted((c for c in G.candidates(M, N, K, sms)
+                     if {**c, "stages": plan["stages"]} != plan),
+                    key=lambda c: G.estimate(M, N, K, sms, **c))[:explore]
+    return [plan] + [G.plan(M, N, K, sms, **c) for c in others]
+
+
 def _precompile(G, dtypes, shapes, sms, explore) -> None:
     """Every kernel shape the sweep will time, compiled in parallel processes first (the
     main process then reads them from the cache): a fresh machine's serial compiles would
     take most of a device call."""
     import concurrent.futures
 
-    jobs = set()
-    for dtype in dtypes:
-        for M, N, K in shapes:
-            plan = G.plan(M, N, K, sms)
-            others = sorted((c for c in G.candidates(M, N, K, sms)
-                             if {**c, "stages": plan["stages"]} != plan),
-                            key=lambda c: G.estimate(M, N, K, sms, **c))[:explore]
-            for cfg in [plan] + [G.plan(M, N, K, sms, **c) for c in others]:
-                jobs.add((dtype, sms, tuple(sorted(cfg.items()))))
+    jobs = {(dtype, sms, tuple(sorted(cfg.items()))) for dtype in dtypes
+            for M, N, K in shapes for cfg in _sweep_configs(G, M, N, K, sms, explore)}
     t0 = time.perf_counter()
     with concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         list(pool.map(_compile_one, sorted(jobs)))
@@ -165,11 +168,7 @@ def sweep(a):
             A = torch.randn(M, K, device="cuda", dtype=td)
             B = torch.randn(K, N, device="cuda", dtype=td)
             ref = A.float() @ B.float()
-            plan = G.plan(M, N, K, sms)
-            others = sorted((c for c in G.candidates(M, N, K, sms)
-                             if {**c, "stages": plan["stages"]} != plan),
-                            key=lambda c: G.estimate(M, N, K, sms, **c))[:a.explore]
-            cfgs = [plan] + [G.plan(M, N, K, sms, **c) for c in others]
+            cfgs = _sweep_configs(G, M, N, K, sms, a.explore)
             runs = {"cublas": lambda A=A, B=B: torch.matmul(A, B)}
             C_tri = torch.empty(M, N, device="cuda", dtype=td)
             runs["triton"] = lambda A=A, B=B, C=C_tri: tri(A, B, C)
