@@ -89,6 +89,17 @@ class AttentionBackward:
         return reports
 
 
+@T.inline
+def row_stats(LSE, Delta, b, h, q, Sq, lg):
+    """(-LSE in log2 units, Delta) of query row ``q`` of head ``h``; zeros past ``Sq``."""
+    lv = T.float32(0)
+    dv = T.float32(0)
+    if q < Sq:
+        lv = LSE[b, h, q] * -lg
+        dv = Delta[b, h, q]
+    return lv, dv
+
+
 def make_attention_backward(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int,
                             causal: bool = False, dtype: str = "bfloat16",
                             kv_heads: int | None = None, scale: float | None = None, *,
@@ -273,11 +284,7 @@ def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, 
                 if kind == 0:  # LSE (in log2 units) and Delta of this block's 64 rows
                     for i in T.static_range(2):
                         q = r0 + 16 * (tid // 32) + lane // 4 + 8 * i
-                        lv = T.float32(0)
-                        dv = T.float32(0)
-                        if q < Sq:
-                            lv = LSE[b, h, q] * -lg
-                            dv = Delta[b, h, q]
+                        lv, dv = row_stats(LSE, Delta, b, h, q, Sq, lg)
                         lr[i] = lv
                         dr[i] = dv
                 Tx.wg.zero(acc)
@@ -313,11 +320,7 @@ def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, 
                     if kind != 0:  # LSE and Delta of the 64 queries: this tile's columns
                         for rr in T.static_range(16):
                             q = qb * B64 + 8 * (rr // 2) + 2 * (lane % 4) + rr % 2
-                            lv = T.float32(0)
-                            dv = T.float32(0)
-                            if q < Sq:
-                                lv = LSE[b, hq, q] * -lg
-                                dv = Delta[b, hq, q]
+                            lv, dv = row_stats(LSE, Delta, b, hq, q, Sq, lg)
                             lc[rr] = lv
                             dc[rr] = dv
                     T.ptx.mbarrier.try_wait(T.address_of(yfull[s]), (it + u) // stages % 2)
