@@ -124,3 +124,31 @@ def k(A_ptr: T.handle, B_ptr: T.handle):
                      [a, np.full((4, 96), 0xDEAD, np.uint32)])
     assert np.array_equal(sim[1], gpu[1])
     assert gpu[1][3, 0] == (1 << 1) | (1 << 5) | (1 << 30) | (1 << 31)
+
+
+def test_stores_into_other_ctas_of_a_cluster_agree_with_the_simulator():
+    """st.shared::cluster in an all-to-all over clusters of 4 (thread t of every CTA writes
+    its CTA's value into CTA t), then the cluster barrier and each CTA's reads: the GPU's
+    result equals the simulator's, which is the exchange's definition."""
+    src = """
+@T.prim_func
+def k(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (8, 64), "float32")
+    B = T.match_buffer(B_ptr, (8, 4), "float32")
+    T.device_entry()
+    bx = T.cta_id([8])
+    rank = T.cta_id_in_cluster([4])
+    tid = T.thread_id([64])
+    part = T.alloc_shared((4,), "float32")
+    T.ptx.barrier.cluster.arrive(relaxed=True, aligned=True)
+    T.ptx.barrier.cluster.wait(aligned=True)
+    if tid < 4:
+        T.ptx.st_cluster(T.address_of(part[rank]), A[bx, rank * 16 + tid], tid)
+    T.cuda.cluster_sync()
+    if tid < 4:
+        B[bx, tid] = part[tid]
+"""
+    a = np.random.default_rng(7).standard_normal((8, 64)).astype(np.float32)
+    sim, gpu = _both(tw.from_source(src, filename="st_cluster.py"),
+                     [a, np.full((8, 4), np.nan, np.float32)])
+    assert np.array_equal(sim[1], gpu[1]) and not np.isnan(gpu[1]).any()

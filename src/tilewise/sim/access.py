@@ -7,7 +7,7 @@ import numpy as np
 
 from ..ir.launch import WARP
 from .memory import (LOCAL, SHARED, SPACE_SHIFT, UNWRITTEN, VISIBLE, byte_span, offset_of,
-                     space_of)
+                     owner_name, space_of)
 from .races import check_shared_write
 from .registry import mechanism
 from .values import fit, np_dtype
@@ -330,7 +330,7 @@ def _report_invisible(ctx, owner, tid, off, span):
                    "write (or cp.async and wait for) the data before reading it",
                    tid=tid, addr=addr)
         return
-    who = f"thread {owner}" if owner >= 0 else f"warp {-owner - 2}"
+    who = owner_name(owner, ctx.n)
     ctx.hazard(f"reads shared memory written by {who} with no bar.sync in between "
                f"(the write is visible only to the writer until a barrier)", span,
                "add T.cuda.cta_sync() between the write (or its cp.async.wait_group) "

@@ -9,7 +9,12 @@ rule; a CTA keeps the baton until it blocks).
 
 **Cluster barrier.** ``barrier.cluster.arrive`` counts an arrival per thread;
 ``barrier.cluster.wait`` blocks the thread until every thread of every CTA of the cluster
-has arrived as often as it has (a CTA that has exited counts as arrived).
+has arrived as often as it has (a CTA that has exited counts as arrived). When a phase
+completes, every CTA's accesses made before its threads arrived are ordered before every
+later access (each CTA's shared-memory shadows cleared, once, by the first wait that sees
+the phase complete: a CTA still blocked there has made no later access, and one that
+resumes later must not forget the accesses others made meanwhile). A phase that some
+thread arrived on with ``.relaxed`` orders no memory.
 """
 
 from __future__ import annotations
@@ -27,10 +32,17 @@ class Cluster:
         self.n = n
         self.ctxs: list = [None] * n
         self.arrived = np.zeros((n, threads), np.int64)  # barrier.cluster arrivals per thread
+        self.relaxed = np.zeros((n, threads), bool)  # whose latest arrival was .relaxed
+        self.completed = 0  # the last phase (arrivals per thread) that has completed
 
     def exited(self, rank: int) -> None:
         """CTA ``rank`` has finished: it counts as arrived at every cluster barrier."""
         self.arrived[rank] = np.iinfo(np.int64).max // 2
+        self.relaxed[rank] = False
+
+    def gone(self, rank: int) -> bool:
+        """Whether CTA ``rank`` has finished."""
+        return bool(self.arrived[rank, 0] >= np.iinfo(np.int64).max // 2)
 
     # ------------------------------------------------------------------ peers
     def peer(self, ctx, rank: int, span, what: str):
@@ -42,8 +54,15 @@ class Cluster:
         return self.ctxs[rank]
 
     # ------------------------------------------------------------------ barrier.cluster
-    def barrier_arrive(self, ctx, tids) -> None:
+    def barrier_arrive(self, ctx, tids, relaxed: bool = False) -> None:
         self.arrived[ctx.rank, tids] += 1
+        self.relaxed[ctx.rank, tids] = relaxed
+
+    def released(self) -> bool:
+        """Whether the phase just completed orders memory: no thread's arrival on it was
+        ``.relaxed`` (a relaxed arrive releases nothing; counted conservatively, by each
+        thread's latest arrival)."""
+        return not self.relaxed.any()
 
     def barrier_wait(self, ctx, tids, span, what: str) -> bool:
         """Block until every thread of the cluster has arrived as often as ``tids`` (in
@@ -54,5 +73,12 @@ class Cluster:
             behind = int((self.arrived < need).sum())
             return int(tids[0]), None, f"{behind} thread(s) of the cluster have not arrived"
 
-        return ctx.block(lambda: int(self.arrived.min()) >= need,
-                         Wait(ctx, what, span, state))
+        if not ctx.block(lambda: int(self.arrived.min()) >= need, Wait(ctx, what, span, state)):
+            return False
+        if need > self.completed:  # the first wait to see the phase complete: order memory
+            self.completed = need
+            if self.released():
+                for c in self.ctxs:  # every CTA's accesses before its arrival, at once (a
+                    if c is not None:  # CTA that resumes later must not clear newer ones)
+                        c.mem.barrier()
+        return True

@@ -46,6 +46,18 @@ SPACE_SHIFT = 40
 OFFSET_MASK = (1 << SPACE_SHIFT) - 1
 SHARED, LOCAL, GLOBAL0 = 1, 2, 3
 VISIBLE, UNWRITTEN = -1, -(1 << 30)
+#: Shared owners from here up are threads of another CTA of the cluster (``st_cluster``):
+#: ``REMOTE_OWNER0 + rank * block + tid``.
+REMOTE_OWNER0 = 1 << 24
+
+
+def owner_name(owner: int, block: int) -> str:
+    """A shared byte's owner for messages: a thread, a warp (a warp-collective write) or a
+    thread of another CTA of the cluster (``block`` threads per CTA)."""
+    if owner >= REMOTE_OWNER0:
+        rank, tid = divmod(owner - REMOTE_OWNER0, block)
+        return f"thread {tid} of CTA rank {rank} (st_cluster)"
+    return f"thread {owner}" if owner >= 0 else f"warp {-owner - 2}"
 BULK_TAG0 = -(1 << 20)  # owners in (UNWRITTEN, BULK_TAG0]: bytes landed by a bulk copy
 _ALIGN = 16
 

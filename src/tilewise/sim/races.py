@@ -46,7 +46,7 @@ import numpy as np
 
 from ..ir.launch import WARP
 from .checks import FULL
-from .memory import GLOBAL0, MANY, NO_ONE, SPACE_SHIFT, Members, Readers, byte_span
+from .memory import GLOBAL0, MANY, NO_ONE, SPACE_SHIFT, Members, Readers, byte_span, owner_name
 from .values import fit
 
 _GID_LIMIT = (1 << 31) - 1
@@ -93,7 +93,7 @@ def check_shared_write(ctx, starts, width, span_b, tids, span) -> None:
     if bad.any():
         k, j = np.argwhere(bad)[0]
         o = int(own[k, j])
-        who = f"thread {o}" if o >= 0 else f"warp {-o - 2}"
+        who = owner_name(o, ctx.n)
         _shared_race(ctx, span, int(tids[k]), int(span_b[k, j]),
                      f"{who} wrote these bytes with no bar.sync in between", "write-write")
         return

@@ -1,5 +1,6 @@
 """Hand-written lowerings of the copies: ``cp.async`` (PTX ISA 9.7.9.25), the synchronous
-vector move, and the bulk (non-tensor) TMA copies (9.7.9.25.4).
+vector move, the store into another CTA's shared memory (``st.shared::cluster``), and the
+bulk (non-tensor) TMA copies (9.7.9.25.4).
 
 Signatures are the ones LLVM 22.1 accepts (``/work/shared/reference/nvptx-llvm22-compat.md``
 §2). The bulk copies need the table's ``tma`` feature (sm_90+, PTX 8.0), so only forms
@@ -70,6 +71,17 @@ def _ld_st(em, c):
     d, _ = em.address(dst)
     v = em.b.load(s, typ=_VECTOR[n], align=n)
     em.b.store(v, d, align=n)
+
+
+@lowering("ptx.st_cluster")
+def _st_cluster(em, c):
+    """``mapa.shared::cluster`` of this CTA's address into CTA ``rank``, then a plain store
+    through the ``addrspace(7)`` pointer (``st.shared::cluster.b32``)."""
+    dst, value, rank = c.args
+    d, _ = em.address(dst, ty.SHARED)
+    peer = em.call("llvm.nvvm.mapa.shared.cluster", ty.ptr(SHARED_CLUSTER),
+                   [d, em.typed(rank, dt.int32)])
+    em.b.store(em.expr(value), peer, align=4)
 
 
 @lowering("ptx.cp_async.bulk.g2s")

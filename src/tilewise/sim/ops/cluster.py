@@ -9,24 +9,37 @@ rank 0.
   run meanwhile); a wait nothing can satisfy is a deadlock. ``aligned=True`` requires
   whole warps. ``cuda.cluster_sync`` is arrive then wait. Arrive has release and wait
   acquire semantics: after the wait, every write of the cluster's threads made before
-  their arrive is visible (the CTA's own shared memory: as after ``bar.sync``).
+  their arrive is visible (the CTA's own shared memory: as after ``bar.sync``), unless
+  some thread arrived ``.relaxed`` (then the phase only says that every CTA has started).
 * ``fence.mbarrier_init`` orders this thread's ``mbarrier.init`` before later cluster
   operations: no effect in the simulator, where an init is seen at once.
+* ``st_cluster`` (``mapa`` + ``st.shared::cluster.b32``): the four bytes land in the
+  destination CTA's shared memory at once, owned there by the writing thread of the other
+  CTA (:data:`REMOTE_OWNER0` + rank * block + tid): a read by the destination's threads
+  before its next barrier is an invisible write, a later write by them a race; the store
+  itself races with the destination's own writes and reads since its last barrier. A
+  store into another CTA before this CTA has waited on a cluster barrier once (the
+  destination may not have started) or into one that has exited is a hazard. Not modelled: a
+  ``bar.sync`` of the destination CTA makes the write visible there too (hardware needs the
+  cluster barrier), and bulk copies in flight into the same bytes of the destination.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..access import check_pointer, mark_shared_write, write_bytes
 from ..collective import whole_groups
+from ..memory import MANY, REMOTE_OWNER0, SHARED, SPACE_SHIFT, byte_span, owner_name
 from ..registry import semantics
+from ..values import fit, np_dtype
 
 
-def _arrive(ctx, site, aligned: bool) -> None:
+def _arrive(ctx, site, aligned: bool, relaxed: bool = False) -> None:
     if aligned:
         whole_groups(ctx, site.span, "barrier.cluster.arrive.aligned", 32, "warp")
     if ctx.cluster is not None:
-        ctx.cluster.barrier_arrive(ctx, ctx.active())
+        ctx.cluster.barrier_arrive(ctx, ctx.active(), relaxed)
 
 
 def _wait(ctx, site, aligned: bool) -> None:
@@ -56,12 +69,12 @@ def _wait(ctx, site, aligned: bool) -> None:
                    "(T.ptx.barrier.cluster.arrive / T.cuda.cluster_sync) the same number "
                    "of times", tid=int(tids[0]))
         return
-    ctx.mem.barrier()
+    ctx.cluster_started = True  # every CTA has arrived once: all have started
 
 
 @semantics("ptx.barrier.cluster.arrive")
 def barrier_cluster_arrive(ctx, site, args):
-    _arrive(ctx, site, bool(args[1]))
+    _arrive(ctx, site, bool(args[1]), relaxed=bool(args[0]))
 
 
 @semantics("ptx.barrier.cluster.wait")
@@ -78,3 +91,63 @@ def cluster_sync(ctx, site, args):
 @semantics("ptx.fence.mbarrier_init")
 def fence_mbarrier_init(ctx, site, args):
     """No effect: an mbarrier.init is visible at once in the simulator."""
+
+
+@semantics("ptx.st_cluster")
+def st_cluster(ctx, site, args):
+    dst, value, rank = args
+    what = "st.shared::cluster (T.ptx.st_cluster)"
+    tids = ctx.active()
+    d = check_pointer(ctx, dst, 4, site.span, what, (SHARED,))
+    if d is None:
+        return
+    vals = np.ascontiguousarray(fit(value, tids.shape, np_dtype(site.call.args[1].dtype)))
+    data = vals.view(np.uint8).reshape(len(tids), 4)
+    ranks = fit(rank, tids.shape, np.int64)
+    for r in np.unique(ranks).tolist():
+        sel = ranks == r
+        peer = ctx.peer(int(r), site.span, what)
+        t, offs = tids[sel], d[1][sel]
+        if peer is not ctx and not getattr(ctx, "cluster_started", False):
+            ctx.hazard(f"{what} into CTA rank {r} before any cluster barrier: that CTA may "
+                       "not have started (its shared memory is not there yet)", site.span,
+                       "wait on the cluster barrier once first (T.ptx.barrier.cluster.arrive"
+                       "(relaxed=True) early, T.ptx.barrier.cluster.wait() before the store)",
+                       tid=int(t[0]))
+            continue
+        if peer is not ctx and ctx.cluster.gone(int(r)):
+            ctx.hazard(f"{what} into CTA rank {r} of the cluster, which has exited (its "
+                       "shared memory is gone)", site.span, "end with T.cuda.cluster_sync() "
+                       "in every CTA so that none exits while another still writes to it",
+                       tid=int(t[0]))
+            continue
+        if peer is ctx:
+            mark_shared_write(ctx, offs, 4, t, site.span)
+        elif peer.checks.shared:
+            _remote_write(ctx, peer, offs, t, site.span, what)
+        write_bytes(peer, d[0][sel], offs, data[sel], t)
+
+
+def _remote_write(ctx, peer, offs, tids, span, what) -> None:
+    """The race checks of a store by ``tids`` of ``ctx`` into ``peer``'s shared memory, then
+    the owner marks (a thread of another CTA: see the module doc)."""
+    span_b = byte_span(offs, 4)
+    mem = peer.mem
+    own = mem.owner[span_b]
+    me = (REMOTE_OWNER0 + ctx.rank * ctx.n + tids)[:, None]
+    clash = (own >= 0) & (own != me)
+    readers = None if mem.readers.empty else mem.readers.at(span_b)
+    if clash.any():
+        k, j = np.argwhere(clash)[0]
+        why = f"{owner_name(int(own[k, j]), peer.n)} wrote these bytes"
+    elif readers is not None and ((readers >= 0) | (readers == MANY)).any():
+        k, j = np.argwhere((readers >= 0) | (readers == MANY))[0]
+        r = int(readers[k, j])
+        why = f"{'thread ' + str(r) if r >= 0 else 'several threads'} read these bytes"
+    else:
+        mem.owner[span_b] = np.broadcast_to(me, span_b.shape)
+        return
+    ctx.hazard(f"race on the shared memory of CTA rank {peer.rank}: {what} writes bytes "
+               f"that {why} since its last barrier", span, "separate the accesses with "
+               "T.cuda.cluster_sync() (barrier.cluster: release, then acquire)",
+               tid=int(tids[k]), addr=(SHARED << SPACE_SHIFT) + int(span_b[k, j]))
