@@ -22,6 +22,12 @@ A longer row is walked in chunks twice: the sum of squares (each thread its own,
 registers: no barrier per chunk; then one reduction across the threads), then (newest chunk
 first, the likeliest to be in L2) the normalisation with the chunk's weights.
 
+A row too long for one CTA's registers is **split over a cluster** of 2, 4 or 8 CTAs, as in
+``examples/softmax.py``: each CTA takes a part of the row (one pass, or chunked with the part
+kept in shared memory up to 96 KB), hands its part's sum of squares to every CTA of the
+cluster (``T.ptx.st_cluster``, then ``T.cuda.cluster_sync()``), and adds the C sums in rank
+order, so every part is scaled by the same ``rsqrt``.
+
 Accuracy: float32 throughout; ``rsqrt.approx.f32`` has a relative error of at most
 2^-22.9 (PTX ISA); the result is rounded once to the output type.
 """
@@ -38,6 +44,9 @@ from tilewise.layout.rows import row_configs
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 MAX_ELEMS = 24  # of a row per thread at 1024 threads: X, its square and W live together
+SPLIT_ELEMS = 32  # the same for a row split over a cluster in one pass (X recast, not kept)
+MAX_CTAS = 8  # CTAs a row may be split over (a cluster)
+STAGE_BYTES = 96 * 1024  # a split row's part up to this size is kept in shared memory
 
 
 def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
@@ -57,17 +66,20 @@ def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6
 def configs(rows: int, cols: int, dtype: str) -> list[dict]:
     """The candidates the tuner times, the plan first (``tilewise.layout.rows.row_configs``:
     other CTA sizes and vectors per thread)."""
-    return row_configs(rows, cols, ITEMSIZE[dtype], MAX_ELEMS)
+    return row_configs(rows, cols, ITEMSIZE[dtype], MAX_ELEMS, MAX_CTAS, SPLIT_ELEMS)
 
 
 def rmsnorm_kernel(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
                    threads: int | None = None, vectors: int | None = None,
-                   chunk: int | None = None):
-    """The kernel for one configuration (:meth:`RowTiling.plan`)."""
-    t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors, chunk, MAX_ELEMS)
-    if t.chunks == 1:
-        return _one_pass(rows, cols, dtype, eps, t)
-    return _chunked(rows, cols, dtype, eps, t)
+                   chunk: int | None = None, ctas: int | None = None):
+    """The kernel for one configuration (:meth:`RowTiling.plan`; ``ctas=1``: no cluster)."""
+    t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors, chunk, MAX_ELEMS, ctas,
+                       MAX_CTAS, SPLIT_ELEMS)
+    if t.chunks > 1:
+        return _chunked(rows, cols, dtype, eps, t)
+    if t.ctas > 1:
+        return _split(rows, cols, dtype, eps, t)
+    return _one_pass(rows, cols, dtype, eps, t)
 
 
 def _one_pass(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
@@ -105,8 +117,66 @@ def _one_pass(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
     return rmsnorm
 
 
+@T.inline
+def exchange(part, q, C, rank, tid):
+    """Hand this CTA's sum of squares ``q`` of its part of a row split over the cluster to
+    every CTA of the cluster (thread c stores into CTA c) and add all the parts, in rank
+    order (the same sum in every CTA)."""
+    if tid < C:
+        T.ptx.st_cluster(T.address_of(part[rank]), q, tid)
+    T.cuda.cluster_sync()  # release the stores, acquire the others'
+    total: T.float32 = 0.0
+    for c in range(C):
+        total = total + part[c]
+    return total
+
+
+def _split(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
+    W_, n, C = t.cols, t.regs, t.ctas
+    layout, per_row, weights = t.tile(), t.per_row(), t.columns()
+    M = T.int32()
+
+    @T.prim_func
+    def rmsnorm_split(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (M, cols), dtype)
+        W = T.match_buffer(W_ptr, (cols,), dtype)
+        Y = T.match_buffer(Y_ptr, (M, cols), dtype)
+        T.device_entry()
+        bx = T.cta_id([M * C])
+        rank = T.cta_id_in_cluster([C])  # this CTA's part of the row: columns rank * W_ ...
+        tid = T.thread_id([t.threads])
+        row = bx // C
+        part = T.alloc_shared((C,), "float32")  # CTA c's sum of squares
+        T.ptx.barrier.cluster.arrive(relaxed=True, aligned=True)  # then every CTA has started
+        x = T.alloc_local((n,), dtype).view(1, W_, layout=layout)
+        xf = T.alloc_local((n,), "float32").view(1, W_, layout=layout)
+        sq = T.alloc_local((n,), "float32").view(1, W_, layout=layout)
+        w = T.alloc_local((n,), dtype).view(W_, layout=weights)
+        wf = T.alloc_local((n,), "float32").view(W_, layout=weights)
+        rr = T.alloc_local((1,), "float32")
+        r = rr.view(1, 1, layout=per_row)
+        Tx.cta.copy(x, X[row:row + 1, rank * W_:rank * W_ + W_])
+        Tx.cta.copy(w, W[rank * W_:rank * W_ + W_])
+        T.ptx.barrier.cluster.wait(aligned=True)  # with the loads in flight
+        Tx.cta.cast(xf, x)
+        Tx.cta.mul(sq, xf, xf)
+        Tx.cta.sum(r, sq, axes=-1)
+        rr[0] = exchange(part, rr[0], C, rank, tid)
+        Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
+        Tx.cta.cast(xf, x)  # again: x, half the registers, is what lived across
+        Tx.cta.mul(xf, xf, r)
+        Tx.cta.cast(wf, w)
+        Tx.cta.mul(xf, xf, wf)
+        Tx.cta.cast(x, xf)
+        Tx.cta.copy(Y[row:row + 1, rank * W_:rank * W_ + W_], x)
+
+    return rmsnorm_split
+
+
 def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
-    W_, n, nc, G = t.cols, t.regs, t.chunks, t.threads_per_row
+    W_, n, nc, G, C = t.cols, t.regs, t.chunks, t.threads_per_row, t.ctas
+    P = nc * W_  # columns of a CTA's part of the row (all of it without a cluster)
+    stage = C > 1 and P * ITEMSIZE[dtype] <= STAGE_BYTES  # pass 2 from shared memory
     layout, per_row, weights = t.tile(), t.per_row(), t.columns()
     mine, one, spread = t.by_thread(), t.per_thread(), t.across_threads()
     M = T.int32()
@@ -117,8 +187,15 @@ def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
         W = T.match_buffer(W_ptr, (cols,), dtype)
         Y = T.match_buffer(Y_ptr, (M, cols), dtype)
         T.device_entry()
-        bx = T.cta_id([M])
-        tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
+        bx = T.cta_id([M * C])
+        tid = T.thread_id([t.threads])
+        row = bx // C
+        base = 0  # the part's first column
+        if C > 1:
+            rank = T.cta_id_in_cluster([C])
+            base = rank * P
+            part = T.alloc_shared((C,), "float32")
+            T.ptx.barrier.cluster.arrive(relaxed=True, aligned=True)
         x = T.alloc_local((n,), dtype).view(1, W_, layout=layout)
         fr = T.alloc_local((n,), "float32")
         xf = fr.view(1, W_, layout=layout)
@@ -127,24 +204,36 @@ def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
         wf = T.alloc_local((n,), "float32").view(W_, layout=weights)
         qr = T.alloc_local((1,), "float32")  # this thread's sum of squares
         q = qr.view(G, 1, layout=one)
-        r = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)
+        rr = T.alloc_local((1,), "float32")
+        r = rr.view(1, 1, layout=per_row)
+        if stage:  # each thread keeps its own vectors there: no barrier between the passes
+            Xs = T.alloc_buffer((nc, W_), dtype, scope="shared.dyn", align=16)
         Tx.cta.fill(q, 0.0)
         for c in range(nc):  # pass 1: per thread (no barrier)
-            Tx.cta.copy(x, X[bx:bx + 1, c * W_:c * W_ + W_])
+            Tx.cta.copy(x, X[row:row + 1, base + c * W_:base + c * W_ + W_])
+            if stage:
+                Tx.cta.copy(Xs[c:c + 1, :], x)
             Tx.cta.cast(xf, x)
             Tx.cta.mul(xf, xf, xf)
             Tx.cta.sum(q, xt, axes=-1, accum=True)
         Tx.cta.sum(r, qr.view(1, G, layout=spread), axes=-1)  # across the threads
+        if C > 1:  # the parts of the row
+            T.ptx.barrier.cluster.wait(aligned=True)
+            rr[0] = exchange(part, rr[0], C, rank, tid)
         Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
         for c in range(nc):  # pass 2, newest chunk first
-            Tx.cta.copy(x, X[bx:bx + 1, (nc - 1 - c) * W_:(nc - 1 - c) * W_ + W_])
-            Tx.cta.copy(w, W[(nc - 1 - c) * W_:(nc - 1 - c) * W_ + W_])
+            c0 = base + (nc - 1 - c) * W_
+            if stage:
+                Tx.cta.copy(x, Xs[nc - 1 - c:nc - c, :])
+            else:
+                Tx.cta.copy(x, X[row:row + 1, c0:c0 + W_])
+            Tx.cta.copy(w, W[c0:c0 + W_])
             Tx.cta.cast(xf, x)
             Tx.cta.cast(wf, w)
             Tx.cta.mul(xf, xf, r)
             Tx.cta.mul(xf, xf, wf)
             Tx.cta.cast(x, xf)
-            Tx.cta.copy(Y[bx:bx + 1, (nc - 1 - c) * W_:(nc - 1 - c) * W_ + W_], x)
+            Tx.cta.copy(Y[row:row + 1, c0:c0 + W_], x)
 
     return rmsnorm_chunked
 

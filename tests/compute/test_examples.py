@@ -31,8 +31,16 @@ ROWS = [(16, 1024, "float16", {}), (2, 8192, "bfloat16", {}), (6, 96, "float32",
         (5, 7, "float16", {}), (1, 1, "bfloat16", {}), (9, 64, "float16", {}),
         (2, 1001, "float16", {}), (2, 1000, "float16", {"chunk": 256}),
         (2, 777, "float32", {"chunk": 100, "threads": 16}),
-        (1, 2049, "bfloat16", {"chunk": 512})]
-IDS = [f"{r}x{c}-{d}" + ("-chunked" if kw.get("chunk") else "") for r, c, d, kw in ROWS]
+        (1, 2049, "bfloat16", {"chunk": 512}),
+        # rows split over a cluster (forced with ctas=): an even split, a last CTA whose
+        # part is partial (3000 over 4 x 32 x 3 x 8), an odd width (scalar loads) over 8 ...
+        (3, 4096, "float16", {"ctas": 4}), (2, 3000, "bfloat16", {"ctas": 4, "threads": 32}),
+        (2, 8001, "float32", {"ctas": 8}),
+        # ... and each CTA walking its part in chunks (the plan for the longest rows)
+        (2, 3000, "float16", {"ctas": 2, "chunk": 512}),
+        (3, 1001, "bfloat16", {"ctas": 4, "chunk": 64, "threads": 32})]
+IDS = [f"{r}x{c}-{d}" + ("-chunked" if kw.get("chunk") else "")
+       + (f"-split{kw['ctas']}" if kw.get("ctas") else "") for r, c, d, kw in ROWS]
 
 
 @pytest.mark.parametrize("rows,cols,dtype,kw", ROWS, ids=IDS)
@@ -60,7 +68,7 @@ def test_the_factories_are_tuned_kernels_that_simulate_their_plan():
 
     ex = example("softmax")
     k = ex.make_softmax(3, 3000, "float16")
-    assert k.configs[0] == {"threads": None, "vectors": None} and len(k.configs) > 1
+    assert k.configs[0] == {} and len(k.configs) > 1
     x, y = ex.inputs(np.random.default_rng(3), (3, 3000), np.float16)
     with warnings.catch_warnings():
         warnings.simplefilter("error", tw.TilewisePerformanceWarning)
@@ -105,14 +113,27 @@ PTX_CASES = [
     ("softmax", (32768, 1024, "bfloat16"), {"ld.global.v4.b32": 4, "st.global.v4.b32": 4,
                                            "shfl.sync.bfly.b32": 10, "cvt.rn.bf16x2.f32": 16,
                                            "bar.sync": 0}, ["warp", "warp"]),
-    ("softmax", (64, 262144, "bfloat16"), {"ld.global.v4.b32": 8, "st.global.v4.b32": 4,
+    # rows too long for one CTA: split over a cluster, each CTA walking its part in chunks,
+    # read from global memory once (kept in shared memory for the second pass), the parts'
+    # max and sum handed to the others by st.shared::cluster
+    ("softmax", (64, 262144, "bfloat16"), {"ld.global.v4.b32": 4, "st.shared.v4.b32": 4,
+                                          "st.global.v4.b32": 4, "st.shared::cluster.b32": 2,
                                           "bar.sync": 2}, ["thread", "thread", "smem", "smem"]),
-    ("softmax", (64, 50257, "float16"), {"ld.global.v4.b32": 0, "ld.global.b16": 50},
+    ("softmax", (64, 50257, "float16"), {"ld.global.v4.b32": 0, "ld.global.b16": 25,
+                                        "ld.shared.b16": 25},
      ["thread", "thread", "smem", "smem"]),
+    ("softmax", (64, 32000, "float16", None, None, None, 8), {"ld.global.v4.b32": 4,
+                                                              "st.global.v4.b32": 4,
+                                                              "st.shared::cluster.b32": 2},
+     ["smem", "smem"]),  # one pass over 8 CTAs (a tuner candidate): read once
     ("rmsnorm", (16384, 4096, "float16"), {"ld.global.v4.b32": 8, "st.global.v4.b32": 4,
                                           "rsqrt.approx.f32": 1, "bar.sync": 1}, ["smem"]),
-    ("rmsnorm", (64, 128256, "float16"), {"ld.global.v4.b32": 9, "st.global.v4.b32": 3,
-                                         "bar.sync": 1}, ["thread", "smem"]),
+    ("rmsnorm", (64, 128256, "float16"), {"ld.global.v4.b32": 8, "st.shared.v4.b32": 4,
+                                         "st.global.v4.b32": 4, "st.shared::cluster.b32": 1,
+                                         "bar.sync": 1}, ["thread", "smem"]),  # X, then W
+    ("rmsnorm", (64, 131072, "float16", 1e-6, None, None, None, 8),
+     {"ld.global.v4.b32": 8, "st.global.v4.b32": 4, "st.shared::cluster.b32": 1},
+     ["smem"]),  # one pass over 8 CTAs
 ]
 
 

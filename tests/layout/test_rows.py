@@ -36,6 +36,40 @@ def test_rows_that_fit_are_one_pass_and_longer_ones_chunked():
     assert RowTiling.plan(64, 5120, 2).cols == 5120  # 128 x 5 x 8 rather than 256 x 3 x 8
 
 
+def test_kernels_that_take_clusters_split_long_rows():
+    """A row too long for one CTA's registers is split over the most CTAs (8, 4, 2) that
+    leave each more than one chunk of 256 threads x 64 bytes, each CTA walking its part in
+    chunks; none of the parts is empty. Without clusters it is chunked in one CTA."""
+    for cols, ctas, chunks in [(65536, 4, 2), (128256, 8, 2), (262144, 8, 4), (50257, 4, 2),
+                               (100000, 4, 4), (1000000, 8, 16)]:
+        t = RowTiling.plan(64, cols, 2, max_ctas=8)
+        assert (t.ctas, t.chunks, t.threads) == (ctas, chunks, 256), (cols, t)
+        part = t.cols * t.chunks
+        assert part * t.ctas >= cols > part * (t.ctas - 1)  # the last part is not empty
+    for cols in range(32769, 400000, 997):  # and every width between
+        t = RowTiling.plan(64, cols, 2, max_ctas=8)
+        assert t.cols * t.chunks * (t.ctas - 1) < cols <= t.cols * t.chunks * t.ctas, cols
+    assert RowTiling.plan(64, 65536, 2, max_ctas=2).ctas == 2
+    assert RowTiling.plan(64, 262144, 2).ctas == 1  # a kernel without clusters
+    assert RowTiling.plan(64, 32000, 2, max_ctas=8).ctas == 1  # fits one CTA: not split
+
+
+def test_a_split_row_can_be_pinned_to_one_pass_or_chunks():
+    one = RowTiling.plan(64, 65536, 2, threads=512, ctas=4)
+    assert (one.threads, one.ctas, one.chunks, one.cols) == (512, 4, 1, 16384)
+    chunked = RowTiling.plan(64, 65536, 2, ctas=2, chunk=8192)
+    assert (chunked.ctas, chunked.chunks, chunked.cols) == (2, 4, 8192)
+    too_long = RowTiling.plan(64, 262144, 2, ctas=2, threads=256)  # a part over registers
+    assert too_long.chunks > 1 and too_long.threads == 256
+
+
+@pytest.mark.parametrize("kw,why", [({"ctas": 3}, "one of (2, 4, 8)"),
+                                    ({"ctas": 8, "threads": 1024}, "does not split")])
+def test_a_split_that_cannot_be_is_refused(kw, why):
+    with pytest.raises(ValueError, match=why.replace("(", r"\(").replace(")", r"\)")):
+        RowTiling.plan(64, 8192, 2, **kw)
+
+
 def test_short_rows_share_threads_and_ctas():
     t = RowTiling.plan(65536, 64, 2)
     assert (t.threads_per_row, t.vectors, t.rows) == (2, 4, 128)
@@ -58,6 +92,20 @@ def test_the_layouts_are_register_tiles(plan):
 
 def test_configs_are_distinct_tilings_with_the_plan_first():
     cs = row_configs(4096, 3000, 2)
-    assert cs[0] == {"threads": None, "vectors": None}
-    plans = [RowTiling.plan(4096, 3000, 2, c["threads"], c["vectors"]) for c in cs]
+    assert cs[0] == {}
+    plans = [RowTiling.plan(4096, 3000, 2, c.get("threads"), c.get("vectors")) for c in cs]
     assert len(set(plans)) == len(plans) >= 3
+
+
+def test_long_rows_are_tuned_over_cluster_sizes_and_the_chunked_form():
+    cs = row_configs(256, 262144, 2, max_ctas=8)
+    plans = [RowTiling.plan(256, 262144, 2, c.get("threads"), c.get("vectors"), c.get("chunk"),
+                            ctas=c.get("ctas"), max_ctas=8) for c in cs]
+    assert cs[0] == {} and len(set(plans)) == len(plans) >= 6
+    assert (plans[0].ctas, plans[0].chunks) == (8, 4)
+    assert any(p.ctas == 8 and p.chunks == 1 for p in plans)  # one pass over 8 CTAs
+    assert any(p.ctas == 1 and p.chunks > 1 for p in plans)  # one CTA per row, chunked
+    assert {p.threads for p in plans} >= {256, 512}
+    wide = row_configs(16, 32000, 2, max_ctas=8)  # fits one CTA; few rows: one-pass splits
+    assert wide[0] == {} and {c.get("ctas") for c in wide} >= {None, 4, 8}
+    assert all("ctas" not in c for c in row_configs(16, 32000, 2))  # no clusters asked

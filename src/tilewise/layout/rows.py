@@ -26,7 +26,11 @@ tiles"). A row longer than one tile in registers is walked in ``chunks`` tiles.
    3). A row that needs more than ``MAX_ELEMS`` elements per thread at 1024 threads is
    chunked: ``chunks`` tiles of K vectors per thread, K chosen so the chunks are about
    equally full: 512 threads per row (up to 128 registers each) and ``max_elems``
-   elements per thread by default.
+   elements per thread by default. A kernel that can split a row over the CTAs of a
+   cluster (``max_ctas`` > 1) gets that instead (``ctas``: CTA rank r holds columns
+   ``[r * P, r * P + P)`` of the row, ``P = chunks * cols``): 8, 4 or 2 CTAs of 256 threads,
+   each walking its part in chunks, their partial results exchanged through distributed
+   shared memory (``examples/softmax.py``, ``examples/rmsnorm.py``).
 3. Rows per CTA: short rows put several rows in a thread (``rows_per_thread``, up to the
    vectors target) and several row groups in a CTA of about ``threads`` (256) threads,
    never many more rows than the array has.
@@ -45,6 +49,8 @@ from tilewise.layout.layout import TileLayout
 MAX_ELEMS = 32
 MAX_THREADS = 1024
 CHUNK_THREADS = 512  # threads per row of a chunked row: up to 128 registers each
+CLUSTER_SIZES = (2, 4, 8)  # CTAs per row of a split row (8: the portable cluster maximum)
+SPLIT_THREADS = 256  # threads of each CTA of a split, chunked row
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class RowTiling:
     vec: int  # elements per vector
     rows_per_thread: int = 1  # RT
     chunks: int = 1  # tiles per row (1: the row is held in registers)
+    ctas: int = 1  # CTAs per row (a cluster; each walks ``chunks`` tiles of the row)
 
     @property
     def groups(self) -> int:
@@ -67,7 +74,7 @@ class RowTiling:
 
     @property
     def cols(self) -> int:
-        """Columns of one tile (the chunk width)."""
+        """Columns of one tile (the chunk width; with ``ctas`` > 1, of a CTA's part)."""
         return self.vectors * self.threads_per_row * self.vec
 
     @property
@@ -78,14 +85,20 @@ class RowTiling:
     @classmethod
     def plan(cls, rows: int, cols: int, elem_bytes: int, threads: int | None = None,
              vectors: int | None = None, chunk: int | None = None,
-             max_elems: int = MAX_ELEMS) -> RowTiling:
+             max_elems: int = MAX_ELEMS, ctas: int | None = None,
+             max_ctas: int = 1, split_elems: int | None = None) -> RowTiling:
         """The tiling of ``rows x cols`` elements of ``elem_bytes`` bytes (see the module
         doc). ``threads``: threads per CTA (default 256; for a chunked row, threads per
         row, default 1024); ``vectors``: vectors per thread and row (default 64 bytes);
         ``chunk``: walk the row in chunks of about this many columns even if it would fit
         registers (for tests of the chunked kernels at small sizes); ``max_elems``: elements
         of a row per thread at 1024 threads per row (twice that below), beyond which the
-        row is chunked (a kernel with more live tiles per element takes fewer)."""
+        row is chunked (a kernel with more live tiles per element takes fewer); ``ctas``:
+        split each row over this many CTAs of a cluster (``threads`` then counts the
+        threads of each; with ``chunk`` each walks its part in chunks); ``max_ctas``: the
+        most CTAs per row the kernel can take, used when the row does not fit one CTA (1:
+        one CTA walks the row in chunks); ``split_elems``: ``max_elems`` for a CTA's part
+        of a row split in one pass (default ``max_elems``)."""
         if rows < 1 or cols < 1:
             raise ValueError(f"a row tiling needs at least one row and column, got "
                              f"{rows} x {cols}")
@@ -94,12 +107,22 @@ class RowTiling:
             vec //= 2
         n = cols // vec
         want = vectors or max(1, 64 // (vec * elem_bytes))
+        split_elems = split_elems or max_elems
+        c = ctas if ctas is not None and ctas > 1 else 1
         if chunk is not None:
-            g, k = _row_split(-(-chunk // vec), want, vec, max_elems) or (MAX_THREADS, want)
-            g = threads or g
-            return cls(1, g, k, vec, 1, -(-n // (g * k)))
+            cv = -(-chunk // vec)
+            g, k = _row_split(cv, want, vec, max_elems) or (MAX_THREADS, want)
+            if threads or (c > 1 and g < 32):  # a cluster: whole warps
+                g = threads or 32
+                k = -(-cv // g)
+            part = -(-n // c)
+            return cls._fit(n, vec, c, cls(1, g, k, vec, 1, -(-part // (g * k)), c))
+        if c > 1:
+            return cls._split(n, vec, c, want, threads, split_elems, vectors)
         split = _row_split(n, want, vec, max_elems)
         if split is None:
+            if ctas is None and max_ctas > 1:
+                return cls._split_chunked(n, vec, want, max_ctas)
             return cls._chunked(n, vec, threads or CHUNK_THREADS,
                                 vectors or max(1, max_elems // vec))
         g, k = split
@@ -117,6 +140,61 @@ class RowTiling:
         puts more than 256 rows in a CTA except for the narrowest rows; so kernels with a
         symbolic row count made for 256, 4096 and 65536 rows are one kernel."""
         return min(_pow2_at_least(rows), 256)
+
+    @classmethod
+    def _split(cls, n: int, vec: int, ctas: int, want: int, threads: int | None,
+               max_elems: int, vectors: int | None = None) -> RowTiling:
+        """A row of ``n`` vectors over ``ctas`` CTAs, each holding its part in registers
+        (``threads`` per CTA if given), or, where a part does not fit them (or ``vectors``
+        per thread are asked for and do not cover it), walking its part in chunks."""
+        if ctas not in CLUSTER_SIZES:
+            raise ValueError(f"ctas={ctas}: a row splits over one of {CLUSTER_SIZES} CTAs")
+        part = -(-n // ctas)
+        if threads:
+            g = threads
+        else:
+            g = (_row_split(part, want, vec, max_elems) or (MAX_THREADS, 0))[0]
+        g = max(g, 32)  # whole warps: the cluster barrier is warp-aligned
+        k = -(-part // g)
+        if k <= min(_cap(g, vec, max_elems), vectors or k):
+            return cls._fit(n, vec, ctas, cls(1, g, k, vec, 1, 1, ctas))
+        g = threads or CHUNK_THREADS
+        kmax = vectors or max(1, max_elems // vec)
+        chunks = -(-part // (g * kmax))
+        return cls._fit(n, vec, ctas, cls(1, g, -(-part // (g * chunks)), vec, 1, chunks, ctas))
+
+    @classmethod
+    def _split_chunked(cls, n: int, vec: int, want: int, max_ctas: int) -> RowTiling:
+        """The plan of a row too long for one CTA: split over the most CTAs (8, 4, 2) that
+        still leave each more than one chunk of ``SPLIT_THREADS`` x ``want`` vectors, each
+        walking its part in chunks (measured on the H200, benchmarks/RESULTS.md "Long rows
+        split over a cluster": small CTAs, several to an SM, each part read once and kept in
+        shared memory by the kernels; one-pass parts in registers and one CTA per row were
+        slower at 256 rows of 128256-262144)."""
+        tile = SPLIT_THREADS * want
+        sizes = [c for c in CLUSTER_SIZES if c <= max_ctas]
+        first = next((i for i in range(len(sizes) - 1, -1, -1) if -(-n // sizes[i]) > tile), 0)
+        for c in sizes[first::-1]:  # fewer CTAs where the parts' rounding leaves one empty
+            part = -(-n // c)
+            chunks = -(-part // tile)
+            k = -(-part // (SPLIT_THREADS * chunks))
+            try:
+                return cls._fit(n, vec, c, cls(1, SPLIT_THREADS, k, vec, 1, chunks, c))
+            except ValueError:
+                continue
+        chunks = -(-n // tile)
+        return cls(1, SPLIT_THREADS, -(-n // (SPLIT_THREADS * chunks)), vec, 1, chunks)
+
+    @staticmethod
+    def _fit(n: int, vec: int, ctas: int, t: RowTiling) -> RowTiling:
+        """``t``, checked: at most 1024 threads, whole warps in a cluster, and every CTA of
+        a split row some of it (a ValueError otherwise)."""
+        if t.threads > MAX_THREADS or (ctas > 1 and t.threads % 32) \
+                or (ctas - 1) * t.chunks * t.threads_per_row * t.vectors >= n:
+            raise ValueError(f"a row of {n * vec} elements does not split over {ctas} CTAs "
+                             f"of {t.threads} threads, {t.vectors * vec} elements each per "
+                             "chunk, every CTA some")
+        return t
 
     @classmethod
     def _chunked(cls, n: int, vec: int, g: int, kmax: int) -> RowTiling:
@@ -159,28 +237,41 @@ class RowTiling:
         return out + R[self.groups:g @ tx] if self.groups > 1 else out
 
 
-def row_configs(rows: int, cols: int, elem_bytes: int, max_elems: int = MAX_ELEMS) -> list[dict]:
-    """Candidate configurations ``{"threads": ..., "vectors": ...}`` of a row kernel for a
-    tuner (:func:`tilewise.autotune`), the plan's own first: other CTA sizes and half or
-    twice the vectors per thread, and for a row that takes 512 threads or more, the row in
-    two chunks (``chunk=``: a second read from L2, but CTAs small enough to overlap); for a
-    chunked row, 256 or 1024 threads per row. Each distinct tiling once."""
-    base = RowTiling.plan(rows, cols, elem_bytes, max_elems=max_elems)
-    out = [{"threads": None, "vectors": None}]
-    if base.chunks > 1:
-        out += [{"threads": 256, "vectors": None},
-                {"threads": MAX_THREADS, "vectors": max(1, max_elems * 3 // 4 // base.vec)}]
+def row_configs(rows: int, cols: int, elem_bytes: int, max_elems: int = MAX_ELEMS,
+                max_ctas: int = 1, split_elems: int | None = None) -> list[dict]:
+    """Candidate configurations (keyword arguments ``threads``, ``vectors``, ``chunk``,
+    ``ctas`` of a row kernel's factory) for a tuner (:func:`tilewise.autotune`), the plan's
+    own first: other CTA sizes and half or twice the vectors per thread, and for a row that
+    takes 512 threads or more, the row in two chunks (``chunk=``: a second read from L2, but
+    CTAs small enough to overlap) or, for a kernel that splits rows over a cluster
+    (``max_ctas`` > 1), over 4 or 8 CTAs in one pass (few rows then still fill the GPU). For a
+    row too long for one CTA: the split, chunked plan beside halved chunks, 512-thread CTAs,
+    half the CTAs, one pass over 4 or 8 CTAs, and one CTA per row. Each distinct tiling
+    once."""
+    base = RowTiling.plan(rows, cols, elem_bytes, max_elems=max_elems, max_ctas=max_ctas,
+                          split_elems=split_elems)
+    out = [{}]
+    if base.chunks > 1 and base.ctas > 1:
+        tile = base.cols  # columns of a chunk
+        out += [{"ctas": base.ctas, "chunk": tile // 2},
+                {"ctas": base.ctas, "chunk": tile, "threads": 512},
+                {"ctas": max(2, base.ctas // 2), "chunk": tile},
+                {"ctas": 8}, {"ctas": 4, "threads": 512}, {"ctas": 1}]
+    elif base.chunks > 1:
+        out += [{"threads": 256}, {"threads": MAX_THREADS,
+                                   "vectors": max(1, max_elems * 3 // 4 // base.vec)}]
     else:
-        out += [{"threads": t, "vectors": None} for t in (128, 512)]
-        out += [{"threads": None, "vectors": k} for k in (base.vectors // 2, base.vectors * 2)
-                if k >= 1]
+        out += [{"threads": t} for t in (128, 512)]
+        out += [{"vectors": k} for k in (base.vectors // 2, base.vectors * 2) if k >= 1]
         if base.threads_per_row >= 512:  # one CTA per SM: two chunks let more CTAs overlap
-            out.append({"threads": None, "vectors": None, "chunk": -(-cols // 2)})
+            out.append({"chunk": -(-cols // 2)})
+            out += [c for c in ({"ctas": 8}, {"ctas": 4, "threads": 512}) if max_ctas >= 8]
     seen, unique = set(), []
     for c in out:
         try:
-            key = RowTiling.plan(rows, cols, elem_bytes, c["threads"], c["vectors"],
-                                 c.get("chunk"), max_elems)
+            key = RowTiling.plan(rows, cols, elem_bytes, c.get("threads"), c.get("vectors"),
+                                 c.get("chunk"), max_elems, c.get("ctas"), max_ctas,
+                                 split_elems)
         except ValueError:
             continue
         if key not in seen:
