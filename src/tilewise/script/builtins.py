@@ -5,20 +5,22 @@ from __future__ import annotations
 import inspect
 import numbers
 
-from ..errors import ScriptError, TilewiseError
+from ..errors import TilewiseError
 from ..ir import dtype as dt
 from ..ir.expr import (AddressOf, BufferLoad, BufferRegion, IntImm, Range, SizeVar, Var,
                        binop, cast, const)
 from ..ir.launch import CTA_KINDS
-from ..ir.stmt import (SCOPES, THREAD_KINDS, Buffer, DeclBuffer, LetStmt, ThreadBinding,
+from ..ir.stmt import (THREAD_KINDS, Buffer, LetStmt, ThreadBinding,
                        TileCall)
 from ..ptx import table as ptx_table
 from . import typerules as tr
+from .buffers import (BoundMethod, alloc, decl_buffer, dtype_of, match_buffer,
+                      symbolic_extent)
 from .inline import BoundInline, InlineFunction, is_meta_class, is_meta_object
 from .namespace import Builtin, PtxPath, TilePrimitiveRef, TypeCtor
 from .values import LoopRange as _LoopRange
 from .values import describe as _describe
-from .values import is_ir, is_scalar
+from .values import check_arity, is_ir, is_scalar
 
 _HANDLERS: dict = {}
 
@@ -49,7 +51,7 @@ def call(p, fn, args, kwargs, node):
         return op.call(args, kwargs, p.span())
     if isinstance(fn, TilePrimitiveRef):
         return _tile_call(p, fn, args, kwargs)
-    if isinstance(fn, _BoundMethod):
+    if isinstance(fn, BoundMethod):
         return fn(p, args, kwargs)
     if isinstance(fn, (InlineFunction, BoundInline)):
         return p.inline_call(fn.fn, (fn.obj, *args), kwargs) if isinstance(fn, BoundInline) \
@@ -77,22 +79,10 @@ def call(p, fn, args, kwargs, node):
                       f"{type(e).__name__}: {e}") from None
 
 
-def _arity(p, name, args, kwargs, lo, hi=None, allowed=()):
-    hi = lo if hi is None else hi
-    if not lo <= len(args) <= hi:
-        want = str(lo) if lo == hi else f"{lo} to {hi}"
-        raise p.error(f"T.{name} takes {want} positional argument(s), got {len(args)}")
-    for k in kwargs:
-        if k not in allowed:
-            raise p.error(f"T.{name} has no keyword {k!r}",
-                          f"its keywords are: {', '.join(allowed)}" if allowed else
-                          "it takes no keywords")
-
-
 def _type_ctor(p, t, args, kwargs):
     if not args and not kwargs:
         return _size_var(p, t)
-    _arity(p, t.name, args, kwargs, 1)
+    check_arity(p, t.name, args, kwargs, 1)
     v = args[0]
     if is_ir(v):
         return cast(t, v)
@@ -116,150 +106,17 @@ def _size_var(p, t):
     return v
 
 
-def _shape(p, shape, what, symbolic: bool = False):
-    if isinstance(shape, int) or is_ir(shape):
-        shape = (shape,)
-    if not isinstance(shape, (tuple, list)) or not shape:
-        raise p.error(f"the shape of {what} must be a tuple of ints, got {_describe(shape)}")
-    out = []
-    for s in shape:
-        if is_ir(s) and symbolic:
-            out.append(_symbolic_extent(p, s, what))
-            continue
-        if is_ir(s):
-            raise p.error(f"the shape of {what} must be known at compile time",
-                          "use Python ints or constants from the enclosing scope; only "
-                          "T.match_buffer takes symbolic sizes (M = T.int32())")
-        if not isinstance(s, int) or isinstance(s, bool) or s <= 0:
-            raise p.error(f"the shape of {what} has an invalid extent {s!r}",
-                          "every extent must be a positive int")
-        out.append(s)
-    return tuple(out)
-
-
-def _symbolic_extent(p, e, what):
-    """A shape or stride expression of symbolic sizes only (``M``, ``M * 2``)."""
-    from ..ir.visitor import walk
-
-    bad = []
-    walk(e, lambda n: bad.append(n) if isinstance(n, Var) and not isinstance(n, SizeVar)
-         else None)
-    if bad or not e.dtype.is_int:
-        raise p.error(f"the shape of {what} may use symbolic sizes (M = T.int32()) but not "
-                      f"{_describe(bad[0]) if bad else _describe(e)}",
-                      "declare the size with M = T.int32() outside the kernel or before "
-                      "T.device_entry()")
-    return e
-
-
-def _dtype(p, v):
-    try:
-        return dt.dtype(v.dtype if isinstance(v, TypeCtor) else v)
-    except ScriptError as e:
-        raise p.error(e.message, e.hint) from None
-
-
-def _layout(p, layout, shape, what, scope=None):
-    if layout is None:
-        return None
-    from ..layout import TileLayout
-
-    if not isinstance(layout, TileLayout):
-        try:
-            layout = TileLayout(layout)
-        except TilewiseError:
-            raise
-        except Exception:
-            raise p.error(f"layout= of {what} must be a TileLayout, got {_describe(layout)}",
-                          "write layout=TileLayout(S[...])") from None
-    size = 1
-    for s in shape:
-        size *= s
-    if layout.size() != size:
-        raise p.error(f"the layout of {what} covers {layout.size()} elements but the shape "
-                      f"{shape} has {size}", "make the layout's extents match the shape")
-    if scope is not None and scope != "tmem":
-        _check_placement(p, layout, scope, what)
-    return layout
-
-
-_CHECKED_ELEMENTS = 1 << 22  # larger buffers fail the memory limits, or are global arrays
-
-
-def _check_placement(p, layout, scope, what):
-    """A memory buffer's layout places elements at memory offsets (axis m): registers
-    (scope local) may also name the threads holding them; nothing names tensor memory; no
-    two elements share a place."""
-    allowed = ("memory", "thread") if scope == "local" else ("memory",)
-    foreign = [a.name for a in layout.axes() if a.kind not in allowed]
-    if foreign:
-        where = "registers" if scope == "local" else f"{scope} memory"
-        raise p.error(f"the layout of {what} uses axis {foreign[0]!r}, which has no meaning "
-                      f"for a buffer in {where}: its layout maps elements to memory offsets "
-                      "(axis m)" + (" and the threads that hold them" if scope == "local" else ""),
-                      "tensor-memory layouts (TLane/TCol) belong to T.decl_buffer(..., "
-                      "scope=\"tmem\"); write e.g. layout=TileLayout(S[(128, 32)])")
-    if layout.size() <= _CHECKED_ELEMENTS and not layout.is_injective():
-        raise p.error(f"the layout of {what} puts several elements at one place "
-                      f"{_collision(layout)}", "give every element its own offset (strides "
-                      "that do not overlap, none of them 0)")
-
-
-def _collision(layout) -> str:
-    """'(elements 1 and 64 both at m=1)' for a layout that is not injective."""
-    import numpy as np
-
-    places = layout.apply_np(np.arange(layout.size(), dtype=np.int64))
-    keys = np.stack([places[k] for k in sorted(places)], axis=1)
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    dup = int(np.flatnonzero(first[inverse.reshape(-1)] != np.arange(layout.size()))[0])
-    at = ", ".join(f"{k}={int(places[k][dup])}" for k in sorted(places))
-    return f"(elements {int(first[inverse.reshape(-1)][dup])} and {dup} both at {at})"
-
-
-def _name(p, default):
-    return p.assign_name or default
-
-
 # ------------------------------------------------------------------ header and launch
-@handler("match_buffer")
-def _match_buffer(p, args, kwargs):
-    _arity(p, "match_buffer", args, kwargs, 2, 3, ("dtype", "layout", "strides"))
-    if p.entered:
-        raise p.error("T.match_buffer must come before T.device_entry()")
-    handle, shape = args[0], args[1]
-    dtype = args[2] if len(args) > 2 else kwargs.get("dtype", "float32")
-    if not isinstance(handle, Var) or handle not in p.params:
-        raise p.error("the first argument of T.match_buffer must be a kernel parameter")
-    if any(h is handle for h, _ in p.buffer_map):
-        raise p.error(f"parameter {handle.name!r} is matched twice")
-    shape = _shape(p, shape, "T.match_buffer", symbolic=True)
-    strides = _strides(p, kwargs.get("strides"), shape)
-    symbolic = any(is_ir(s) for s in shape + (strides or ()))
-    if symbolic and kwargs.get("layout") is not None:
-        raise p.error("a buffer with symbolic sizes cannot also take a layout=",
-                      "give symbolic buffers strides= (row-major by default)")
-    layout = _layout(p, kwargs.get("layout"), shape, "T.match_buffer", "global")
-    buf = Buffer(_name(p, handle.name), shape, _dtype(p, dtype), "global", layout, data=handle,
-                 strides=strides, span=p.span())
-    p.buffer_map.append((handle, buf))
-    return buf
-
-
-def _strides(p, strides, shape):
-    """``strides=`` of a global buffer in elements (compile-time ints or symbolic sizes);
-    None means row-major."""
-    if strides is None:
-        return None
-    out = _shape(p, strides, "strides=", symbolic=True)
-    if len(out) != len(shape):
-        raise p.error(f"strides= has {len(out)} entries for a {len(shape)}-dimensional buffer")
-    return out
+_HANDLERS["match_buffer"] = match_buffer
+_HANDLERS["decl_buffer"] = decl_buffer
+_HANDLERS["alloc_buffer"] = lambda p, a, k: alloc(p, "shared", a, k, "alloc_buffer")
+_HANDLERS["alloc_shared"] = lambda p, a, k: alloc(p, "shared", a, k, "alloc_shared")
+_HANDLERS["alloc_local"] = lambda p, a, k: alloc(p, "local", a, k, "alloc_local")
 
 
 @handler("device_entry")
 def _device_entry(p, args, kwargs):
-    _arity(p, "device_entry", args, kwargs, 0)
+    check_arity(p, "device_entry", args, kwargs, 0)
     if p.entered:
         raise p.error("T.device_entry() is called twice")
     if p.depth:
@@ -270,7 +127,7 @@ def _device_entry(p, args, kwargs):
 
 def _launch(kind):
     def h(p, args, kwargs):
-        _arity(p, kind, args, kwargs, 1)
+        check_arity(p, kind, args, kwargs, 1)
         if p.depth:
             raise p.error(f"T.{kind} must be declared at the top level of the kernel")
         if not p.entered:
@@ -283,7 +140,7 @@ def _launch(kind):
         symbolic = kind in ("cta_id", "cluster_id")
         ok = isinstance(ext, (list, tuple)) and 0 < len(ext) <= (3 if kind in CTA_KINDS else 1)
         if ok:
-            ext = [_symbolic_extent(p, e, f"T.{kind}") if is_ir(e) and symbolic else e
+            ext = [symbolic_extent(p, e, f"T.{kind}") if is_ir(e) and symbolic else e
                    for e in ext]
             ok = all((is_ir(e) and symbolic) or (
                 isinstance(e, int) and not isinstance(e, bool) and e > 0) for e in ext)
@@ -320,126 +177,10 @@ for _k in THREAD_KINDS:
     _HANDLERS[_k] = _launch(_k)
 
 
-# ------------------------------------------------------------------ buffers
-def _alloc(p, scope, args, kwargs, fname):
-    if len(args) == 1 and "dtype" in kwargs:  # TIRx: T.alloc_buffer(shape, dtype=...)
-        args, kwargs = [args[0], kwargs["dtype"]], {k: v for k, v in kwargs.items()
-                                                     if k != "dtype"}
-    elif "dtype" in kwargs:
-        raise p.error(f"T.{fname} got the dtype both by position and as dtype=")
-    _arity(p, fname, args, kwargs, 2, 2, ("layout", "scope", "align"))
-    scope = kwargs.get("scope", scope)
-    if scope not in SCOPES or scope in ("global", "tmem"):
-        raise p.error(f"T.{fname} cannot allocate in scope {scope!r}",
-                      "allocate in 'shared', 'shared.dyn' or 'local'; declare tensor memory "
-                      "with T.decl_buffer(..., scope='tmem')")
-    shape = _shape(p, args[0], f"T.{fname}")
-    layout = _layout(p, kwargs.get("layout"), shape, f"T.{fname}", scope)
-    t = _dtype(p, args[1])
-    align = _align(p, kwargs.get("align"), t, scope)
-    swz = getattr(layout, "swizzling", None)
-    if swz is not None and not align and scope != "local":
-        align = 8 * swz.mode  # the swizzle's repeat: absolute addresses swizzle like offsets
-    buf = Buffer(_name(p, "buf"), shape, t, scope, layout, align=align, span=p.span())
-    p.emit(DeclBuffer(buf, span=p.span()))
-    return buf
-
-
-MAX_ALIGN = {"shared": 1024, "shared.dyn": 1024, "local": 16}
-
-
-def _align(p, align, t, scope) -> int:
-    """``align=``: the byte alignment of the allocation's start (0: the default, 16)."""
-    if align is None:
-        return 0
-    most = MAX_ALIGN[scope]
-    if (not isinstance(align, int) or isinstance(align, bool) or align <= 0
-            or align & (align - 1) or align > most or align < t.bytes):
-        raise p.error(f"align={align!r} cannot be honoured for a {t} buffer in {scope} memory",
-                      f"use a power of two from {t.bytes} to {most} bytes")
-    return align
-
-
-_HANDLERS["alloc_buffer"] = lambda p, a, k: _alloc(p, "shared", a, k, "alloc_buffer")
-_HANDLERS["alloc_shared"] = lambda p, a, k: _alloc(p, "shared", a, k, "alloc_shared")
-_HANDLERS["alloc_local"] = lambda p, a, k: _alloc(p, "local", a, k, "alloc_local")
-
-
-@handler("decl_buffer")
-def _decl_buffer(p, args, kwargs):
-    _arity(p, "decl_buffer", args, kwargs, 2, 2, ("scope", "allocated_addr", "layout"))
-    if kwargs.get("scope") != "tmem":
-        raise p.error("T.decl_buffer declares tensor memory and needs scope=\"tmem\"",
-                      "allocate other memories with T.alloc_buffer")
-    addr = kwargs.get("allocated_addr")
-    if addr is None:
-        raise p.error("T.decl_buffer(scope=\"tmem\") needs allocated_addr=",
-                      "pass the address tcgen05.alloc wrote, e.g. allocated_addr=tmem_addr[0]")
-    if not is_ir(addr) or not addr.dtype.is_int:
-        raise p.error("allocated_addr= must be a run-time 32-bit value such as tmem_addr[0]")
-    shape = _shape(p, args[0], "T.decl_buffer")
-    layout = _layout(p, kwargs.get("layout"), shape, "T.decl_buffer")
-    buf = Buffer(_name(p, "tmem"), shape, _dtype(p, args[1]), "tmem", layout,
-                 allocated_addr=addr, span=p.span())
-    p.emit(DeclBuffer(buf, span=p.span()))
-    return buf
-
-
-class _BoundMethod:
-    def __init__(self, fn, buf):
-        self.fn, self.buf = fn, buf
-
-    def __call__(self, p, args, kwargs):
-        return self.fn(p, self.buf, args, kwargs)
-
-
-def _view(p, buf: Buffer, args, kwargs):
-    for k in kwargs:
-        if k not in ("layout", "dtype"):
-            raise p.error(f"view() has no keyword {k!r}", "its keywords are: layout, dtype")
-    shape = _shape(p, tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list))
-                   else tuple(args), f"{buf.name}.view")
-    t = _dtype(p, kwargs["dtype"]) if "dtype" in kwargs else buf.dtype
-    layout = _layout(p, kwargs.get("layout"), shape, f"{buf.name}.view", buf.scope)
-    if buf.scope == "tmem":
-        raise p.error("tensor-memory buffers cannot be viewed", "declare another T.decl_buffer")
-    storage = _storage_elems(layout, shape) * t.bits
-    have = buf.size * buf.dtype.bits
-    if storage > have:
-        raise p.error(f"the view needs {storage // 8} bytes per thread but {buf.name!r} has "
-                      f"{have // 8}", "view fewer elements or allocate a larger buffer")
-    v = Buffer(_name(p, buf.name + "_view"), shape, t, buf.scope, layout, view_of=buf,
-               span=p.span())
-    p.emit(DeclBuffer(v, span=p.span()))
-    return v
-
-
-def _storage_elems(layout, shape) -> int:
-    if layout is None:
-        n = 1
-        for s in shape:
-            n *= s
-        return n
-    return layout.storage().span("m")
-
-
-def buffer_attr(p, buf: Buffer, attr: str):
-    if attr == "view":
-        return _BoundMethod(_view, buf)
-    if attr == "shape":
-        return tuple(buf.shape)
-    if attr == "dtype":
-        return buf.dtype.name
-    if attr == "scope":
-        return buf.scope
-    raise p.error(f"buffer {buf.name!r} has no attribute {attr!r}",
-                  "buffers have .view(...), .shape, .dtype and .scope")
-
-
 # ------------------------------------------------------------------ scalars and calls
 @handler("address_of")
 def _address_of(p, args, kwargs):
-    _arity(p, "address_of", args, kwargs, 1)
+    check_arity(p, "address_of", args, kwargs, 1)
     v = args[0]
     if isinstance(v, Buffer):
         return AddressOf(v, (), span=p.span())
@@ -450,8 +191,8 @@ def _address_of(p, args, kwargs):
 
 @handler("cast")
 def _cast(p, args, kwargs):
-    _arity(p, "cast", args, kwargs, 2)
-    t = _dtype(p, args[1])
+    check_arity(p, "cast", args, kwargs, 2)
+    t = dtype_of(p, args[1])
     v = args[0]
     if not is_ir(v) and not isinstance(v, numbers.Number):
         raise p.error(f"T.cast converts a value, not {_describe(v)}",
@@ -461,7 +202,7 @@ def _cast(p, args, kwargs):
 
 @handler("select")
 def _select(p, args, kwargs):
-    _arity(p, "select", args, kwargs, 3)
+    check_arity(p, "select", args, kwargs, 3)
     return p.select(args[0], args[1], args[2], "T.select")
 
 
@@ -478,7 +219,7 @@ def _minmax(p, op, args):
 @handler("ceildiv")
 def _ceildiv(p, args, kwargs):
     """``T.ceildiv(a, b)``: ``(a + b - 1) // b`` for b > 0 (compile time or run time)."""
-    _arity(p, "ceildiv", args, kwargs, 2)
+    check_arity(p, "ceildiv", args, kwargs, 2)
     a, b = args
     if not is_ir(a) and not is_ir(b):
         if not isinstance(a, int) or not isinstance(b, int) or b <= 0:
@@ -487,8 +228,8 @@ def _ceildiv(p, args, kwargs):
     return p.arith("//", p.arith("-", p.arith("+", a, b, p.node), 1, p.node), b, p.node)
 
 
-_HANDLERS["min"] = lambda p, a, k: (_arity(p, "min", a, k, 2), _minmax(p, "min", a))[1]
-_HANDLERS["max"] = lambda p, a, k: (_arity(p, "max", a, k, 2), _minmax(p, "max", a))[1]
+_HANDLERS["min"] = lambda p, a, k: (check_arity(p, "min", a, k, 2), _minmax(p, "min", a))[1]
+_HANDLERS["max"] = lambda p, a, k: (check_arity(p, "max", a, k, 2), _minmax(p, "max", a))[1]
 
 
 def _range(p, args, kwargs, kind):
@@ -530,7 +271,7 @@ _HANDLERS["unroll"] = lambda p, a, k: _range(p, a, k, "unroll")
 def _static_range(p, args, kwargs):
     """``for j in T.static_range(n)``: unrolled while parsing; ``j`` is a Python int, so it
     can feed immediates such as ``T.ptx.cp_async.wait_group(n - 1 - j)``."""
-    _arity(p, "static_range", args, kwargs, 1, 3)
+    check_arity(p, "static_range", args, kwargs, 1, 3)
     if any(is_ir(a) or not isinstance(a, int) or isinstance(a, bool) for a in args):
         raise p.error("T.static_range bounds must be compile-time ints",
                       "use range(...) for a loop with run-time bounds")
@@ -543,7 +284,7 @@ def _static_range(p, args, kwargs):
 
 @handler("tvm_storage_sync")
 def _storage_sync(p, args, kwargs):
-    _arity(p, "tvm_storage_sync", args, kwargs, 1)
+    check_arity(p, "tvm_storage_sync", args, kwargs, 1)
     if args[0] != "shared":
         raise p.error(f"T.tvm_storage_sync({args[0]!r}) is not supported",
                       "use T.tvm_storage_sync(\"shared\") (a CTA barrier)")
@@ -610,8 +351,8 @@ def _tile_operand(p, prim, name: str, kind: str, a):
 def _local_scalar(p, args, kwargs):
     """``T.local_scalar("int32", init=0)``: a run-time local (TIRx's scalar of a
     meta-class object); a field holding one is assigned in place by helpers."""
-    _arity(p, "local_scalar", args, kwargs, 0, 1, ("dtype", "init"))
-    t = _dtype(p, args[0] if args else kwargs.get("dtype", "int32"))
+    check_arity(p, "local_scalar", args, kwargs, 0, 1, ("dtype", "init"))
+    t = dtype_of(p, args[0] if args else kwargs.get("dtype", "int32"))
     init = tr.coerce(p, kwargs.get("init", 0), t, "T.local_scalar's init=")
     var = Var(p.assign_name or "scalar", t, span=p.span())
     p.mutable[id(var)] = len(p.scopes)
@@ -624,7 +365,7 @@ def _local_scalar(p, args, kwargs):
 def _meta_var(p, args, kwargs):
     """``x = T.meta_var(v)``: ``x`` names ``v`` itself (no local is made; a run-time field
     read through it sees later assignments)."""
-    _arity(p, "meta_var", args, kwargs, 1)
+    check_arity(p, "meta_var", args, kwargs, 1)
     return MetaVar(args[0])
 
 

@@ -80,7 +80,7 @@ class Expressions:
     def e_Attribute(self, node: ast.Attribute):
         base = self.expr(node.value)
         if isinstance(base, Buffer):
-            from .builtins import buffer_attr
+            from .buffers import buffer_attr
 
             return buffer_attr(self, base, node.attr)
         if is_ir(base):

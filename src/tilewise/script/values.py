@@ -90,3 +90,17 @@ class LoopRange:
                 raise ScriptError("a comprehension must iterate over a compile-time range")
             return iter(range(f, f + e * self.step, self.step))
         return iter(range(s, s + e))
+
+
+def check_arity(p, name, args, kwargs, lo, hi=None, allowed=()):
+    """``T.<name>`` takes ``lo`` to ``hi`` positional arguments and only the keywords
+    ``allowed``: a ScriptError at the call (through the parser ``p``) otherwise."""
+    hi = lo if hi is None else hi
+    if not lo <= len(args) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise p.error(f"T.{name} takes {want} positional argument(s), got {len(args)}")
+    for k in kwargs:
+        if k not in allowed:
+            raise p.error(f"T.{name} has no keyword {k!r}",
+                          f"its keywords are: {', '.join(allowed)}" if allowed else
+                          "it takes no keywords")
