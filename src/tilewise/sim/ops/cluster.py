@@ -139,11 +139,11 @@ def _remote_write(ctx, peer, offs, tids, span, what) -> None:
     readers = None if mem.readers.empty else mem.readers.at(span_b)
     if clash.any():
         k, j = np.argwhere(clash)[0]
-        why = f"{owner_name(int(own[k, j]), peer.n)} wrote these bytes"
+        why = f"{owner_name(int(own[k, j]), peer.n)} wrote"
     elif readers is not None and ((readers >= 0) | (readers == MANY)).any():
         k, j = np.argwhere((readers >= 0) | (readers == MANY))[0]
         r = int(readers[k, j])
-        why = f"{'thread ' + str(r) if r >= 0 else 'several threads'} read these bytes"
+        why = f"{'thread ' + str(r) if r >= 0 else 'several threads'} of that CTA read"
     else:
         mem.owner[span_b] = np.broadcast_to(me, span_b.shape)
         return
