@@ -61,6 +61,18 @@ def test_a_read_ordered_by_a_relaxed_cluster_barrier_only_is_reported():
     assert "# <- read" in info.value.span.source_line
 
 
+def test_a_cta_barrier_of_the_destination_does_not_publish_the_store():
+    """bar.sync orders a CTA's own threads; only the cluster barrier orders another CTA's
+    store (the destination reads after a __syncthreads, the bug DSMEM code makes)."""
+    body = (*START, "if rank == 0 and tid == 0:",
+            "    T.ptx.st_cluster(T.address_of(part[0]), A[bx, tid], 1)", *START,
+            "T.cuda.cta_sync()", "if rank == 1 and tid == 0:", "    B[bx, 0] = part[0]  # <- read")
+    with pytest.raises(tw.HazardError) as info:
+        run(kernel(*body, cluster=2, ctas=2), strict=True)
+    assert "written by thread 0 of CTA rank 0 (st_cluster)" in str(info.value)
+    assert "# <- read" in info.value.span.source_line
+
+
 def test_a_store_before_any_cluster_barrier_is_reported():
     body = ("if tid == 0:", "    T.ptx.st_cluster(T.address_of(part[0]), A[bx, tid], 1 - rank)"
             "  # <-", "T.cuda.cluster_sync()")

@@ -80,5 +80,5 @@ class Cluster:
             if self.released():
                 for c in self.ctxs:  # every CTA's accesses before its arrival, at once (a
                     if c is not None:  # CTA that resumes later must not clear newer ones)
-                        c.mem.barrier()
+                        c.mem.barrier(cluster=True)
         return True

@@ -194,6 +194,7 @@ class CtaMemory:
         self.n_pending = 0  # sum of pending: skip the per-byte check when zero
         self.views: dict = {}  # typed views of placed buffers, built on first use
         self.bulk_tagged = False  # some owner is a bulk-copy tag (see barrier)
+        self.remote_owned = False  # some owner is another CTA's thread (st_cluster)
         self.bulk_seen: set[int] = set()  # tags of bulk copies a thread observed complete
         # the thread whose generic-proxy write of each byte is not fenced yet (-1: none)
         self.gen_writer = (np.full(self.shared.size, -1, np.int32) if plan.async_proxy
@@ -213,6 +214,7 @@ class CtaMemory:
         self.warp_owned = False
         self.n_pending = 0
         self.bulk_tagged = False
+        self.remote_owned = False
         self.bulk_seen.clear()
         if self.gen_dirty:
             self.gen_writer.fill(-1)
@@ -247,14 +249,20 @@ class CtaMemory:
         own[mine] = VISIBLE
         self.readers.release(member)
 
-    def barrier(self) -> None:
+    def barrier(self, cluster: bool = False) -> None:
         """``bar.sync``: every completed write becomes visible to every thread. Bytes of a
         bulk copy do only once some thread has observed its mbarrier phase complete (a
-        barrier orders nothing with an asynchronous write that no thread has waited for)."""
+        barrier orders nothing with an asynchronous write that no thread has waited for).
+        Bytes another CTA stored here (``st_cluster``) only at a cluster barrier
+        (``cluster=True``): this CTA's ``bar.sync`` does not order the other CTA's store."""
         self.races.sync()
         if not self.plan.checks.shared:
             return
         written = self.owner != UNWRITTEN
+        if self.remote_owned and not cluster:
+            written &= self.owner < REMOTE_OWNER0
+        elif cluster:
+            self.remote_owned = False
         if self.bulk_tagged:
             unseen = written & (self.owner <= BULK_TAG0)
             if unseen.any() and self.bulk_seen:

@@ -19,9 +19,9 @@ rank 0.
   before its next barrier is an invisible write, a later write by them a race; the store
   itself races with the destination's own writes and reads since its last barrier. A
   store into another CTA before this CTA has waited on a cluster barrier once (the
-  destination may not have started) or into one that has exited is a hazard. Not modelled: a
-  ``bar.sync`` of the destination CTA makes the write visible there too (hardware needs the
-  cluster barrier), and bulk copies in flight into the same bytes of the destination.
+  destination may not have started) or into one that has exited is a hazard. A ``bar.sync``
+  of the destination does not make the store visible there (only a completed cluster-barrier
+  phase does). Not modelled: bulk copies in flight into the same bytes of the destination.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _wait(ctx, site, aligned: bool) -> None:
                        "the other threads of the cluster (one CTA) never arrive (deadlock)",
                        site.span, "wait on the cluster barrier from every thread",
                        tid=int(ctx.act[0]))
-        ctx.mem.barrier()
+        ctx.mem.barrier(cluster=True)
         return
     tids = ctx.active()
     if (cl.arrived[ctx.rank, tids] == 0).any():
@@ -146,6 +146,7 @@ def _remote_write(ctx, peer, offs, tids, span, what) -> None:
         why = f"{'thread ' + str(r) if r >= 0 else 'several threads'} of that CTA read"
     else:
         mem.owner[span_b] = np.broadcast_to(me, span_b.shape)
+        mem.remote_owned = True
         return
     ctx.hazard(f"race on the shared memory of CTA rank {peer.rank}: {what} writes bytes "
                f"that {why} since its last barrier", span, "separate the accesses with "
