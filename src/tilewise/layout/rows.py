@@ -158,10 +158,8 @@ class RowTiling:
         k = -(-part // g)
         if k <= min(_cap(g, vec, max_elems), vectors or k):
             return cls._fit(n, vec, ctas, cls(1, g, k, vec, 1, 1, ctas))
-        g = threads or CHUNK_THREADS
-        kmax = vectors or max(1, max_elems // vec)
-        chunks = -(-part // (g * kmax))
-        return cls._fit(n, vec, ctas, cls(1, g, -(-part // (g * chunks)), vec, 1, chunks, ctas))
+        return cls._fit(n, vec, ctas, cls._chunked(part, vec, threads or CHUNK_THREADS,
+                                                   vectors or max(1, max_elems // vec), ctas))
 
     @classmethod
     def _split_chunked(cls, n: int, vec: int, want: int, max_ctas: int) -> RowTiling:
@@ -171,19 +169,15 @@ class RowTiling:
         split over a cluster": small CTAs, several to an SM, each part read once and kept in
         shared memory by the kernels; one-pass parts in registers and one CTA per row were
         slower at 256 rows of 128256-262144)."""
-        tile = SPLIT_THREADS * want
+        tile = SPLIT_THREADS * want  # vectors of a chunk
         sizes = [c for c in CLUSTER_SIZES if c <= max_ctas]
         first = next((i for i in range(len(sizes) - 1, -1, -1) if -(-n // sizes[i]) > tile), 0)
         for c in sizes[first::-1]:  # fewer CTAs where the parts' rounding leaves one empty
-            part = -(-n // c)
-            chunks = -(-part // tile)
-            k = -(-part // (SPLIT_THREADS * chunks))
             try:
-                return cls._fit(n, vec, c, cls(1, SPLIT_THREADS, k, vec, 1, chunks, c))
+                return cls._fit(n, vec, c, cls._chunked(-(-n // c), vec, SPLIT_THREADS, want, c))
             except ValueError:
                 continue
-        chunks = -(-n // tile)
-        return cls(1, SPLIT_THREADS, -(-n // (SPLIT_THREADS * chunks)), vec, 1, chunks)
+        return cls._chunked(n, vec, SPLIT_THREADS, want)
 
     @staticmethod
     def _fit(n: int, vec: int, ctas: int, t: RowTiling) -> RowTiling:
@@ -197,9 +191,11 @@ class RowTiling:
         return t
 
     @classmethod
-    def _chunked(cls, n: int, vec: int, g: int, kmax: int) -> RowTiling:
+    def _chunked(cls, n: int, vec: int, g: int, kmax: int, ctas: int = 1) -> RowTiling:
+        """``n`` vectors (a row, or a CTA's part of one split over ``ctas``) walked by ``g``
+        threads in chunks of at most ``kmax`` vectors each, the chunks about equally full."""
         chunks = -(-n // (g * kmax))
-        return cls(1, g, -(-n // (g * chunks)), vec, 1, chunks)
+        return cls(1, g, -(-n // (g * chunks)), vec, 1, chunks, ctas)
 
     def tile(self) -> TileLayout:
         """``(rows, cols)``: the CTA's rows (one chunk of each) in registers."""
