@@ -34,7 +34,7 @@ from ..ir.expr import Call
 from .operands import KINDS, REQUIRED, Param, regs_read, regs_written
 from .traits import SYNC, Traits
 
-__all__ = ["Asm", "PtxOp", "param", "shared_ptr"]
+__all__ = ["Asm", "PtxOp", "param", "shared_ptr", "word_value"]
 
 
 @dataclass(frozen=True)
@@ -192,3 +192,16 @@ def param(name, kind="value", default=REQUIRED, choices=(), **kw) -> Param:
 def shared_ptr(name="mbar") -> Param:
     """A pointer operand into shared memory (an mbarrier's, by default)."""
     return param(name, "ptr", space="shared")
+
+
+def word_value(what: str, verb: str, name: str = "value") -> Callable:
+    """A row's check that operand ``name`` is one 32-bit int, uint or float value (what a
+    shuffle or a remote store moves): the problem says ``what`` the instruction does and
+    suggests to ``verb`` a uint32 view of other data."""
+    def check(values) -> str | None:
+        v = values[name]
+        if v.dtype.bits != 32 or v.dtype.kind not in ("int", "uint", "float"):
+            return (f"{what}; {name} is {v.dtype} (convert it with T.cast, or {verb} a "
+                    "uint32 view of the data)")
+        return None
+    return check

@@ -9,19 +9,12 @@ from . import tma
 from .op import PtxOp
 from .op import param as _p
 from .op import shared_ptr as _shared
+from .op import word_value
 from .operands import Param
 from .traits import async_op, completing
 
 _DIM = _p("dim", "imm", lo=1, hi=tma.MAX_RANK)
 _CACHE_HINT = _p("cache_hint", "str", None, tuple(tma.CACHE_POLICY))
-
-
-def _word_value(values) -> str | None:
-    v = values["value"]
-    if v.dtype.bits != 32 or v.dtype.kind not in ("int", "uint", "float"):
-        return (f"st_cluster stores one 32-bit value; value is {v.dtype} (convert it with "
-                "T.cast, or store a uint32 view of the data)")
-    return None
 
 
 def _coords() -> Param:
@@ -112,7 +105,7 @@ ROWS = [
     # ---- a store into another CTA's shared memory, PTX ISA §9.7.9.10 (st) and §9.7.9.21
     PtxOp("ptx.st_cluster", (_shared("dst"), _p("value"), _p("rank", "rank")),
           "mapa.shared::cluster.u64 a, dst, rank; st.shared::cluster.b32 [a], value", "cluster",
-          check=_word_value,
+          check=word_value("st_cluster stores one 32-bit value", "store"),
           doc="store a 32-bit value at dst, this CTA's address of a shared buffer, in CTA "
               "`rank` of the cluster (the same offset there; mapa). An ordinary weak store: "
               "the cluster barrier (T.cuda.cluster_sync, release then acquire) makes it "

@@ -5,14 +5,7 @@ from __future__ import annotations
 from ..ir import dtype as dt
 from .op import PtxOp
 from .op import param as _p
-
-
-def _shfl_check(values) -> str | None:
-    v = values["value"]
-    if v.dtype.bits != 32 or v.dtype.kind not in ("int", "uint", "float"):
-        return (f"shuffles move 32-bit values; value is {v.dtype} (convert it with "
-                f"T.cast, or shuffle a uint32 view of the data)")
-    return None
+from .op import word_value
 
 
 ROWS = [
@@ -21,7 +14,8 @@ ROWS = [
                             _p("value"), _p("b"), _p("c", "value", None),
                             _p("mask", "value", None, dtype=dt.uint32)),
           "shfl.sync.{mode}.b32 d, a, b, c, membermask", None,
-          result=lambda v: v["value"].dtype, check=_shfl_check,
+          result=lambda v: v["value"].dtype,
+          check=word_value("shuffles move 32-bit values", "shuffle"),
           doc="exchange a 32-bit value between the lanes of a warp: lane i reads the "
               "value of lane i-b (up), i+b (down), i^b (bfly) or b (idx) when that "
               "lane is within the segment c says (default: the whole warp, c = 0 for "
