@@ -25,6 +25,9 @@ from ..errors import SimulationError
 from .scheduler import Wait
 
 
+_EXITED = np.iinfo(np.int64).max // 2  # the arrivals an exited CTA counts as
+
+
 class Cluster:
     """The CTAs (``ctxs``, indexed by rank) of one cluster and their barrier arrivals."""
 
@@ -37,12 +40,12 @@ class Cluster:
 
     def exited(self, rank: int) -> None:
         """CTA ``rank`` has finished: it counts as arrived at every cluster barrier."""
-        self.arrived[rank] = np.iinfo(np.int64).max // 2
+        self.arrived[rank] = _EXITED
         self.relaxed[rank] = False
 
     def gone(self, rank: int) -> bool:
         """Whether CTA ``rank`` has finished."""
-        return bool(self.arrived[rank, 0] >= np.iinfo(np.int64).max // 2)
+        return bool(self.arrived[rank, 0] >= _EXITED)
 
     # ------------------------------------------------------------------ peers
     def peer(self, ctx, rank: int, span, what: str):

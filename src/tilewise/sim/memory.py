@@ -49,6 +49,8 @@ VISIBLE, UNWRITTEN = -1, -(1 << 30)
 #: Shared owners from here up are threads of another CTA of the cluster (``st_cluster``):
 #: ``REMOTE_OWNER0 + rank * block + tid``.
 REMOTE_OWNER0 = 1 << 24
+BULK_TAG0 = -(1 << 20)  # owners in (UNWRITTEN, BULK_TAG0]: bytes landed by a bulk copy
+_ALIGN = 16
 
 
 def owner_name(owner: int, block: int) -> str:
@@ -58,8 +60,6 @@ def owner_name(owner: int, block: int) -> str:
         rank, tid = divmod(owner - REMOTE_OWNER0, block)
         return f"thread {tid} of CTA rank {rank} (st_cluster)"
     return f"thread {owner}" if owner >= 0 else f"warp {-owner - 2}"
-BULK_TAG0 = -(1 << 20)  # owners in (UNWRITTEN, BULK_TAG0]: bytes landed by a bulk copy
-_ALIGN = 16
 
 
 def space_of(addr):

@@ -106,6 +106,7 @@ class Ctx:
         self.sched = None  # the Scheduler running this CTA (sim/scheduler.py), set at start
         self.cluster = None  # sim/cluster.Cluster when the kernel declares one
         self.rank = 0  # %cluster_ctarank
+        self.cluster_started = False  # waited on a cluster barrier once: every CTA started
         self.checks = FULL  # the check level (:mod:`.checks`; the runner sets the launch's)
 
     @mechanism("blocks")

@@ -108,7 +108,7 @@ def st_cluster(ctx, site, args):
         sel = ranks == r
         peer = ctx.peer(int(r), site.span, what)
         t, offs = tids[sel], d[1][sel]
-        if peer is not ctx and not getattr(ctx, "cluster_started", False):
+        if peer is not ctx and not ctx.cluster_started:
             ctx.hazard(f"{what} into CTA rank {r} before any cluster barrier: that CTA may "
                        "not have started (its shared memory is not there yet)", site.span,
                        "wait on the cluster barrier once first (T.ptx.barrier.cluster.arrive"
@@ -137,11 +137,12 @@ def _remote_write(ctx, peer, offs, tids, span, what) -> None:
     me = (REMOTE_OWNER0 + ctx.rank * ctx.n + tids)[:, None]
     clash = (own >= 0) & (own != me)
     readers = None if mem.readers.empty else mem.readers.at(span_b)
+    read = None if readers is None else (readers >= 0) | (readers == MANY)
     if clash.any():
         k, j = np.argwhere(clash)[0]
         why = f"{owner_name(int(own[k, j]), peer.n)} wrote"
-    elif readers is not None and ((readers >= 0) | (readers == MANY)).any():
-        k, j = np.argwhere((readers >= 0) | (readers == MANY))[0]
+    elif read is not None and read.any():
+        k, j = np.argwhere(read)[0]
         r = int(readers[k, j])
         why = f"{'thread ' + str(r) if r >= 0 else 'several threads'} of that CTA read"
     else:
