@@ -44,7 +44,7 @@ from tilewise.layout.rows import row_configs
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 MAX_ELEMS = 24  # of a row per thread at 1024 threads: X, its square and W live together
-SPLIT_ELEMS = 32  # the same for a row split over a cluster in one pass (X recast, not kept)
+SPLIT_ELEMS = 32  # the same for a one-pass split row (X's float32 copy is not kept)
 MAX_CTAS = 8  # CTAs a row may be split over (a cluster)
 STAGE_BYTES = 96 * 1024  # a split row's part up to this size is kept in shared memory
 
@@ -65,7 +65,7 @@ def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6
 
 def configs(rows: int, cols: int, dtype: str) -> list[dict]:
     """The candidates the tuner times, the plan first (``tilewise.layout.rows.row_configs``:
-    other CTA sizes and vectors per thread)."""
+    other CTA sizes, vectors per thread and CTAs per row)."""
     return row_configs(rows, cols, ITEMSIZE[dtype], MAX_ELEMS, MAX_CTAS, SPLIT_ELEMS)
 
 
