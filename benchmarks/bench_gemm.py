@@ -11,8 +11,10 @@ interleaved against drift; METHOD.md). TFLOP/s count 2·M·N·K.
     PYTHONPATH=src python benchmarks/bench_gemm.py --sweep --shapes 1x4096x4096 16x4096x4096
 
 ``--sweep``: the model-layer shapes of issue 19 (M from 1 to 8192 against the (N, K) of
-7B-70B layers), one line per shape with cuBLAS, Triton and tilewise (the kernel shape
-``make_gemm`` chooses), then the geometric mean and the worst ratio. Every call is timed
+7B-70B layers), one line per shape with cuBLAS, Triton, tilewise in the cost model's
+kernel shape (``plan``) and ``tuned``: ``make_gemm(M, N, K)`` as a user calls it, tuned on
+its first launch (``tilewise.autotune``; the pick is printed), then the geometric mean and
+the worst ratio of each. Every call is timed
 as replays of a CUDA graph of back-to-back launches: small shapes run in less time than a
 launch takes on the host, and the table compares kernels, not launch paths (bench_launch.py
 measures those). ``--explore N`` also
@@ -158,7 +160,7 @@ def sweep(a):
             kernels[key] = G._kernel(dtype, sms, "warpgroup", **cfg)
         return kernels[key]
 
-    ratios = {"plan": [], "best": [], "triton": []}
+    ratios = {"plan": [], "best": [], "triton": [], "tuned": [], "tuned-triton": []}
     shapes = ([tuple(int(v) for v in s.split("x")) for s in a.shapes] if a.shapes else
               [(M, N, K) for N, K in SWEEP_NK for M in SWEEP_M])
     _precompile(G, a.dtypes, shapes, sms, a.explore)
@@ -183,6 +185,14 @@ def sweep(a):
                 errs[name] = _error(torch, C, ref)
                 runs[name] = lambda A=A, B=B, C=C, k=k: k(A, B, C)
                 names.append(name)
+            # what a user gets: make_gemm(M, N, K) tuned on its first launch (cached after)
+            tuned = G.make_gemm(M, N, K, dtype=dtype, num_sms=sms)
+            C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
+            tuned(A, B, C)
+            torch.cuda.synchronize()
+            errs["tuned"] = _error(torch, C, ref)
+            runs["tuned"] = lambda A=A, B=B, C=C, k=tuned: k(A, B, C)
+            pick = _name(tuned.select(A, B, C))
             flops = 2 * M * N * K
             reps = max(1, min(50, int(2e-3 / max(flops / 600e12, 2e-6))))
             tf = {n: flops / timed(torch, fn, reps, a.samples, graph=True) / 1e12
@@ -193,12 +203,16 @@ def sweep(a):
             ratios["plan"].append(r_plan)
             ratios["best"].append(r_best)
             ratios["triton"].append(tf[names[0]] / tf["triton"])
+            ratios["tuned"].append(tf["tuned"] / tf["cublas"])
+            ratios["tuned-triton"].append(tf["tuned"] / tf["triton"])
             bad = [n for n, e in errs.items() if not e < 2e-2]
             print(f"| {dtype} | {M}x{N}x{K} | cuBLAS {tf['cublas']:.0f} | Triton "
                   f"{tf['triton']:.0f} | tilewise {names[0]} {tf[names[0]]:.0f} "
                   f"({r_plan:.2f}x cuBLAS, {ratios['triton'][-1]:.2f}x Triton) | best "
-                  f"{best} {tf[best]:.0f} ({r_best:.2f}x) | GB/s cuBLAS {gbs['cublas']:.0f}, "
-                  f"tilewise {gbs[names[0]]:.0f} |" + (f" WRONG: {bad}" if bad else ""),
+                  f"{best} {tf[best]:.0f} ({r_best:.2f}x) | tuned {pick} {tf['tuned']:.0f} "
+                  f"({ratios['tuned'][-1]:.2f}x cuBLAS, {ratios['tuned-triton'][-1]:.2f}x "
+                  f"Triton) | GB/s cuBLAS {gbs['cublas']:.0f}, tilewise {gbs[names[0]]:.0f}, "
+                  f"tuned {gbs['tuned']:.0f} |" + (f" WRONG: {bad}" if bad else ""),
                   flush=True)
             if a.all:
                 print("    " + ", ".join(f"{n} {tf[n]:.1f} ({tf[n] / tf['cublas']:.2f}x)"
@@ -206,15 +220,17 @@ def sweep(a):
             del A, B, C_tri, runs
     for key, rs in ratios.items():
         g = math.exp(sum(math.log(r) for r in rs) / len(rs))
-        what = "vs Triton" if key == "triton" else "vs cuBLAS"
+        what = "vs Triton" if key.endswith("triton") else "vs cuBLAS"
         print(f"{key} {what}: geomean {g:.3f}, worst {min(rs):.3f} over {len(rs)} shapes")
 
 
 def _name(cfg) -> str:
     """A kernel shape as the tables print it: ``64x128s3/7`` (bm x bn, splits, stages), ``T``
-    first for swap-AB (bm columns of B x bn rows of A), ``m2`` last for a multicast pair."""
+    first for swap-AB (bm columns of B x bn rows of A), ``m2`` last for a multicast pair,
+    ``np`` for one CTA per tile (``persistent=False``)."""
     return (("T" if cfg.get("swap") else "") + f"{cfg['bm']}x{cfg['bn']}s{cfg['splits']}/"
-            f"{cfg['stages']}" + ("m2" if cfg["multicast"] > 1 else ""))
+            f"{cfg['stages']}" + ("m2" if cfg["multicast"] > 1 else "")
+            + ("np" if cfg.get("persistent") is False else ""))
 
 
 def _error(torch, c, ref) -> float:

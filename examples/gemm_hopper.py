@@ -9,9 +9,12 @@ The technique, from the outside in:
 
 * **Persistent CTAs.** The grid is one CTA per SM; CTA ``b`` takes output tiles ``b``,
   ``b + #SMs``, ... in a *grouped* order (``GROUP_M`` tile rows at a time) so that tiles
-  running together share rows of A and columns of B in L2. The order is written once, in
-  ``tilewise.sched.GroupedTiles``: the producer and the consumers each call its
-  ``@T.inline`` methods, so they cannot disagree about which tile comes next. A problem
+  running together share rows of A and columns of B in L2. (``persistent=False``: one
+  CTA per tile, handed out by the hardware as SMs free up; the tuner times it where the
+  tiles are at most two waves, which it balances better when B streams from DRAM.) The
+  order is written once, in ``tilewise.sched.GroupedTiles``: the producer and the
+  consumers each call its ``@T.inline`` methods, so they cannot disagree about which tile
+  comes next. A problem
   with too few tiles to occupy the SMs (512 x 512) gets narrower tiles (128 x 128 or
   128 x 64) and a deeper ring instead: more CTAs work, each on a cheaper tile.
 * **Split K and swap-AB for small M.** When the tiles are too few to keep the SMs
@@ -198,6 +201,7 @@ def cluster_slots(splits: int, sms: int) -> int:
 
 
 TUNE_ALTERNATIVES = 3  # kernel shapes the tuner times beside the plan's
+TUNE_ONE_PER_TILE_WAVES = 2  # up to this many tiles per SM the tuner also times one CTA a tile
 
 
 def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]:
@@ -212,7 +216,20 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
     others = [c for t, c in best.items() if t != (first["bm"], first["bn"], first["swap"])]
     others = others[:TUNE_ALTERNATIVES]
     others += [c for c in ranked if c not in others][:TUNE_ALTERNATIVES - len(others)]
-    return [first] + [plan(M_, N_, K_, sms, **c) for c in others]
+    out = [first] + [plan(M_, N_, K_, sms, **c) for c in others]
+    # one CTA per tile beside each persistent shape of at most two waves (measured on the
+    # H200, 2026-12-02: 1-8 % faster for M <= 128 at N >= 28672, where B streams)
+    return out + [{**c, "persistent": False} for c in out if _one_per_tile(M_, N_, sms, c)]
+
+
+def _one_per_tile(M_: int, N_: int, sms: int, c: dict) -> bool:
+    """Whether a non-persistent twin of kernel shape ``c`` is worth timing: one tile a CTA,
+    handed out by the hardware as SMs free up, balances a last wave of streaming tiles
+    that the persistent order assigns in advance (:data:`TUNE_ONE_PER_TILE_WAVES`)."""
+    rows, cols = (N_, M_) if c["swap"] else (M_, N_)
+    tiles = -(-rows // c["bm"]) * -(-cols // c["bn"])
+    return (c["splits"] == 1 and c["multicast"] == 1 and c.get("persistent", True)
+            and tiles <= TUNE_ONE_PER_TILE_WAVES * sms)
 
 
 def _stages_that_fit(bm: int, bn: int, splits: int) -> int:
@@ -225,14 +242,16 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
               dtype: str = "bfloat16", num_sms: int | None = None, stages: int | None = None,
               producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
               splits: int | None = None, multicast: int | None = None,
-              swap: bool | None = None):
+              swap: bool | None = None, persistent: bool | None = None):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
     when given, are checked against TMA's alignment rule and choose the kernel's shape: the
     kernel is tuned on its first launch (``tilewise.autotune`` over :func:`plan`'s choice
     and the next :data:`TUNE_ALTERNATIVES` shapes by :func:`estimate`; in ``tw.simulate``,
     ``tw.compile``, with ``TILEWISE_AUTOTUNE=0`` or without a GPU it is the plan's);
-    ``bm``, ``bn``, ``splits``, ``multicast``, ``swap`` or ``stages`` force the shape (no
-    tuning).
+    ``bm``, ``bn``, ``splits``, ``multicast``, ``swap``, ``stages`` or ``persistent``
+    force the shape (no tuning). ``persistent=False`` launches one CTA per output tile
+    instead of one per SM (no split, no multicast); the tuner also times that form where
+    the tiles are at most two waves.
     The kernel itself takes any M, N, K. ``producer="warpgroup"`` (384 threads,
     setmaxnreg 40/232) or ``"warp"`` (288 threads, one producer warp)."""
     if dtype not in ("bfloat16", "float16"):
@@ -247,14 +266,17 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                          f"{', '.join(map(str, SWAP_COLS))})")
     sms = num_sms or runtime.sm_count(default=H200_SMS)
     cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast, swap)
-    forced = (bm, bn, splits, stages, multicast, swap) != (None,) * 6
+    if persistent is not None:
+        cfg["persistent"] = persistent
+    forced = (bm, bn, splits, stages, multicast, swap, persistent) != (None,) * 7
     if not forced and None not in (M_, N_, K_):
         return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer),
                                  configs=tune_configs(M_, N_, K_, sms, cfg))
     return _kernel(dtype, sms, producer, **cfg)
 
 
-def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False):
+def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,
+            persistent=True):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -273,6 +295,10 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
     P = multicast  # CTAs of a cluster sharing one B tile (each loads 1/P, multicast to all)
     if P not in (1, 2) or (P == 2 and S > 1):
         raise ValueError(f"multicast={P}: 1, or 2 without a split")
+    if not persistent and (S > 1 or P > 1):
+        raise ValueError(f"persistent=False with splits={S}, multicast={P}: one CTA per "
+                         "tile is the form without a cluster (a split or a multicast pair "
+                         "already launches one cluster per tile or walks tiles in pairs)")
     grid = sms // P * P
 
     @T.prim_func
@@ -284,9 +310,13 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
         m_tiles = T.meta_var(T.ceildiv(ROWS, bm))  # expressions of the sizes (the grid's too)
         n_tiles = T.meta_var(T.ceildiv(COLS, bn))
         crank = 0  # the CTA's rank in a multicast pair
-        if S == 1 and P == 1:  # persistent: one CTA per SM walks the tiles
+        if S == 1 and P == 1 and persistent:  # one CTA per SM walks the tiles
             bx = T.cta_id([grid])
             sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=grid, group_m=GROUP_M)
+        elif S == 1 and P == 1:  # one CTA per tile: the hardware hands out the tiles
+            bx = T.cta_id([m_tiles * n_tiles])
+            sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=m_tiles * n_tiles,
+                                 group_m=GROUP_M)
         elif S == 1:  # persistent pairs: the two CTAs of a cluster take two tiles of a column
             bx = T.cta_id([grid])
             crank = T.cta_id_in_cluster([P])

@@ -59,6 +59,10 @@ def _check(c, a, b):
                  id="split3-odd-K-blocks", marks=pytest.mark.slow),
     pytest.param((1, 128, 520), "bfloat16", {"bm": 64, "bn": 128, "splits": 2},
                  id="M1-split2", marks=pytest.mark.slow),
+    pytest.param((300, 264, 136), "bfloat16", {"bm": 128, "bn": 128, "persistent": False},
+                 id="one-CTA-per-tile-ragged"),
+    pytest.param((20, 264, 200), "float16", {"swap": True, "bn": 16, "persistent": False},
+                 id="swap-one-CTA-per-tile", marks=pytest.mark.slow),
     pytest.param((300, 256, 200), "bfloat16",
                  {"bm": 128, "bn": 128, "multicast": 2, "num_sms": 4}, id="multicast-pair",
                  marks=pytest.mark.slow)])
@@ -143,6 +147,29 @@ def test_the_plan_fits_the_problem():
         G.make_gemm(64, 64, 64, bm=64, bn=64)
     with pytest.raises(ValueError, match="stages=9"):
         G.make_gemm(256, 256, 256, bn=256, stages=9)
+    with pytest.raises(ValueError, match="persistent=False with splits=2"):
+        G.make_gemm(64, 256, 4096, bm=64, bn=128, splits=2, persistent=False)
+
+
+def test_the_tuner_times_one_cta_per_tile_beside_streaming_shapes():
+    """Where a problem's tiles are at most two waves (M <= 128 at N = 28672), the tuner
+    times each persistent shape without a split also as one CTA per tile; a large square
+    keeps only persistent shapes; the twin is the same shape otherwise."""
+    for m in (1, 16, 64, 128):
+        first = G.plan(m, 28672, 8192, 132)
+        cs = G.tune_configs(m, 28672, 8192, 132, first)
+        twins = [c for c in cs if c.get("persistent") is False]
+        assert twins and cs[0] == first, cs
+        for t in twins:
+            assert t["splits"] == 1 and t["multicast"] == 1
+            assert {**t, "persistent": True} in [{**c, "persistent": True} for c in cs
+                                                 if c.get("persistent", True)]
+    big = G.tune_configs(4096, 4096, 4096, 132, G.plan(4096, 4096, 4096, 132))
+    assert all(c.get("persistent", True) for c in big), big
+    k = G.make_gemm(64, 28672, 8192, bm=64, bn=256, persistent=False, num_sms=132)
+    from tilewise.ir.launch import LaunchConfig
+
+    assert LaunchConfig.of(lower(k, "sm_90a").func).grid != (132, 1, 1)
 
 
 def test_decode_shapes_take_swap_ab_tiles_as_narrow_as_m():
@@ -219,7 +246,9 @@ def test_the_gemm_on_the_gpu_matches_torch(shape, dtype, producer, torch):
                                  {"bm": 128, "bn": 64, "splits": 8},
                                  {"bm": 64, "bn": 128, "splits": 6},
                                  {"bm": 128, "bn": 256, "multicast": 2},
-                                 {"bm": 64, "bn": 128, "splits": 1, "multicast": 2}])
+                                 {"bm": 64, "bn": 128, "splits": 1, "multicast": 2},
+                                 {"bm": 64, "bn": 256, "persistent": False},
+                                 {"bm": 128, "bn": 128, "persistent": False}])
 @pytest.mark.parametrize("shape", [(1, 1024, 4096), (64, 2048, 3000), (200, 520, 8192),
                                    (1000, 3000, 520)])
 def test_every_kernel_shape_on_the_gpu_matches_torch(shape, cfg, torch):
@@ -249,7 +278,8 @@ def _matches_twice(torch, k, A, B, C):
 @pytest.mark.parametrize("cfg", [{"bn": 8, "splits": 3}, {"bn": 16, "splits": 1},
                                  {"bn": 64, "splits": 2}, {"bn": 128, "splits": 4},
                                  {"bn": 32, "splits": 8}, {"bm": 64, "bn": 64, "splits": 2},
-                                 {"bm": 64, "bn": 16, "splits": 1}])
+                                 {"bm": 64, "bn": 16, "splits": 1},
+                                 {"bn": 16, "splits": 1, "persistent": False}])
 @pytest.mark.parametrize("shape", [(1, 4096, 4096), (3, 1000, 3000), (16, 520, 1048),
                                    (77, 2048, 520), (128, 264, 8192)])
 def test_swap_ab_on_the_gpu_matches_torch(shape, cfg, torch):
