@@ -9,10 +9,12 @@ modes of ``torch._scaled_mm``). Shapes: DeepSeek-V3's (N, K) x M in {64, 128, 40
 Every kernel is first checked against a float64 product of the dequantised inputs (relative
 Frobenius error; the errors are printed beside each other), then timed with CUDA events
 (median of samples of back-to-back launches; benchmarks/timing.py). TFLOP/s count 2·M·N·K.
-Every case runs ``make_gemm_fp8``'s own tile and, where that tile has one wave a warpgroup,
-the same tile with ``overlap=True`` (tile name ``/ovl``); at M = 4096 the block-scaled
-kernel also runs with the other wide tiles and 128 x 128 with overlap (``--pairs``: as CTA
-pairs multicasting B too; ``--no-sweep`` skips them). The tilewise column is the fastest.
+Every case runs ``make_gemm_fp8(M, N, K, scaling)`` as a user calls it (``auto``: tuned on
+its first launch from M = 1024 on), the model's tile and, where that tile has one wave a
+warpgroup, the same tile with ``overlap=True`` (tile name ``/ovl``); at M = 4096 the kernel
+(every scaling) also runs with the other wide tiles and 128 x 128 with overlap
+(``--pairs``: as CTA pairs multicasting B too; ``--no-sweep`` skips them). The tilewise
+column is the fastest of them, the ``auto`` column what a user gets.
 Grouped GEMMs: the factory's tile and, for fp8, 128 x 128 with ``overlap=True``.
 
     PYTHONPATH=src python benchmarks/bench_gemm_fp8.py [--ms 64,128,4096]
@@ -219,10 +221,10 @@ def _ours(F, kernels, mode, tile, sms, overlap=False):
 
 def _variants(F, M, N, mode, sweep, sms):
     """(tile, overlap) to time: the factory's tile, with overlap where it has one wave;
-    at M = 4096, block scaling, the sweep's tiles (and 128 x 128 with overlap)."""
+    at M = 4096 the sweep's tiles (and 128 x 128 with overlap)."""
     first = F.choose_tile(M, N, sms, wide=mode == "block" and M >= 1024)
     out = [(first, False)] + ([(first, True)] if len(first.waves) == 1 else [])
-    if sweep and M >= 4096 and mode == "block":
+    if sweep and M >= 4096:
         for bm, bn, mc in SWEEP:
             t = F.choose_tile(M, N, sms, bm=bm, bn=bn, cluster=mc, share="b")
             for ovl in (False, True) if len(t.waves) == 1 and mc == 1 else (False,):
@@ -236,13 +238,15 @@ def _dense_case(torch, F, trit, kernels, mode, M, N, K, sweep, sms, log):
     flops = 2.0 * M * N * K
     c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
     row = dict(mode=mode, M=M, N=N, K=K)
-    variants = _variants(F, M, N, mode, sweep, sms)
+    variants = [("auto", None)] + _variants(F, M, N, mode, sweep, sms)
     best = None
     for tile, ovl in variants:
-        name = f"{tile.bm}x{tile.bn}/{tile.stages}" + (
+        name = "auto" if tile == "auto" else f"{tile.bm}x{tile.bn}/{tile.stages}" + (
             f"/pairs-{tile.share.upper()}" if tile.cluster == 2 else "") + ("/ovl" if ovl else "")
         try:
-            k = _ours(F, kernels, mode, tile, sms, ovl)
+            # auto: make_gemm_fp8(M, N, K) as a user calls it (tuned on its first launch)
+            k = F.make_gemm_fp8(M, N, K, mode, num_sms=sms) if tile == "auto" else _ours(
+                F, kernels, mode, tile, sms, ovl)
             c.fill_(float("nan"))
             k(a, b, sa, sb, c)
             torch.cuda.synchronize()
@@ -254,8 +258,9 @@ def _dense_case(torch, F, trit, kernels, mode, M, N, K, sweep, sms, log):
         row.setdefault("tiles", {})[name] = t and flops / t / 1e12
         if t is not None and (best is None or t < best[0]):
             best = (t, name, err)
-        if (tile, ovl) == variants[0]:
+        if tile == "auto":
             row["tw_err"] = err
+            row["auto"] = t and flops / t / 1e12
     row["tw"] = best and flops / best[0] / 1e12
     row["tile"] = best and best[1]
     fn = cublas(torch, mode, a, b, sa, sb)
@@ -378,16 +383,18 @@ def report(dense_rows, grouped_rows, props, args):
           f", torch {args['torch']}, triton {args['triton']}")
     print("TFLOP/s (2MNK / median time); err: relative Frobenius error against the float64 "
           "product of the dequantised inputs")
-    print(f"{'mode':6} {'M':>5} {'N':>6} {'K':>6} | {'tilewise':>8} {'cuBLASLt':>8} "
-          f"{'triton':>7} | {'tw/cuBLAS':>9} {'tw/triton':>9} | {'tw err':>8} {'cuBLAS err':>10}"
-          f" {'tri err':>8} | tile")
-    def ratio(r, x):
-        return _f(r["tw"] / r[x], "{:9.2f}") if r.get("tw") and r.get(x) else f"{'-':>9}"
+    print(f"{'mode':6} {'M':>5} {'N':>6} {'K':>6} | {'tilewise':>8} {'auto':>7} {'cuBLASLt':>8} "
+          f"{'triton':>7} | {'tw/cuBLAS':>9} {'tw/triton':>9} {'auto/cuBLAS':>11} | "
+          f"{'tw err':>8} {'cuBLAS err':>10} {'tri err':>8} | tile")
+
+    def ratio(r, x, w=9, tw="tw"):
+        return _f(r[tw] / r[x], f"{{:{w}.2f}}") if r.get(tw) and r.get(x) else f"{'-':>{w}}"
 
     for r in dense_rows:
         print(f"{r['mode']:6} {r['M']:5d} {r['N']:6d} {r['K']:6d} | {_f(r.get('tw'), '{:8.1f}')} "
-              f"{_f(r.get('cublas'), '{:8.1f}')} {_f(r.get('triton'))} | {ratio(r, 'cublas')} "
-              f"{ratio(r, 'triton')} | {_f(r.get('tw_err'), '{:8.1e}')} "
+              f"{_f(r.get('auto'))} {_f(r.get('cublas'), '{:8.1f}')} {_f(r.get('triton'))} | "
+              f"{ratio(r, 'cublas')} {ratio(r, 'triton')} {ratio(r, 'cublas', 11, 'auto')} | "
+              f"{_f(r.get('tw_err'), '{:8.1e}')} "
               f"{_f(r.get('cublas_err'), '{:10.1e}')} {_f(r.get('triton_err'), '{:8.1e}')} | "
               f"{r.get('tile')}  {r.get('tiles') if len(r.get('tiles') or {}) > 1 else ''}")
     if grouped_rows:
@@ -432,8 +439,8 @@ def main():
     drows = dense(torch, F, ms, [m for m in modes if m == "block"], not opts.no_sweep, sms,
                   log, end - 45, kernels, trit)
     grows = [] if opts.no_grouped else grouped(torch, GG, log, end - 30)
-    drows += dense(torch, F, ms, [m for m in modes if m != "block"], False, sms, log, end,
-                   kernels, trit)
+    drows += dense(torch, F, ms, [m for m in modes if m != "block"], not opts.no_sweep, sms,
+                   log, end, kernels, trit)
     props = torch.cuda.get_device_properties(0)
     report(drows, grows, props, {"torch": torch.__version__, "triton": triton.__version__})
     print(f"\n(total {time.time() - t0:.0f} s)")

@@ -1,10 +1,11 @@
 """GPU: a quick probe of the fp8 GEMMs' speed at the shapes issue 24 targets, for one device
 call beside Nsight Compute (``scripts/gpu-fp8-profile`` runs both). The full table with
 Triton and every shape is ``bench_gemm_fp8.py``; this one times, against torch._scaled_mm
-(cuBLASLt, block scales) in the same run:
+(cuBLASLt, in the same scaling) in the same run:
 
-* the dense block-scaled GEMM at M = 4096 on the six DeepSeek-V3 (N, K), with the tiles
-  given by ``--dense-tiles`` (``bmxbn`` each; ``auto``: ``make_gemm_fp8``'s own choice);
+* the dense GEMM at M = 4096 on the six DeepSeek-V3 (N, K) in the scalings of ``--modes``
+  (default block), with the tiles given by ``--dense-tiles`` (``bmxbn`` each; ``auto``:
+  ``make_gemm_fp8``'s own choice, tuned on its first launch);
 * the grouped GEMMs of bench_gemm_fp8.py (contiguous / masked, fp8 / bf16), each with its
   factory's tile and with the tiles of ``--grouped-tiles``.
 
@@ -14,7 +15,7 @@ A tile ``BMxBNo`` is that tile with ``overlap=True`` (fp8 only; bf16 cases skip 
 scaled; the 4-group contiguous fp8 4096 x 7168): the process ncu profiles.
 
     PYTHONPATH=src python benchmarks/fp8_probe.py [--dense-tiles auto,128x128]
-        [--grouped-tiles 128x256] [--launch dense|grouped] [--tile BMxBN]
+        [--modes block,row,tensor] [--grouped-tiles 128x256] [--launch dense|grouped] [--tile BMxBN]
 """
 
 import argparse
@@ -36,24 +37,24 @@ def _tile_kw(name):
     return dict(bm=int(bm), bn=int(bn), **({"overlap": True} if name.endswith("o") else {}))
 
 
-def dense(torch, F, tiles, log):
+def dense(torch, F, tiles, log, mode="block"):
     for N, K in BG.SHAPES_NK:
         M = 4096
-        a, b, sa, sb, ref = BG.problem(torch, M, N, K, "block")
+        a, b, sa, sb, ref = BG.problem(torch, M, N, K, mode)
         flops = 2.0 * M * N * K
         c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
         out = []
         for name in tiles:
-            k = F.make_gemm_fp8(M, N, K, "block", **_tile_kw(name))
+            k = F.make_gemm_fp8(M, N, K, mode, **_tile_kw(name))
             c.fill_(float("nan"))
             k(a, b, sa, sb, c)
             torch.cuda.synchronize()
             err = BG.rel_err(torch, c, ref)
             t = BG._time(torch, lambda k=k, x=(a, b, sa, sb, c): k(*x), flops)
             out.append(f"{name}: {flops / t / 1e12:7.1f} (err {err:.1e})")
-        fn = BG.cublas(torch, "block", a, b, sa, sb)
+        fn = BG.cublas(torch, mode, a, b, sa, sb)
         cb = flops / BG._time(torch, fn, flops) / 1e12 if fn else float("nan")
-        log(f"dense block {M}x{N}x{K}: cuBLASLt {cb:7.1f} | " + " | ".join(out))
+        log(f"dense {mode} {M}x{N}x{K}: cuBLASLt {cb:7.1f} | " + " | ".join(out))
 
 
 def grouped(torch, GG, tiles, log):
@@ -115,6 +116,7 @@ def main():
     ap.add_argument("--launch", default=None)
     ap.add_argument("--tile", default="auto")
     ap.add_argument("--no-dense", action="store_true")
+    ap.add_argument("--modes", default="block", help="the dense cases' scalings")
     opts = ap.parse_args()
     import torch
 
@@ -127,7 +129,8 @@ def main():
     log(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
     grouped(torch, GG, [t for t in opts.grouped_tiles.split(",") if t], log)
     if not opts.no_dense:
-        dense(torch, F, [t for t in opts.dense_tiles.split(",") if t], log)
+        for mode in opts.modes.split(","):
+            dense(torch, F, [t for t in opts.dense_tiles.split(",") if t], log, mode)
 
 
 if __name__ == "__main__":

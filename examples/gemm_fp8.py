@@ -156,10 +156,10 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
     of m-tiles share B; "a": pairs of n-tiles share A) override :func:`choose_tile`;
     ``num_sms`` the persistent CTA count; ``overlap``: k-blocks in pairs, two partials
     (one-wave tiles; docs/gemm_fp8.md). With the three sizes and none of those shape
-    options (nor ``fast_accum``), where the model picks a tile wider than 128 x 128 (M >=
-    1024, block scales), the kernel is tuned on its first launch (``tilewise.autotune``)
-    between that tile and a 128 x 128 tile with ``overlap=True``; ``tw.simulate``,
-    ``tw.compile``, ``TILEWISE_AUTOTUNE=0`` and a machine without a GPU take the model's."""
+    options (nor ``fast_accum``), from M = 1024 on the kernel is tuned on its first launch
+    (``tilewise.autotune`` over :func:`tune_configs`: the model's tile, the wide tiles
+    and 128 x 128 with ``overlap=True``); ``tw.simulate``, ``tw.compile``,
+    ``TILEWISE_AUTOTUNE=0`` and a machine without a GPU take the model's."""
     if scaling not in SCALINGS:
         raise ValueError(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
     if fast_accum and scaling == "block":
@@ -169,11 +169,10 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
     sms = num_sms or runtime.sm_count(default=H200_SMS)
     forced = (bm, bn, stages, cluster, share) != (None,) * 5 or overlap
     if not forced and not fast_accum and None not in (M_, N_, K_):
-        model = _build(M_, N_, sms, scaling, fast_accum)
-        if model.bm * model.bn > 128 * 128:  # a wide tile: its last wave may be ragged
-            alt = {"bm": 128, "bn": 128, "overlap": True}
-            return tilewise.autotune(
-                functools.partial(_tuned, M_, N_, scaling, sms), configs=[{}, alt])
+        configs = tune_configs(M_, N_, sms, scaling)
+        if len(configs) > 1:
+            return tilewise.autotune(functools.partial(_tuned, M_, N_, scaling, sms),
+                                     configs=configs)
     return _dense(_build(M_, N_, sms, scaling, fast_accum, bm, bn, stages, cluster, share,
                          overlap), scaling, fast_accum, overlap)
 
@@ -187,11 +186,31 @@ def _build(M_, N_, sms, scaling, fast_accum, bm=None, bn=None, stages=None, clus
     return tile
 
 
+TUNE_M = 1024  # from this M on a problem has enough tiles that the best one varies by shape
+TUNE_TILES = ((128, 256), (256, 128))  # the wide tiles tuned beside the model's
+
+
+def tune_configs(M_: int, N_: int, sms: int, scaling: str) -> list[dict]:
+    """What ``make_gemm_fp8(M, N, K)`` tunes over: from :data:`TUNE_M` rows on, the tile
+    model's choice (``{}``), the wide tiles of :data:`TUNE_TILES` and 128 x 128 with
+    ``overlap=True``; below it (few tiles: the model's narrow tile fills the SMs) the
+    model's alone. Measured on the H200 at M = 4096 (benchmarks/RESULTS.md, 2026-12-02)
+    each of the four won some DeepSeek-V3 shape in some scaling, by up to 20 %: the last
+    wave's raggedness and K's length decide, which the model does not see."""
+    if M_ < TUNE_M:
+        return [{}]
+    model = _build(M_, N_, sms, scaling, False)
+    out = [{}]
+    for bm_, bn_ in TUNE_TILES:
+        if (model.bm, model.bn) != (bm_, bn_):
+            out.append({"bm": bm_, "bn": bn_})
+    return out + [{"bm": 128, "bn": 128, "overlap": True}]
+
+
 def _tuned(M_, N_, scaling, sms, bm=None, bn=None, overlap=False):
-    """One candidate of the tuned kernel (:func:`make_gemm_fp8` with sizes): the tile
-    model's choice, or a 128 x 128 tile whose promotions overlap the next wgmma (measured
-    faster where the model's wider tiles leave a ragged last wave: 4096 x 2112 x 7168 at
-    1009 against 847 TFLOP/s on the H200)."""
+    """One candidate of the tuned kernel (:func:`make_gemm_fp8` with sizes,
+    :func:`tune_configs`): the tile model's choice, a wide tile, or a 128 x 128 tile whose
+    promotions overlap the next wgmma."""
     return _dense(_build(M_, N_, sms, scaling, False, bm, bn, overlap=overlap), scaling,
                   False, overlap)
 

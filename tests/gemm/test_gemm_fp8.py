@@ -121,17 +121,26 @@ def test_factory_arguments_are_checked(kw, msg):
         F.make_gemm_fp8(**{"M_": 128, "N_": 128, "K_": 256, **kw})
 
 
-def test_sizes_with_a_wide_tile_tune_it_against_the_overlapped_128_tile():
-    """make_gemm_fp8(M, N, K) tunes on its first launch where the model picks a tile wider
-    than 128 x 128; the simulator, forced shapes and narrow models take one kernel."""
-    k = F.make_gemm_fp8(4096, 2112, 7168, num_sms=132)
+@pytest.mark.parametrize("scaling", ["block", "row", "tensor"])
+def test_sizes_from_1024_rows_tune_the_model_tile_the_wide_tiles_and_the_overlap(scaling):
+    """make_gemm_fp8(M, N, K) tunes on its first launch from M = 1024 on, in every scaling:
+    the model's tile first (what runs untuned), the wide tiles it is not, then the
+    overlapped 128 x 128; the simulator, forced shapes, fast_accum and small M take one
+    kernel."""
+    k = F.make_gemm_fp8(4096, 2112, 7168, scaling, num_sms=132)
     assert isinstance(k, Autotuned)
-    assert k.configs == [{}, {"bm": 128, "bn": 128, "overlap": True}]
-    assert k.heuristic() is k.kernel(0) and k.kernel(1) is not k.kernel(0)
+    model = F.choose_tile(4096, 2112, 132, wide=scaling == "block")
+    wide = [{"bm": bm, "bn": bn} for bm, bn in F.TUNE_TILES if (bm, bn) != (model.bm, model.bn)]
+    assert k.configs == [{}] + wide + [{"bm": 128, "bn": 128, "overlap": True}]
+    assert k.heuristic() is k.kernel(0)
+    assert len({id(k.kernel(i)) for i in range(len(k.configs))}) == len(k.configs)
+    assert k.kernel(1) is not k.kernel(0)
     for kw in ({"bm": 128, "bn": 256}, {"overlap": True, "bm": 128, "bn": 128}, {}):
-        shape = (4096, 2112, 7168) if kw else (64, 2112, 7168)  # M = 64: a narrow model
-        assert isinstance(F.make_gemm_fp8(*shape, num_sms=132, **kw), PrimFunc), kw
-    assert isinstance(F.make_gemm_fp8(4096, 2112, 7168, "row", fast_accum=True), PrimFunc)
+        shape = (4096, 2112, 7168) if kw else (1000, 2112, 7168)  # M < 1024: the model's
+        assert isinstance(F.make_gemm_fp8(*shape, scaling, num_sms=132, **kw), PrimFunc), kw
+    if scaling != "block":
+        assert isinstance(F.make_gemm_fp8(4096, 2112, 7168, scaling, fast_accum=True),
+                          PrimFunc)
 
 
 def test_the_tile_model_fills_the_sms():
