@@ -222,11 +222,13 @@ def _ours(F, kernels, mode, tile, sms, overlap=False):
 def _variants(F, M, N, mode, sweep, sms):
     """(tile, overlap) to time: the factory's tile, with overlap where it has one wave;
     at M = 4096 the sweep's tiles (and 128 x 128 with overlap)."""
-    first = F.choose_tile(M, N, sms, wide=mode == "block" and M >= 1024)
+    blocks = mode == "block"
+    first = F.choose_tile(M, N, sms, wide=blocks and M >= 1024, block_scales=blocks)
     out = [(first, False)] + ([(first, True)] if len(first.waves) == 1 else [])
     if sweep and M >= 4096:
-        for bm, bn, mc in SWEEP:
-            t = F.choose_tile(M, N, sms, bm=bm, bn=bn, cluster=mc, share="b")
+        for bm, bn, mc in SWEEP + ([] if blocks else [(128, 192, 1)]):
+            t = F.choose_tile(M, N, sms, bm=bm, bn=bn, cluster=mc, share="b",
+                              block_scales=blocks)
             for ovl in (False, True) if len(t.waves) == 1 and mc == 1 else (False,):
                 if (mc == 1 or PAIRS) and (t, ovl) not in out:
                     out.append((t, ovl))

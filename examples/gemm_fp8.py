@@ -180,7 +180,8 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
 def _build(M_, N_, sms, scaling, fast_accum, bm=None, bn=None, stages=None, cluster=None,
            share=None, overlap=False) -> Tile:
     tile = choose_tile(M_, N_, sms, bm, bn, stages, cluster=cluster, share=share,
-                       wide=scaling == "block" and (M_ or 0) >= 1024)
+                       wide=scaling == "block" and (M_ or 0) >= 1024,
+                       block_scales=scaling == "block")
     if overlap:
         check_overlap(tile, fast_accum)
     return tile
@@ -188,20 +189,22 @@ def _build(M_, N_, sms, scaling, fast_accum, bm=None, bn=None, stages=None, clus
 
 TUNE_M = 1024  # from this M on a problem has enough tiles that the best one varies by shape
 TUNE_TILES = ((128, 256), (256, 128))  # the wide tiles tuned beside the model's
+TUNE_STRADDLING = ((128, 192),)  # and without block scales (gemm_fp8_tiles.STRADDLING)
 
 
 def tune_configs(M_: int, N_: int, sms: int, scaling: str) -> list[dict]:
     """What ``make_gemm_fp8(M, N, K)`` tunes over: from :data:`TUNE_M` rows on, the tile
-    model's choice (``{}``), the wide tiles of :data:`TUNE_TILES` and 128 x 128 with
-    ``overlap=True``; below it (few tiles: the model's narrow tile fills the SMs) the
-    model's alone. Measured on the H200 at M = 4096 (benchmarks/RESULTS.md, 2026-12-02)
-    each of the four won some DeepSeek-V3 shape in some scaling, by up to 20 %: the last
-    wave's raggedness and K's length decide, which the model does not see."""
+    model's choice (``{}``), the wide tiles of :data:`TUNE_TILES` (row / tensor scaling:
+    and of :data:`TUNE_STRADDLING`) and 128 x 128 with ``overlap=True``; below it (few
+    tiles: the model's narrow tile fills the SMs) the model's alone. Measured on the H200
+    at M = 4096 (benchmarks/RESULTS.md, 2026-12-02) each of the tiles won some DeepSeek-V3
+    shape in some scaling, by up to 20 %: the last wave's raggedness and K's length
+    decide, which the model does not see."""
     if M_ < TUNE_M:
         return [{}]
     model = _build(M_, N_, sms, scaling, False)
     out = [{}]
-    for bm_, bn_ in TUNE_TILES:
+    for bm_, bn_ in TUNE_TILES + (() if scaling == "block" else TUNE_STRADDLING):
         if (model.bm, model.bn) != (bm_, bn_):
             out.append({"bm": bm_, "bn": bn_})
     return out + [{"bm": 128, "bn": 128, "overlap": True}]

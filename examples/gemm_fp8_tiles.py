@@ -21,7 +21,9 @@ class Tile(NamedTuple):
 
     * bm 64: both warpgroups on the 64 rows, ``bn / 2`` columns each (a small M still has
       two warpgroups and twice the tiles);
-    * bm 128: 64 rows each, all ``bn`` columns (bn 256: two waves of 128 columns);
+    * bm 128: 64 rows each, all ``bn`` columns (bn 256: two waves of 128 columns; bn 192:
+      one wave, whose columns straddle a 128-column block of B's scales, so only for
+      scalings without them: :data:`STRADDLING`);
     * bm 256: 128 rows each, two waves of 64 rows.
     """
 
@@ -34,7 +36,7 @@ class Tile(NamedTuple):
 
     @property
     def wn(self) -> int:
-        return self.bn // 2 if self.bm == 64 else min(self.bn, 128)
+        return self.bn // 2 if self.bm == 64 else self.bn if self.bn <= 192 else 128
 
     def origin(self, cw: int) -> tuple[int, int]:
         """Warpgroup ``cw``'s first row and column in the tile."""
@@ -73,6 +75,8 @@ class Tile(NamedTuple):
 
 TILES = ((64, 32), (64, 64), (64, 128), (128, 32), (128, 64), (128, 128), (128, 256),
          (256, 64), (256, 128))
+STRADDLING = ((128, 192),)  # tiles whose waves straddle B's 128-column scale blocks: for
+#  scalings without per-block scales of B (N = 2112 in 11 of them instead of 16.5 x 128)
 
 
 def tile_cost(t: Tile) -> float:
@@ -99,7 +103,8 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
                 bn: int | None = None, stages: int | None = None, elem_bytes: int = 1,
                 bk: int = BK, bms: tuple = (64, 128, 256), clamp: bool = True,
                 cluster: int | None = None, clusters: tuple = (1, 2),
-                share: str | None = None, wide: bool = False) -> Tile:
+                share: str | None = None, wide: bool = False,
+                block_scales: bool = True) -> Tile:
     """The tile for an M x N problem: the candidate with the least modelled time, waves of
     CTAs x :func:`tile_cost` (the model holds for bf16 with ``bk`` 64 too: half the rate,
     twice the bytes), among those with at least 3 stages and at most 128 x 128; a cluster of
@@ -107,19 +112,25 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
     Without sizes: 128 x 128, no cluster.
     ``bm``, ``bn``, ``stages``, ``cluster``, ``share`` pin a choice; ``bms`` / ``clusters``
     the rows and cluster sizes allowed; ``clamp``: no more CTAs than tiles; ``wide``: tiles
-    larger than 128 x 128 may be chosen."""
+    larger than 128 x 128 may be chosen; ``block_scales``: B has a scale per 128 columns,
+    so no tile of :data:`STRADDLING`."""
+    tiles = TILES + (() if block_scales else STRADDLING)
     def make(c, mc, share, st=stages):
         t = Tile(c[0], c[1], 1, sms, mc, share)
         room = SMEM - 2 * len(t.waves) * 64 * t.wn * 2 - 1024  # epilogue tiles, barriers
         return t._replace(stages=st or min(8, room // ((c[0] + c[1]) * bk * elem_bytes)))
 
     shares = [(1, "b")] + [(mc, sh) for mc in clusters if mc == 2 for sh in ("b", "a")]
-    cands = [make(c, mc, sh) for c in TILES for mc, sh in shares
+    cands = [make(c, mc, sh) for c in tiles for mc, sh in shares
              if c[0] in bms and bm in (None, c[0]) and bn in (None, c[1])
              and cluster in (None, mc) and share in (None, sh) and (mc == 1 or sms % 2 == 0)]
+    if not cands and block_scales and (bm, bn) in STRADDLING:
+        raise ValueError(f"bm={bm}, bn={bn}: its columns straddle B's 128-column scale "
+                         "blocks, so it serves scalings without them ('row', 'tensor'); "
+                         f"with block scales take one of {[c for c in TILES if c[0] in bms]}")
     if not cands:
         raise ValueError(f"bm={bm}, bn={bn}, cluster={cluster} is not a tile: one of "
-                         f"{[c for c in TILES if c[0] in bms]}, cluster in {clusters}")
+                         f"{[c for c in tiles if c[0] in bms]}, cluster in {clusters}")
     ok = [t for t in cands if t.stages >= 3] or cands
 
     def cost(t):

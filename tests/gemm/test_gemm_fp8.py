@@ -48,6 +48,8 @@ CASES = [  # (id, scaling, (M, N, K), make_gemm_fp8 options)
     ("block-overlap-even-k", "block", (130, 72, 400), dict(overlap=True)),  # 4 blocks: 2 pairs
     ("row-overlap-odd-k-pairs", "row", (72, 136, 272), dict(bm=64, bn=64, cluster=2,
                                                             overlap=True)),  # 3: a pair + 1
+    ("row-128x192-straddling", "row", (200, 456, 384), dict(bm=128, bn=192)),  # N: 2.4 tiles
+    ("tensor-128x192-straddling", "tensor", (130, 200, 144), dict(bm=128, bn=192)),
 ]
 
 
@@ -115,7 +117,8 @@ def test_wrong_scale_shapes_are_launch_errors_naming_the_parameter():
     (dict(scaling="block", fast_accum=True), "fast_accum=True is for 'row' and 'tensor'"),
     (dict(K_=200), "K = 200 is not a multiple of 16"),
     (dict(bn=256, overlap=True), "overlap=True needs a tile of one wave a warpgroup"),
-    (dict(scaling="row", fast_accum=True, overlap=True), "fast_accum=True has none")])
+    (dict(scaling="row", fast_accum=True, overlap=True), "fast_accum=True has none"),
+    (dict(bm=128, bn=192), "bm=128, bn=192: its columns straddle B's 128-column scale")])
 def test_factory_arguments_are_checked(kw, msg):
     with pytest.raises(ValueError, match=msg.replace("(", r"\(")):
         F.make_gemm_fp8(**{"M_": 128, "N_": 128, "K_": 256, **kw})
@@ -129,8 +132,10 @@ def test_sizes_from_1024_rows_tune_the_model_tile_the_wide_tiles_and_the_overlap
     kernel."""
     k = F.make_gemm_fp8(4096, 2112, 7168, scaling, num_sms=132)
     assert isinstance(k, Autotuned)
-    model = F.choose_tile(4096, 2112, 132, wide=scaling == "block")
-    wide = [{"bm": bm, "bn": bn} for bm, bn in F.TUNE_TILES if (bm, bn) != (model.bm, model.bn)]
+    model = F.choose_tile(4096, 2112, 132, wide=scaling == "block",
+                          block_scales=scaling == "block")
+    tiles = F.TUNE_TILES + (() if scaling == "block" else F.TUNE_STRADDLING)
+    wide = [{"bm": bm, "bn": bn} for bm, bn in tiles if (bm, bn) != (model.bm, model.bn)]
     assert k.configs == [{}] + wide + [{"bm": 128, "bn": 128, "overlap": True}]
     assert k.heuristic() is k.kernel(0)
     assert len({id(k.kernel(i)) for i in range(len(k.configs))}) == len(k.configs)
@@ -209,6 +214,18 @@ def test_overlapped_promotion_on_the_gpu(scaling, K):
     args, (a, b, sa, sb, c) = _torch_inputs(torch, shape, scaling, seed=6)
     F.make_gemm_fp8(*shape, scaling=scaling, bm=128, bn=128, overlap=True)(a, b, sa, sb, c)
     _check(c.float().cpu().numpy(), args, scaling, atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scaling", ["row", "tensor"])
+def test_the_straddling_128x192_tile_on_the_gpu(scaling):
+    """128 x 192 (row / tensor scaling only: its columns straddle B's scale blocks) on the
+    hardware: N = 2112 in 11 tiles, and a ragged M, N and K."""
+    torch = pytest.importorskip("torch")
+    for shape in ((1000, 2112, 1024), (1000, 1048, 1040)):
+        args, (a, b, sa, sb, c) = _torch_inputs(torch, shape, scaling, seed=7)
+        F.make_gemm_fp8(*shape, scaling=scaling, bm=128, bn=192)(a, b, sa, sb, c)
+        _check(c.float().cpu().numpy(), args, scaling, atol=2e-3)
 
 
 @pytest.mark.gpu
