@@ -217,6 +217,8 @@ def sweep(a):
             if a.all:
                 print("    " + ", ".join(f"{n} {tf[n]:.1f} ({tf[n] / tf['cublas']:.2f}x)"
                                          for n in names), flush=True)
+                print("    the tuner's view (one cold-L2 launch a sample):\n    " +
+                      tuned.report().replace("\n", "\n    "), flush=True)
             del A, B, C_tri, runs
     for key, rs in ratios.items():
         g = math.exp(sum(math.log(r) for r in rs) / len(rs))

@@ -265,6 +265,8 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256 (swap=True: "
                          f"{', '.join(map(str, SWAP_COLS))})")
     sms = num_sms or runtime.sm_count(default=H200_SMS)
+    if persistent is False:  # the form without a cluster, unless a split is asked for
+        splits, multicast = splits or 1, multicast or 1
     cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast, swap)
     if persistent is not None:
         cfg["persistent"] = persistent

@@ -170,6 +170,9 @@ def test_the_tuner_times_one_cta_per_tile_beside_streaming_shapes():
     from tilewise.ir.launch import LaunchConfig
 
     assert LaunchConfig.of(lower(k, "sm_90a").func).grid != (132, 1, 1)
+    # where the plan would split K (one tile at N = 1024), persistent=False takes no split
+    k = G.make_gemm(1, 1024, 4096, bm=64, bn=256, persistent=False, num_sms=132)
+    assert LaunchConfig.of(lower(k, "sm_90a").func).cluster_size == 1
 
 
 def test_decode_shapes_take_swap_ab_tiles_as_narrow_as_m():
