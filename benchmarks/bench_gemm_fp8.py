@@ -224,15 +224,24 @@ def _variants(F, M, N, mode, sweep, sms):
     at M = 4096 the sweep's tiles (and 128 x 128 with overlap)."""
     blocks = mode == "block"
     first = F.choose_tile(M, N, sms, wide=blocks and M >= 1024, block_scales=blocks)
-    out = [(first, False)] + ([(first, True)] if len(first.waves) == 1 else [])
+    out = [(first, False)] + ([(first, True)] if _overlaps(F, first) else [])
     if sweep and M >= 4096:
         for bm, bn, mc in SWEEP + ([] if blocks else [(128, 192, 1)]):
             t = F.choose_tile(M, N, sms, bm=bm, bn=bn, cluster=mc, share="b",
                               block_scales=blocks)
-            for ovl in (False, True) if len(t.waves) == 1 and mc == 1 else (False,):
+            for ovl in (False, True) if _overlaps(F, t) and mc == 1 else (False,):
                 if (mc == 1 or PAIRS) and (t, ovl) not in out:
                     out.append((t, ovl))
     return out
+
+
+def _overlaps(F, tile) -> bool:
+    """Whether ``overlap=True`` builds for ``tile`` (one wave a warpgroup, <= 128 wide)."""
+    try:
+        F.check_overlap(tile)
+    except ValueError:
+        return False
+    return True
 
 
 def _dense_case(torch, F, trit, kernels, mode, M, N, K, sweep, sms, log):

@@ -222,10 +222,10 @@ def check_overlap(tile: Tile, fast_accum: bool = False) -> None:
     """``overlap=True`` needs two partial fragments: one wave a warpgroup, promoted."""
     if fast_accum:
         raise ValueError("overlap=True overlaps the promotions; fast_accum=True has none")
-    if len(tile.waves) > 1:
+    if len(tile.waves) > 1 or tile.wn > 128:
         raise ValueError(f"overlap=True needs a tile of one wave a warpgroup (bn <= 128, "
-                         f"bm <= 128), not {tile.bm} x {tile.bn}: two partials of two waves "
-                         "need more registers than a consumer has")
+                         f"bm <= 128), not {tile.bm} x {tile.bn}: two partials beside the "
+                         "accumulator need more registers than a consumer has")
 
 
 def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):

@@ -117,6 +117,7 @@ def test_wrong_scale_shapes_are_launch_errors_naming_the_parameter():
     (dict(scaling="block", fast_accum=True), "fast_accum=True is for 'row' and 'tensor'"),
     (dict(K_=200), "K = 200 is not a multiple of 16"),
     (dict(bn=256, overlap=True), "overlap=True needs a tile of one wave a warpgroup"),
+    (dict(scaling="row", bm=128, bn=192, overlap=True), "not 128 x 192: two partials"),
     (dict(scaling="row", fast_accum=True, overlap=True), "fast_accum=True has none"),
     (dict(bm=128, bn=192), "bm=128, bn=192: its columns straddle B's 128-column scale")])
 def test_factory_arguments_are_checked(kw, msg):

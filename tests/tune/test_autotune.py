@@ -77,6 +77,23 @@ def test_the_fastest_candidate_wins_and_the_report_lists_all(cache):
     assert len(timer.calls) == 3
 
 
+def test_a_near_tie_keeps_the_first_heuristic_config(cache):
+    """Another config wins only when it beats the first by more than KEEP_FIRST_WITHIN: a
+    near tie is the timer's noise, and the heuristic stays."""
+    gap = at_mod.KEEP_FIRST_WITHIN
+
+    def timer_for(t256):
+        return lambda kernel, args: {128: 1e-6, 256: t256}.get(kernel.launch_config.block,
+                                                                 5e-6)
+
+    a, b = _arrays()
+    configs = [{"threads": 128}, {"threads": 256}]
+    near = _tuned(timer_for(1e-6 / (1 + gap / 2)), configs=configs)
+    assert near.select(a, b) == {"threads": 128}
+    far = _tuned(timer_for(1e-6 / (1 + 2 * gap)), configs=configs, n=512)
+    assert far.select(*_arrays(512)) == {"threads": 256}
+
+
 def test_a_second_process_reuses_the_winner_from_disk(cache):
     k = _tuned(FakeTimer())
     a, b = _arrays()
