@@ -14,13 +14,12 @@ interleaved against drift; METHOD.md). TFLOP/s count 2·M·N·K.
 7B-70B layers), one line per shape with cuBLAS, Triton, tilewise in the cost model's
 kernel shape (``plan``) and ``tuned``: ``make_gemm(M, N, K)`` as a user calls it, tuned on
 its first launch (``tilewise.autotune``; the pick is printed), then the geometric mean and
-the worst ratio of each. Every call is timed
-as replays of a CUDA graph of back-to-back launches: small shapes run in less time than a
-launch takes on the host, and the table compares kernels, not launch paths (bench_launch.py
-measures those). ``--explore N`` also
+the worst ratio of each. Every call is timed as replays of a CUDA graph of back-to-back
+launches: small shapes run in less time than a launch takes on the host, and the table
+compares kernels, not launch paths (bench_launch.py measures those). ``--explore N`` also
 times the N next-best kernel shapes of ``gemm_hopper.candidates`` by its estimate and
 reports the best of them (what an autotuner would find among those), and ``--all`` prints
-each explored shape's TFLOP/s. ``--shapes`` with ``--sweep`` times only those of the sweep's
+each explored shape's TFLOP/s and the tuner's own timings of its candidates. ``--shapes`` with ``--sweep`` times only those of the sweep's
 shapes (any MxNxK). GB/s: the bytes of A, B and C once over the kernel's time (what bounds
 the decode shapes, M <= 16: B streamed once).
 """

@@ -14,9 +14,9 @@ The technique, from the outside in:
   tiles are at most two waves, which it balances better when B streams from DRAM.) The
   order is written once, in ``tilewise.sched.GroupedTiles``: the producer and the
   consumers each call its ``@T.inline`` methods, so they cannot disagree about which tile
-  comes next. A problem
-  with too few tiles to occupy the SMs (512 x 512) gets narrower tiles (128 x 128 or
-  128 x 64) and a deeper ring instead: more CTAs work, each on a cheaper tile.
+  comes next. A problem with too few tiles to occupy the SMs (512 x 512) gets narrower
+  tiles (128 x 128 or 128 x 64) and a deeper ring instead: more CTAs work, each on a
+  cheaper tile.
 * **Split K and swap-AB for small M.** When the tiles are too few to keep the SMs
   streaming B, a cluster of ``splits`` CTAs shares each tile's K blocks (their float32
   partial sums handed down the cluster by the copy engine and added in rank order: the
