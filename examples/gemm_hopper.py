@@ -201,7 +201,7 @@ def cluster_slots(splits: int, sms: int) -> int:
 
 
 TUNE_ALTERNATIVES = 3  # kernel shapes the tuner times beside the plan's
-TUNE_ONE_PER_TILE_WAVES = 2  # up to this many tiles per SM the tuner also times one CTA a tile
+TUNE_ONE_PER_TILE_WAVES = 2  # tiles per SM up to which M <= 128 also times one CTA a tile
 
 
 def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]:
@@ -217,19 +217,23 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
     others = others[:TUNE_ALTERNATIVES]
     others += [c for c in ranked if c not in others][:TUNE_ALTERNATIVES - len(others)]
     out = [first] + [plan(M_, N_, K_, sms, **c) for c in others]
-    # one CTA per tile beside each persistent shape of at most two waves (measured on the
-    # H200, 2026-12-02: 1-8 % faster for M <= 128 at N >= 28672, where B streams)
+    # one CTA per tile beside the persistent shapes where it measured faster (the H200,
+    # 2026-12-02: 1-8 % for M <= 128, where B streams; benchmarks/RESULTS.md)
     return out + [{**c, "persistent": False} for c in out if _one_per_tile(M_, N_, sms, c)]
 
 
 def _one_per_tile(M_: int, N_: int, sms: int, c: dict) -> bool:
-    """Whether a non-persistent twin of kernel shape ``c`` is worth timing: one tile a CTA,
-    handed out by the hardware as SMs free up, balances a last wave of streaming tiles
-    that the persistent order assigns in advance (:data:`TUNE_ONE_PER_TILE_WAVES`)."""
+    """Whether a non-persistent twin of kernel shape ``c`` is worth timing: one wave of
+    tiles (the persistent grid would leave CTAs idle where the hardware places them), or
+    for M <= :data:`SWAP_M` up to :data:`TUNE_ONE_PER_TILE_WAVES` waves (one tile a CTA,
+    handed out as SMs free up, balances the last wave of tiles that stream B). Two waves
+    of compute-bound tiles lose the persistent kernel's overlap of one tile's epilogue
+    with the next one's loads: 2-6 % slower on the H200 (2048 x 4096 x 4096 at 128 x 256)."""
     rows, cols = (N_, M_) if c["swap"] else (M_, N_)
     tiles = -(-rows // c["bm"]) * -(-cols // c["bn"])
+    waves = TUNE_ONE_PER_TILE_WAVES if M_ <= SWAP_M else 1
     return (c["splits"] == 1 and c["multicast"] == 1 and c.get("persistent", True)
-            and tiles <= TUNE_ONE_PER_TILE_WAVES * sms)
+            and tiles <= waves * sms)
 
 
 def _stages_that_fit(bm: int, bn: int, splits: int) -> int:

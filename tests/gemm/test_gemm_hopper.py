@@ -152,9 +152,10 @@ def test_the_plan_fits_the_problem():
 
 
 def test_the_tuner_times_one_cta_per_tile_beside_streaming_shapes():
-    """Where a problem's tiles are at most two waves (M <= 128 at N = 28672), the tuner
-    times each persistent shape without a split also as one CTA per tile; a large square
-    keeps only persistent shapes; the twin is the same shape otherwise."""
+    """Where a problem's tiles stream B in at most two waves (M <= 128 at N = 28672) or
+    make one wave, the tuner times each persistent shape without a split also as one CTA
+    per tile; two waves or more of compute-bound tiles keep only persistent shapes; the
+    twin is the same shape otherwise."""
     for m in (1, 16, 64, 128):
         first = G.plan(m, 28672, 8192, 132)
         cs = G.tune_configs(m, 28672, 8192, 132, first)
@@ -164,8 +165,11 @@ def test_the_tuner_times_one_cta_per_tile_beside_streaming_shapes():
             assert t["splits"] == 1 and t["multicast"] == 1
             assert {**t, "persistent": True} in [{**c, "persistent": True} for c in cs
                                                  if c.get("persistent", True)]
-    big = G.tune_configs(4096, 4096, 4096, 132, G.plan(4096, 4096, 4096, 132))
-    assert all(c.get("persistent", True) for c in big), big
+    for shape in ((4096, 4096, 4096), (2048, 4096, 4096), (256, 28672, 8192)):
+        big = G.tune_configs(*shape, 132, G.plan(*shape, 132))  # two waves, compute-bound
+        assert all(c.get("persistent", True) for c in big), (shape, big)
+    one_wave = G.tune_configs(512, 8192, 28672, 132, G.plan(512, 8192, 28672, 132))
+    assert any(c.get("persistent") is False for c in one_wave), one_wave
     k = G.make_gemm(64, 28672, 8192, bm=64, bn=256, persistent=False, num_sms=132)
     from tilewise.ir.launch import LaunchConfig
 
