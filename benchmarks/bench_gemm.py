@@ -19,9 +19,10 @@ launches: small shapes run in less time than a launch takes on the host, and the
 compares kernels, not launch paths (bench_launch.py measures those). ``--explore N`` also
 times the N next-best kernel shapes of ``gemm_hopper.candidates`` by its estimate and
 reports the best of them (what an autotuner would find among those), and ``--all`` prints
-each explored shape's TFLOP/s and the tuner's own timings of its candidates. ``--shapes`` with ``--sweep`` times only those of the sweep's
-shapes (any MxNxK). GB/s: the bytes of A, B and C once over the kernel's time (what bounds
-the decode shapes, M <= 16: B streamed once).
+each explored shape's TFLOP/s and the tuner's own timings of its candidates. ``--shapes``
+with ``--sweep`` times only those of the sweep's shapes (any MxNxK). GB/s: the bytes of A,
+B and C once over the kernel's time (what bounds the decode shapes, M <= 16: B streamed
+once).
 """
 
 import argparse
