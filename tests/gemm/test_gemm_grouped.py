@@ -56,6 +56,29 @@ def test_grouped_factory_arguments_are_checked(kw, msg):
         GG.make_grouped_gemm_fp8(**{"num_groups": 4, "N_": 256, "K_": 256, **kw})
 
 
+def test_grouped_fp8_sizes_from_1024_rows_tune_the_model_tile_against_the_overlap():
+    """With N, K and the rows known (contiguous M_, masked expected_m x groups) from 1024
+    rows on, the fp8 factory tunes on its first launch: the model's wide tile first, then
+    128 x 128 with overlap=True; candidates rebuild in the compile workers (a recipe);
+    pinned tiles, unknown rows, bf16 and few rows take one kernel."""
+    from tilewise.autotune import Autotuned
+    from tilewise.compile_pool import Recipe
+    from tilewise.ir import PrimFunc
+
+    for layout, kw in (("contiguous", dict(M_=27675)), ("masked", dict(expected_m=256))):
+        k = GG.make_grouped_gemm_fp8(8, 4096, 7168, layout, num_sms=132, **kw)
+        assert isinstance(k, Autotuned), layout
+        assert k.configs == [{}, {"bm": 128, "bn": 128, "overlap": True}]
+        assert Recipe.of(k.factory) is not None
+        assert isinstance(k.kernel(0), PrimFunc) and isinstance(k.kernel(1), PrimFunc)
+        assert k.kernel(0) is not k.kernel(1)
+    for args, kw in (((8, 4096, 7168, "contiguous"), dict(M_=27675, bm=128, bn=128)),
+                     ((8, 4096, 7168, "masked"), {}),
+                     ((8, 4096, 7168, "contiguous"), dict(M_=512))):
+        assert isinstance(GG.make_grouped_gemm_fp8(*args, num_sms=132, **kw), PrimFunc), kw
+    assert isinstance(GG.make_grouped_gemm_bf16(4, 4096, 7168, M_=27675), PrimFunc)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("layout,counts", [
     ("contiguous", (1000, 0, 4096, 37)), ("masked", (256, 0, 100, 512))])
@@ -68,6 +91,22 @@ def test_grouped_gemms_on_the_gpu(layout, counts, fp8):
     make = GG.make_grouped_gemm_fp8 if fp8 else GG.make_grouped_gemm_bf16
     make(len(counts), N, K, layout)(*dev)
     _check(dev[-2].float().cpu().numpy(), GG.grouped_reference(args, layout, fp8), atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout,counts", [
+    ("contiguous", (1000, 0, 4096, 37)), ("masked", (256, 0, 100, 512))])
+def test_the_tuned_grouped_fp8_gemm_on_the_gpu(layout, counts):
+    """The sizes given (rows known): the factory tunes on the first launch (both candidates
+    run on these arrays) and the winner's output is checked."""
+    torch = pytest.importorskip("torch")
+    N, K = 4096, 2048
+    args = GG.grouped_inputs(np.random.default_rng(9), layout, counts, N, K, True)
+    dev = [to_torch(torch, x) for x in args]
+    rows = dict(M_=dev[0].shape[0]) if layout == "contiguous" else dict(expected_m=512)
+    k = GG.make_grouped_gemm_fp8(len(counts), N, K, layout, **rows)
+    k(*dev)
+    _check(dev[-2].float().cpu().numpy(), GG.grouped_reference(args, layout, True), atol=2e-3)
 
 
 @pytest.mark.gpu
