@@ -28,7 +28,9 @@ the first config is the *heuristic* one. On a launch ``k(*args)``:
    to compile (too much shared memory, no variant for a tile call, ...) is dropped with its
    reason kept (:meth:`Autotuned.report`); if all fail, the error names each. The rest are
    timed on the GPU (:class:`tilewise.runtime.timer.CudaTimer`: warm-up, then the median of
-   repetitions, each after a 256 MB write that flushes L2) on the call's own arrays
+   repetitions, each after a 256 MB write that flushes L2; the candidates' repetitions
+   interleaved, so that the GPU's clock drifting during tuning falls on all alike) on the
+   call's own arrays
    (``restore=``: positions of arrays the kernel writes in place, saved before tuning and
    put back after every candidate). The fastest wins, except that the first (heuristic)
    config stays unless another is faster by more than :data:`KEEP_FIRST_WITHIN` (timings
@@ -49,6 +51,7 @@ import functools
 import hashlib
 import json
 import pickle
+import statistics
 import sys
 import threading
 import time
@@ -288,6 +291,8 @@ class Autotuned:
 
             timer = CudaTimer()
         saved = [(i, _snapshot(args[i])) for i in self.restore]
+        if hasattr(timer, "sample"):
+            return self._time_interleaved(timer, built, args, saved)
         times, reasons = [], []
         for b in built:
             t, why = None, b.reason
@@ -300,6 +305,39 @@ class Autotuned:
                     _put_back(args[i], s)
             times.append(t)
             reasons.append(why)
+        return times, reasons
+
+    def _time_interleaved(self, timer, built, args, saved):
+        """A timer with ``prepare`` / ``sample`` / ``reps`` (:class:`CudaTimer`): every
+        candidate warmed up, then sample r of each before sample r + 1 of any, so that a
+        drift of the GPU's clock or temperature during tuning falls on all candidates
+        alike (timed one after another, the first in line, the heuristic, would take all
+        its samples while the clock is still rising). The median of each."""
+        reasons = [b.reason for b in built]
+        kernels = {}
+        for n, b in enumerate(built):
+            if b.blob is None:
+                continue
+            try:
+                kernels[n] = pickle.loads(b.blob)
+                timer.prepare(kernels[n], args)
+            except TilewiseError as e:
+                kernels.pop(n, None)
+                reasons[n] = f"{type(e).__name__}: {e.message}"
+            for i, s in saved:
+                _put_back(args[i], s)
+        samples = {n: [] for n in kernels}
+        for _ in range(timer.reps):
+            for n in list(kernels):
+                try:
+                    samples[n].append(timer.sample(kernels[n], args))
+                except TilewiseError as e:
+                    del kernels[n]
+                    reasons[n] = f"{type(e).__name__}: {e.message}"
+                for i, s in saved:
+                    _put_back(args[i], s)
+        times = [float(statistics.median(samples[n])) if n in kernels else None
+                 for n in range(len(built))]
         return times, reasons
 
     def report(self) -> str:

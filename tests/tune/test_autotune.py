@@ -94,6 +94,41 @@ def test_a_near_tie_keeps_the_first_heuristic_config(cache):
     assert far.select(*_arrays(512)) == {"threads": 256}
 
 
+class SamplingTimer:
+    """A timer with CudaTimer's prepare / sample steps: a clock that speeds up as it is
+    used (each sample 10 % faster than the one before), by threads as FakeTimer; 64
+    threads fail to launch."""
+
+    reps = 4
+
+    def __init__(self):
+        self.order, self.n = [], 0
+
+    def prepare(self, kernel, args):
+        if kernel.launch_config.block == 64:
+            raise TilewiseError("no launch at 64 threads")
+
+    def sample(self, kernel, args):
+        threads = kernel.launch_config.block
+        self.order.append(threads)
+        self.n += 1
+        return {128: 1.0e-6, 256: 0.9e-6}[threads] * 0.9 ** self.n
+
+
+def test_the_candidates_samples_are_interleaved_against_drift(cache):
+    """With a timer that samples one launch at a time, the tuner warms every candidate and
+    then takes sample r of each before sample r + 1 of any, so that a clock speeding up
+    during tuning falls on all of them (one after the other, the first in line, the
+    heuristic, would take all its samples on the slowest clock). A candidate that fails
+    to launch is dropped with its reason."""
+    timer = SamplingTimer()
+    k = _tuned(timer, configs=[{"threads": 128}, {"threads": 256}, {"threads": 64}])
+    a, b = _arrays()
+    assert k.select(a, b) == {"threads": 256}
+    assert timer.order == [128, 256] * SamplingTimer.reps
+    assert "no launch at 64 threads" in k.report()
+
+
 def test_a_second_process_reuses_the_winner_from_disk(cache):
     k = _tuned(FakeTimer())
     a, b = _arrays()

@@ -1,8 +1,10 @@
 """Timing one launch of a kernel on the GPU, as ``tilewise.autotune`` does it.
 
-:class:`CudaTimer`: ``warmup`` launches, then ``reps`` times: write a buffer larger than any
-L2 (256 MB, ``cuMemsetD8Async``) so every run starts with a cold L2, record an event, launch,
-record an event; the result is the median of the event intervals (``cuEventElapsedTime``).
+:class:`CudaTimer`: ``warmup`` launches (:meth:`~CudaTimer.prepare`), then ``reps`` times
+(:meth:`~CudaTimer.sample`): write a buffer larger than any L2 (256 MB, ``cuMemsetD8Async``)
+so every run starts with a cold L2, record an event, launch, record an event; the result is
+the median of the event intervals (``cuEventElapsedTime``). ``tilewise.autotune`` calls the
+two steps itself, to interleave the candidates' samples.
 Everything runs on the stream the launch would use (torch's current stream for torch
 tensors, else the legacy default stream), so nothing else interleaves. CUDA driver calls
 through ``cuda.bindings``, imported when first timed.
@@ -36,23 +38,30 @@ class CudaTimer:
         return driver
 
     def __call__(self, kernel, args, stream=None) -> float:
+        self.prepare(kernel, args, stream)
+        return statistics.median(self.sample(kernel, args, stream) for _ in range(self.reps))
+
+    def prepare(self, kernel, args, stream=None) -> None:
+        """The ``warmup`` launches (``tilewise.autotune`` warms every candidate, then takes
+        their samples in turn: :meth:`sample`)."""
+        self._setup()
+        raw = stream_handle(stream, args)
+        for _ in range(self.warmup):
+            kernel(*args, stream=raw)
+
+    def sample(self, kernel, args, stream=None) -> float:
+        """Seconds of one launch after the L2 flush."""
         driver = self._setup()
         raw = stream_handle(stream, args)
         s = driver.CUstream(raw)
-        for _ in range(self.warmup):
-            kernel(*args, stream=raw)
         start, end = self._events
-        times = []
-        for _ in range(self.reps):
-            device.check(driver.cuMemsetD8Async(self._flush, 0, self.flush_bytes, s),
-                         "cuMemsetD8Async")
-            device.check(driver.cuEventRecord(start, s), "cuEventRecord")
-            kernel(*args, stream=raw)
-            device.check(driver.cuEventRecord(end, s), "cuEventRecord")
-            device.check(driver.cuEventSynchronize(end), "cuEventSynchronize")
-            times.append(device.check(driver.cuEventElapsedTime(start, end),
-                                      "cuEventElapsedTime") / 1e3)
-        return statistics.median(times)
+        device.check(driver.cuMemsetD8Async(self._flush, 0, self.flush_bytes, s),
+                     "cuMemsetD8Async")
+        device.check(driver.cuEventRecord(start, s), "cuEventRecord")
+        kernel(*args, stream=raw)
+        device.check(driver.cuEventRecord(end, s), "cuEventRecord")
+        device.check(driver.cuEventSynchronize(end), "cuEventSynchronize")
+        return device.check(driver.cuEventElapsedTime(start, end), "cuEventElapsedTime") / 1e3
 
     def __del__(self):
         try:
