@@ -30,13 +30,12 @@ the first config is the *heuristic* one. On a launch ``k(*args)``:
    timed on the GPU (:class:`tilewise.runtime.timer.CudaTimer`: warm-up, then the median of
    repetitions, each after a 256 MB write that flushes L2; the candidates' repetitions
    interleaved, so that the GPU's clock drifting during tuning falls on all alike) on the
-   call's own arrays
-   (``restore=``: positions of arrays the kernel writes in place, saved before tuning and
-   put back after every candidate). The fastest wins, except that the first (heuristic)
-   config stays unless another is faster by more than :data:`KEEP_FIRST_WITHIN` (timings
-   of one kernel differ by about that much from run to run: a near tie is noise, and the
-   heuristic is the better bet). When tuning takes more than a second, a progress line goes
-   to stderr.
+   call's own arrays (``restore=``: positions of arrays the kernel writes in place, saved
+   before tuning and put back after every candidate). The fastest wins, except that the
+   first (heuristic) config stays unless another is faster by more than
+   :data:`KEEP_FIRST_WITHIN` (timings of one kernel differ by about that much from run to
+   run: a near tie is noise, and the heuristic is the better bet). When tuning takes more
+   than a second, a progress line goes to stderr.
 
 ``TILEWISE_AUTOTUNE=0`` (:mod:`tilewise.knobs`) skips tuning and uses the first config; so
 does a machine without a GPU (unless a ``timer=`` is given), and ``tw.simulate`` /
