@@ -284,34 +284,21 @@ class Autotuned:
                 for c in self.configs]
 
     def _time_all(self, built, args):
+        """Every candidate warmed up (``timer.prepare``), then sample r of each before
+        sample r + 1 of any (``timer.sample``, ``timer.reps`` rounds), so that a drift of
+        the GPU's clock or temperature during tuning falls on all candidates alike (timed
+        one after another, the first in line, the heuristic, would take all its samples
+        while the clock is still rising). The median of each; the arrays of ``restore``
+        put back after every launch. A plain ``timer(kernel, args) -> seconds`` gives one
+        sample a candidate (:class:`_WholeTimer`)."""
         timer = self._timer
         if timer is None:
             from .runtime.timer import CudaTimer
 
             timer = CudaTimer()
+        if not hasattr(timer, "sample"):
+            timer = _WholeTimer(timer)
         saved = [(i, _snapshot(args[i])) for i in self.restore]
-        if hasattr(timer, "sample"):
-            return self._time_interleaved(timer, built, args, saved)
-        times, reasons = [], []
-        for b in built:
-            t, why = None, b.reason
-            if b.blob is not None:
-                try:
-                    t = float(timer(pickle.loads(b.blob), args))
-                except TilewiseError as e:
-                    why = f"{type(e).__name__}: {e.message}"
-                for i, s in saved:
-                    _put_back(args[i], s)
-            times.append(t)
-            reasons.append(why)
-        return times, reasons
-
-    def _time_interleaved(self, timer, built, args, saved):
-        """A timer with ``prepare`` / ``sample`` / ``reps`` (:class:`CudaTimer`): every
-        candidate warmed up, then sample r of each before sample r + 1 of any, so that a
-        drift of the GPU's clock or temperature during tuning falls on all candidates
-        alike (timed one after another, the first in line, the heuristic, would take all
-        its samples while the clock is still rising). The median of each."""
         reasons = [b.reason for b in built]
         kernels = {}
         for n, b in enumerate(built):
@@ -351,6 +338,23 @@ class Autotuned:
                         f"failed: {r.reasons[i]}" if r.reasons[i] else "not timed")
                 lines.append(f"  {'*' if i == r.winner else ' '} {_cfg(c)}: {what}")
         return "\n".join(lines) or f"{_name(self.factory)}: not tuned yet"
+
+
+class _WholeTimer:
+    """A plain ``timer(kernel, args) -> seconds`` (a user's ``timer=``, a test's) in the
+    prepare / sample form :meth:`Autotuned._time_all` takes: one sample, the timer's
+    whole answer."""
+
+    reps = 1
+
+    def __init__(self, timer):
+        self.timer = timer
+
+    def prepare(self, kernel, args) -> None:
+        pass
+
+    def sample(self, kernel, args) -> float:
+        return self.timer(kernel, args)
 
 
 _BUILT: dict = {}  # candidate key -> Built, this process's memo of compiled candidates
