@@ -135,20 +135,18 @@ def make_grouped_gemm_fp8(num_groups: int | None = None, N_: int | None = None,
     tile (``M_``: contiguous rows; ``expected_m``: masked rows a group); ``bm``, ``bn``,
     ``stages`` pin it, ``num_sms`` the persistent CTA count; ``overlap``: as
     ``make_gemm_fp8``'s (one-wave tiles). With N, K and the rows (``M_`` or
-    ``expected_m``) known, from :data:`gemm_fp8.TUNE_M` rows on and nothing pinned, the
-    kernel is tuned on its first launch (``tilewise.autotune``) between the model's wide
-    tile and 128 x 128 with ``overlap=True``: each won some of the benchmark's grouped
-    cases on the H200 (benchmarks/RESULTS.md); ``tw.simulate``, ``tw.compile``,
-    ``TILEWISE_AUTOTUNE=0`` and a machine without a GPU take the model's."""
+    ``expected_m``) known, from 1024 rows on (where the model picks a wide tile) and
+    nothing pinned, the kernel is tuned on its first launch (``tilewise.autotune``)
+    between the model's wide tile and 128 x 128 with ``overlap=True``: each won some of
+    the benchmark's grouped cases on the H200 (benchmarks/RESULTS.md); ``tw.simulate``,
+    ``tw.compile``, ``TILEWISE_AUTOTUNE=0`` and a machine without a GPU take the model's."""
     _check(layout, N_, K_, 1)
     t = _tile(layout, num_groups or 1, M_, N_, expected_m, 1, F.BK, **tile)
     if overlap:
         F.check_overlap(t)
-    rows = M_ if layout == "contiguous" else (
-        None if expected_m is None else expected_m * (num_groups or 1))
     pinned = any(tile.get(k) is not None for k in ("bm", "bn", "stages"))
-    if (not pinned and not overlap and None not in (N_, K_, rows) and rows >= F.TUNE_M
-            and t.bm * t.bn > 128 * 128):
+    # the model picks a tile wider than 128 x 128 only with N and >= 1024 rows known (_tile)
+    if not pinned and not overlap and K_ is not None and t.bm * t.bn > 128 * 128:
         return tilewise.autotune(
             functools.partial(_fp8_candidate, num_groups, N_, K_, layout, M_, expected_m,
                               tile.get("num_sms")),
