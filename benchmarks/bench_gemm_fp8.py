@@ -228,7 +228,7 @@ def _variants(F, M, N, mode, sweep, sms):
     first = F.choose_tile(M, N, sms, wide=blocks and M >= 1024, block_scales=blocks)
     out = [(first, False)] + ([(first, True)] if _overlaps(F, first) else [])
     if sweep and M >= 4096:
-        for bm, bn, mc in SWEEP + ([] if blocks else [(128, 192, 1)]):
+        for bm, bn, mc in SWEEP + ([] if blocks else [(*t, 1) for t in F.TUNE_STRADDLING]):
             t = F.choose_tile(M, N, sms, bm=bm, bn=bn, cluster=mc, share="b",
                               block_scales=blocks)
             for ovl in (False, True) if _overlaps(F, t) and mc == 1 else (False,):

@@ -150,7 +150,7 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
         cols = min(c for c in SWAP_COLS if c >= M_)
         tiles += [(128, cols, True)] + ([(64, cols, True)] if cols >= 32 else [])
     for bm_, bn_, swap in tiles:
-        count = -(-(N_ if swap else M_) // bm_) * -(-(M_ if swap else N_) // bn_)
+        count = _tile_count(M_, N_, bm_, bn_, swap)
         for s in (1, 2, 3, 4, 6, 8):
             if s > 1 and (count * s > 2 * sms or k_steps < 4 * s):
                 break
@@ -194,6 +194,12 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
     return max(compute, memory) + 0.25 * min(compute, memory) + reduce + 3e-6
 
 
+def _tile_count(M_: int, N_: int, bm: int, bn: int, swap: bool) -> int:
+    """Output tiles of a problem: ``bm`` x ``bn`` tiles of C (of Cᵀ with ``swap``)."""
+    rows, cols = (N_, M_) if swap else (M_, N_)
+    return -(-rows // bm) * -(-cols // bn)
+
+
 def cluster_slots(splits: int, sms: int) -> int:
     """CTAs of ``splits``-CTA clusters resident at once: a cluster lives in one GPC, so the
     GPCs' sizes, not the SM count, decide (:data:`H200_CLUSTERS`, scaled to ``sms``)."""
@@ -229,8 +235,7 @@ def _one_per_tile(M_: int, N_: int, sms: int, c: dict) -> bool:
     handed out as SMs free up, balances the last wave of tiles that stream B). Two waves
     of compute-bound tiles lose the persistent kernel's overlap of one tile's epilogue
     with the next one's loads: 2-6 % slower on the H200 (2048 x 4096 x 4096 at 128 x 256)."""
-    rows, cols = (N_, M_) if c["swap"] else (M_, N_)
-    tiles = -(-rows // c["bm"]) * -(-cols // c["bn"])
+    tiles = _tile_count(M_, N_, c["bm"], c["bn"], c["swap"])
     waves = TUNE_ONE_PER_TILE_WAVES if M_ <= SWAP_M else 1
     return (c["splits"] == 1 and c["multicast"] == 1 and c.get("persistent", True)
             and tiles <= waves * sms)
