@@ -32,7 +32,7 @@ import os
 import statistics
 import time
 
-from timing import timed
+from timing import timed, timed_all
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES = ["4096x4096x4096", "8192x8192x8192", "16384x2048x8192", "512x512x8192"]
@@ -195,8 +195,8 @@ def sweep(a):
             pick = _name(tuned.select(A, B, C))
             flops = 2 * M * N * K
             reps = max(1, min(50, int(2e-3 / max(flops / 600e12, 2e-6))))
-            tf = {n: flops / timed(torch, fn, reps, a.samples, graph=True) / 1e12
-                  for n, fn in runs.items()}
+            tf = {n: flops / t / 1e12  # interleaved: each sees the same clocks (timing.py)
+                  for n, t in timed_all(torch, runs, reps, a.samples, graph=True).items()}
             best = max(names, key=lambda n: tf[n])
             gbs = {n: 2 * (M * K + K * N + M * N) * tf[n] * 1e12 / flops / 1e9 for n in tf}
             r_plan, r_best = tf[names[0]] / tf["cublas"], tf[best] / tf["cublas"]

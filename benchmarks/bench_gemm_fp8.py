@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from timing import timed
+from timing import timed_all
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHAPES_NK = [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168),
@@ -195,8 +195,10 @@ def _reps(flops):
     return max(1, min(50, int(2e-2 / max(flops / 1.0e15, 1e-6))))
 
 
-def _time(torch, fn, flops):
-    return timed(torch, fn, _reps(flops), samples=5, warmup=3)
+def _time_all(torch, fns, flops):
+    """Seconds per call of each of ``fns``, interleaved (timing.timed_all: one problem's
+    kernels, ours and the peers', see the same clocks)."""
+    return timed_all(torch, fns, _reps(flops), samples=5, warmup=3)
 
 
 def dense(torch, F, ms, modes, sweep, sms, log, deadline, kernels, trit):
@@ -252,7 +254,7 @@ def _dense_case(torch, F, trit, kernels, mode, M, N, K, sweep, sms, log):
     c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
     row = dict(mode=mode, M=M, N=N, K=K)
     variants = [("auto", None)] + _variants(F, M, N, mode, sweep, sms)
-    best = None
+    fns = {}  # name -> callable, every correct one, timed together below
     for tile, ovl in variants:
         name = "auto" if tile == "auto" else f"{tile.bm}x{tile.bn}/{tile.stages}" + (
             f"/pairs-{tile.share.upper()}" if tile.cluster == 2 else "") + ("/ovl" if ovl else "")
@@ -264,31 +266,36 @@ def _dense_case(torch, F, trit, kernels, mode, M, N, K, sweep, sms, log):
             k(a, b, sa, sb, c)
             torch.cuda.synchronize()
             err = rel_err(torch, c, ref)
-            t = _time(torch, lambda k=k: k(a, b, sa, sb, c), flops) if err < 1e-2 else None
+            if err < 1e-2:
+                fns[name] = lambda k=k: k(a, b, sa, sb, c)
         except Exception as e:  # noqa: BLE001 - one failure must not stop the table
             log(f"tilewise {mode} {M}x{N}x{K} tile {name}: {type(e).__name__}: {e}")
-            err, t = None, None
-        row.setdefault("tiles", {})[name] = t and flops / t / 1e12
-        if t is not None and (best is None or t < best[0]):
-            best = (t, name, err)
+            err = None
+        row.setdefault("tiles", {})[name] = None
         if tile == "auto":
             row["tw_err"] = err
-            row["auto"] = t and flops / t / 1e12
-    row["tw"] = best and flops / best[0] / 1e12
-    row["tile"] = best and best[1]
     fn = cublas(torch, mode, a, b, sa, sb)
     if fn is not None:
         out = fn()
         row["cublas_err"] = rel_err(torch, out, ref)
-        row["cublas"] = flops / _time(torch, fn, flops) / 1e12
+        fns["@cublas"] = fn
     try:
         ct = torch.empty_like(c)
         tfn = lambda: trit(mode, a, b, sa, sb, ct)  # noqa: E731
         tfn()
         row["triton_err"] = rel_err(torch, ct, ref)
-        row["triton"] = flops / _time(torch, tfn, flops) / 1e12
+        fns["@triton"] = tfn
     except Exception as e:  # noqa: BLE001
         log(f"triton {mode} {M}x{N}x{K}: {type(e).__name__}: {e}")
+    tf = {n: flops / t / 1e12 for n, t in _time_all(torch, fns, flops).items()}
+    for peer in ("cublas", "triton"):
+        if "@" + peer in tf:
+            row[peer] = tf.pop("@" + peer)
+    row["tiles"].update(tf)
+    row["auto"] = tf.get("auto")
+    best = max(tf, key=tf.get) if tf else None
+    row["tw"] = best and tf[best]
+    row["tile"] = best
     log(f"{mode} {M}x{N}x{K}: " + json.dumps({k: v for k, v in row.items() if k not in (
         "mode", "M", "N", "K")}, default=str))
     return row
@@ -318,6 +325,7 @@ def grouped(torch, GG, log, deadline):
             log(f"grouped {row}: {type(e).__name__}: {e}")
             variants = []
         make = GG.make_grouped_gemm_fp8 if fp8 else GG.make_grouped_gemm_bf16
+        fns = {}
         for name, kw in variants:
             try:
                 k = make(groups, N, K, layout, M_=args[0].shape[0] if layout == "contiguous"
@@ -333,12 +341,15 @@ def grouped(torch, GG, log, deadline):
                 err = float(torch.linalg.norm((c - ref)[valid]) / torch.linalg.norm(
                     ref[valid]))
                 row.setdefault("err", err)
-                t = flops / _time(torch, lambda k=k, args=args: k(*args), flops) / 1e12
-                row.setdefault("tiles", {})[name] = t
-                if t > row.get("tw", 0) and err < 1e-2:
-                    row["tw"], row["tile"] = t, name
+                if err < 1e-2:
+                    fns[name] = lambda k=k, args=args: k(*args)
             except Exception as e:  # noqa: BLE001
                 log(f"grouped {row} {name}: {type(e).__name__}: {e}")
+        tf = {n: flops / t / 1e12 for n, t in _time_all(torch, fns, flops).items()}
+        row["tiles"] = tf
+        if tf:
+            row["tile"] = max(tf, key=tf.get)
+            row["tw"] = tf[row["tile"]]
         log("grouped " + json.dumps(row))
         rows.append(row)
     return rows

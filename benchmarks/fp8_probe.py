@@ -43,18 +43,21 @@ def dense(torch, F, tiles, log, mode="block"):
         a, b, sa, sb, ref = BG.problem(torch, M, N, K, mode)
         flops = 2.0 * M * N * K
         c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
-        out = []
+        fns, errs = {}, {}
         for name in tiles:
             k = F.make_gemm_fp8(M, N, K, mode, **_tile_kw(name))
             c.fill_(float("nan"))
             k(a, b, sa, sb, c)
             torch.cuda.synchronize()
-            err = BG.rel_err(torch, c, ref)
-            t = BG._time(torch, lambda k=k, x=(a, b, sa, sb, c): k(*x), flops)
-            out.append(f"{name}: {flops / t / 1e12:7.1f} (err {err:.1e})")
+            errs[name] = BG.rel_err(torch, c, ref)
+            fns[name] = lambda k=k, x=(a, b, sa, sb, c): k(*x)
         fn = BG.cublas(torch, mode, a, b, sa, sb)
-        cb = flops / BG._time(torch, fn, flops) / 1e12 if fn else float("nan")
-        log(f"dense {mode} {M}x{N}x{K}: cuBLASLt {cb:7.1f} | " + " | ".join(out))
+        if fn:
+            fns["@cublas"] = fn
+        tf = {n: flops / t / 1e12 for n, t in BG._time_all(torch, fns, flops).items()}
+        cb = tf.pop("@cublas", float("nan"))
+        log(f"dense {mode} {M}x{N}x{K}: cuBLASLt {cb:7.1f} | " + " | ".join(
+            f"{n}: {t:7.1f} (err {errs[n]:.1e})" for n, t in tf.items()))
 
 
 def grouped(torch, GG, tiles, log):
@@ -69,7 +72,7 @@ def grouped(torch, GG, tiles, log):
         args, ref = BG._grouped_problem(torch, GG, layout, counts, N, K, fp8, m)
         make = GG.make_grouped_gemm_fp8 if fp8 else GG.make_grouped_gemm_bf16
         flops = 2.0 * sum(counts) * N * K
-        out = []
+        out, fns, errs = [], {}, {}
         for name in ["auto"] + [t for t in tiles if fp8 or not t.endswith("o")]:
             try:
                 k = make(groups, N, K, layout, M_=args[0].shape[0] if layout == "contiguous"
@@ -79,10 +82,11 @@ def grouped(torch, GG, tiles, log):
                 torch.cuda.synchronize()
                 c, valid = args[-2].double(), ~torch.isnan(ref)
                 err = float(torch.linalg.norm((c - ref)[valid]) / torch.linalg.norm(ref[valid]))
-                t = BG._time(torch, lambda k=k, x=args: k(*x), flops)
-                out.append(f"{name}: {flops / t / 1e12:7.1f} (err {err:.1e})")
+                fns[name], errs[name] = (lambda k=k, x=args: k(*x)), err
             except Exception as e:  # noqa: BLE001 - one failure must not stop the table
                 out.append(f"{name}: {type(e).__name__}: {str(e)[:200]}")
+        out += [f"{n}: {flops / t / 1e12:7.1f} (err {errs[n]:.1e})"
+                for n, t in BG._time_all(torch, fns, flops).items()]
         log(f"grouped {layout} {'fp8' if fp8 else 'bf16'} G={groups} rows={sum(counts)} "
             f"{N}x{K}: " + " | ".join(out))
 

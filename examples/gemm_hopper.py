@@ -287,7 +287,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
 
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,
-            persistent=True):
+            persistent=True, group_m=GROUP_M):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -323,21 +323,21 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
         crank = 0  # the CTA's rank in a multicast pair
         if S == 1 and P == 1 and persistent:  # one CTA per SM walks the tiles
             bx = T.cta_id([grid])
-            sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=grid, group_m=GROUP_M)
+            sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=grid, group_m=group_m)
         elif S == 1 and P == 1:  # one CTA per tile: the hardware hands out the tiles
             bx = T.cta_id([m_tiles * n_tiles])
             sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=m_tiles * n_tiles,
-                                 group_m=GROUP_M)
+                                 group_m=group_m)
         elif S == 1:  # persistent pairs: the two CTAs of a cluster take two tiles of a column
             bx = T.cta_id([grid])
             crank = T.cta_id_in_cluster([P])
             sched = GroupedTiles(T.ceildiv(M, bm * P), n_tiles, first=bx // P, step=grid // P,
-                                 group_m=GROUP_M // P)
+                                 group_m=max(1, group_m // P))
         else:  # one cluster of S CTAs per tile, each on 1/S of its K blocks
             bx = T.cta_id([m_tiles * n_tiles * S])
             rank = T.cta_id_in_cluster([S])
             sched = GroupedTiles(m_tiles, n_tiles, first=bx // S, step=m_tiles * n_tiles,
-                                 group_m=GROUP_M)
+                                 group_m=group_m)
         tid = T.thread_id([threads])
         wg = tid // 128  # 0, 1: the consumers; 2: the producer
         # the operand ring and the epilogue tiles: dynamic shared memory

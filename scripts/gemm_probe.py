@@ -5,10 +5,11 @@ count or grid a problem wants), bf16, CUDA-graph replays as in ``bench_gemm.py -
     PYTHONPATH=src python scripts/gemm_probe.py 1x28672x8192 -- T128x8s1/8 T128x8s1/4@264
     PROBE_ONLY=T128x8s1/8 ncu ... python scripts/gemm_probe.py 1x28672x8192 -- T128x8s1/8
 
-A kernel shape is ``[T]BMxBNsS/STAGES[@GRID]``: ``T`` swap-AB, ``BM`` x ``BN`` tiles,
-``S`` CTAs of a cluster splitting K, the ring's stages, and ``@GRID`` the persistent grid
-(default: the SM count; ``@0``: one CTA per tile, not persistent). Each result is
-checked against torch.matmul first.
+A kernel shape is ``[T]BMxBNsS/STAGES[@GRID][m2][gG]``: ``T`` swap-AB, ``BM`` x ``BN``
+tiles, ``S`` CTAs of a cluster splitting K, the ring's stages, ``@GRID`` the persistent grid
+(default: the SM count; ``@0``: one CTA per tile, not persistent), ``m2`` a multicast pair
+sharing B, ``gG`` tile rows walked together (default ``GROUP_M``). Each result is checked
+against torch.matmul first.
 """
 import functools
 import os
@@ -22,18 +23,19 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_gemm  # noqa: E402
-from timing import timed  # noqa: E402
+from timing import timed_all  # noqa: E402
 
-SPEC = re.compile(r"(T?)(\d+)x(\d+)s(\d+)/(\d+)(?:@(\d+))?$")
+SPEC = re.compile(r"(T?)(\d+)x(\d+)s(\d+)/(\d+)(?:@(\d+))?(m2)?(?:g(\d+))?$")
 
 
 def parse(spec: str, sms: int) -> dict:
     m = SPEC.match(spec)
     if not m:
-        raise SystemExit(f"{spec!r}: a kernel shape is [T]BMxBNsS/STAGES[@GRID]")
-    t, bm, bn, s, st, grid = m.groups()
+        raise SystemExit(f"{spec!r}: a kernel shape is [T]BMxBNsS/STAGES[@GRID][m2][gG]")
+    t, bm, bn, s, st, grid, mc, g = m.groups()
     return dict(sms=int(grid or 0) or sms, bm=int(bm), bn=int(bn), splits=int(s),
-                stages=int(st), swap=bool(t), persistent=grid != "0")
+                stages=int(st), swap=bool(t), persistent=grid != "0",
+                multicast=2 if mc else 1, **({"group_m": int(g)} if g else {}))
 
 
 def main(argv):
@@ -83,10 +85,9 @@ def main(argv):
         flops = 2 * M * N * K
         nbytes = 2 * (M * K + K * N + M * N)
         reps = max(1, min(50, int(2e-3 / max(flops / 600e12, 2e-6))))
-        cells = []
-        for n, fn in runs.items():
-            t = timed(torch, fn, reps, 5, graph=True)
-            cells.append(f"{n} {flops / t / 1e12:.1f} TF {nbytes / t / 1e9:.0f} GB/s")
+        ts = timed_all(torch, runs, reps, 5, graph=True)  # interleaved: the same clocks
+        cells = [f"{n} {flops / t / 1e12:.1f} TF {nbytes / t / 1e9:.0f} GB/s"
+                 for n, t in ts.items()]
         print(f"{M}x{N}x{K}: " + " | ".join(cells), flush=True)
 
 
