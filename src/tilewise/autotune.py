@@ -27,8 +27,9 @@ the first config is the *heuristic* one. On a launch ``k(*args)``:
    file; anything else compiles in this process, one after another). A candidate that fails
    to compile (too much shared memory, no variant for a tile call, ...) is dropped with its
    reason kept (:meth:`Autotuned.report`); if all fail, the error names each. The rest are
-   timed on the GPU (:class:`tilewise.runtime.timer.CudaTimer`: warm-up, then the median of
-   repetitions, each after a 256 MB write that flushes L2; the candidates' repetitions
+   timed on the GPU (:class:`tilewise.runtime.timer.CudaTimer`: warm-up, and 50 ms of
+   back-to-back launches so the samples see the clock a kernel runs at sustained, then
+   the median of repetitions, each after a 256 MB write that flushes L2; the candidates' repetitions
    interleaved, so that the GPU's clock drifting during tuning falls on all alike) on the
    call's own arrays (``restore=``: positions of arrays the kernel writes in place, saved
    before tuning and put back after every candidate). The fastest wins, except that the
