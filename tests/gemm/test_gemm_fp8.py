@@ -128,16 +128,17 @@ def test_factory_arguments_are_checked(kw, msg):
 @pytest.mark.parametrize("scaling", ["block", "row", "tensor"])
 def test_sizes_from_1024_rows_tune_the_model_tile_the_wide_tiles_and_the_overlap(scaling):
     """make_gemm_fp8(M, N, K) tunes on its first launch from M = 1024 on, in every scaling:
-    the model's tile first (what runs untuned), the wide tiles it is not, then the
-    overlapped 128 x 128; the simulator, forced shapes, fast_accum and small M take one
-    kernel."""
+    the model's tile (what runs untuned with row / tensor scales), the wide tiles it is not,
+    and the overlapped 128 x 128 (first with block scales: what runs untuned there); the
+    simulator, forced shapes, fast_accum and small M take one kernel."""
     k = F.make_gemm_fp8(4096, 2112, 7168, scaling, num_sms=132)
     assert isinstance(k, Autotuned)
     model = F.choose_tile(4096, 2112, 132, wide=scaling == "block",
                           block_scales=scaling == "block")
     tiles = F.TUNE_TILES + (() if scaling == "block" else F.TUNE_STRADDLING)
     wide = [{"bm": bm, "bn": bn} for bm, bn in tiles if (bm, bn) != (model.bm, model.bn)]
-    assert k.configs == [{}] + wide + [{"bm": 128, "bn": 128, "overlap": True}]
+    ovl = {"bm": 128, "bn": 128, "overlap": True}
+    assert k.configs == ([ovl, {}] + wide if scaling == "block" else [{}] + wide + [ovl])
     assert k.heuristic() is k.kernel(0)
     assert len({id(k.kernel(i)) for i in range(len(k.configs))}) == len(k.configs)
     assert k.kernel(1) is not k.kernel(0)
