@@ -146,7 +146,7 @@ def make_grouped_gemm_fp8(num_groups: int | None = None, N_: int | None = None,
     without a GPU take, and what the tuner keeps unless the other is more than 2 % faster)
     is the overlapped one for the contiguous layout, where it was even or faster in every
     interleaved run (H200, 2026-12-02: +3.5 %, +6 % at 4096 x 7168; even, +1 % at
-    7168 x 2048), and the model's for the masked one (-2.5 % to +1 %)"""
+    7168 x 2048), and the model's for the masked one (-2.5 % to +1 %)."""
     _check(layout, N_, K_, 1)
     t = _tile(layout, num_groups or 1, M_, N_, expected_m, 1, F.BK, **tile)
     if overlap:

@@ -75,3 +75,55 @@ def test_a_slowing_clock_falls_on_every_implementation_alike():
     one = timing.timed(torch, run, reps=2, samples=6, warmup=0)
     two = timing.timed(torch, run, reps=2, samples=6, warmup=0)
     assert two / one > 1.1  # one after another, the second reads slower
+
+
+def test_the_tuners_timer_heats_each_candidate_before_its_samples(monkeypatch):
+    """tilewise.runtime.timer.CudaTimer.prepare: the warm-up launches, then more, back to
+    back, until heat_s seconds have passed since it began (so the samples run at the
+    clock a tensor-bound kernel settles at); heat_s=0 leaves the warm-ups alone. A fake
+    driver and clock: each launch takes 1 ms."""
+    from tilewise.runtime import device
+    from tilewise.runtime import timer as T
+
+    clock = {"now": 0.0}
+    syncs = []
+
+    class Driver:
+        class CUresult:
+            CUDA_SUCCESS = 0
+
+        @staticmethod
+        def CUstream(raw):
+            return raw
+
+        @staticmethod
+        def cuMemAlloc(n):
+            return (0, 1234)
+
+        @staticmethod
+        def cuEventCreate(flags):
+            return (0, object())
+
+        @staticmethod
+        def cuStreamSynchronize(s):
+            syncs.append(clock["now"])
+            return (0,)
+
+    monkeypatch.setattr(device, "_driver", lambda: Driver)
+    monkeypatch.setattr(device, "make_current", lambda ordinal=0: None)
+    monkeypatch.setattr(T, "time", types.SimpleNamespace(perf_counter=lambda: clock["now"]))
+    launches = []
+
+    def kernel(*args, stream):
+        launches.append(stream)
+        clock["now"] += 1e-3
+
+    hot, cold = T.CudaTimer(warmup=3, heat_s=0.05), T.CudaTimer(warmup=3, heat_s=0.0)
+    hot.prepare(kernel, (), stream=7)
+    assert launches == [7] * 51  # 3 warm-ups, then batches of 4 until 50 ms had passed
+    assert syncs[-1] >= 0.05 and len(syncs) == 1 + 12  # after the warm-ups, each batch
+    launches.clear()
+    cold.prepare(kernel, (), stream=7)
+    assert len(launches) == 3
+    assert T.CudaTimer().heat_s == T.HEAT_S > 0
+    hot._flush = cold._flush = None  # nothing of the fake driver's to free later

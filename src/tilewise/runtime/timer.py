@@ -14,6 +14,7 @@ kernel shapes do not rank the same in it: an fp8 GEMM's 128 x 256 tile won in a 
 launches while the 128 x 128 overlapped one ran 7-10 % faster sustained
 (benchmarks/RESULTS.md). Launching each candidate for ``heat_s`` first puts the samples in
 the state the kernel will run in.
+
 Everything runs on the stream the launch would use (torch's current stream for torch
 tensors, else the legacy default stream), so nothing else interleaves. CUDA driver calls
 through ``cuda.bindings``, imported when first timed.
