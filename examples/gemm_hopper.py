@@ -77,6 +77,7 @@ TILES = ((128, 256), (128, 128), (128, 64), (64, 256), (64, 128))  # (bm, bn) a 
 SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is bm columns of B x bn rows of A
 SWAP_TILES = tuple((bm, c) for bm in (128, 64) for c in SWAP_COLS if bm == 128 or c >= 16)
 SWAP_M = 128  # the largest M swap-AB tiles are tried for
+DECODE_M = 8  # up to this M the plan takes the swapped 128 x 8 tile (M in one column tile)
 
 M = T.int32()
 N = T.int32()
@@ -105,7 +106,12 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
     M: 64 for each consumer at bm=128, all 64 for both at bm=64) by ``bn`` rows of A
     (wgmma's N, 8 to 128; half for each consumer at bm=64): small M without 64-row
     padding. What is not given is chosen by :func:`estimate` over every
-    allowed shape (without sizes: 128 x 256, no split, no swap)."""
+    allowed shape (without sizes: 128 x 256, no split, no swap); for M <= :data:`DECODE_M`
+    among the swapped tiles only. There the estimate preferred a 64 x 256 tile at N = 28672
+    and 32000 (one wave against 1.7-1.9 waves of 128 x 8), which ran 0.82-0.97 x cuBLAS
+    where the swapped 128 x 8 ran 0.97-1.04 x, in all three interleaved sweeps on the H200
+    (2026-12-02, bf16 and fp16; benchmarks/RESULTS.md); at every other M = 1 shape it
+    already took the swapped tile."""
     best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1, "swap": False}
     forced = {k: v for k, v in (("bm", bm), ("bn", bn), ("splits", splits),
                                 ("multicast", multicast), ("swap", swap)) if v is not None}
@@ -114,6 +120,8 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
     if None not in (M_, N_, K_) and len(forced) < 5:
         options = [c for c in candidates(M_, N_, K_, sms)
                    if all(c[k] == v for k, v in forced.items())]
+        if M_ <= DECODE_M and "swap" not in forced:  # decode: see the docstring
+            options = [c for c in options if c["swap"]] or options
         if options:
             best = min(options, key=lambda c: estimate(M_, N_, K_, sms, **c))
     best.update(forced)

@@ -182,13 +182,22 @@ def test_the_tuner_times_one_cta_per_tile_beside_streaming_shapes():
 def test_decode_shapes_take_swap_ab_tiles_as_narrow_as_m():
     """M <= 16 at N = 4096: Cᵀ = Bᵀ Aᵀ with M on wgmma's N (8 or 16, not a 64-row tile), K
     split 3 ways (39 clusters of 3 fit an H200 at once, 30 of 4: 32 tiles x 4 would need a
-    second wave); M = 64 takes 64-column swapped tiles (64 tiles x 2 splits); a forced
-    swapped tile is checked."""
+    second wave); M = 64 takes 64-column swapped tiles (64 tiles x 2 splits); M <= 8 takes
+    the swapped 128 x 8 at any N; a forced swapped tile is checked."""
     for m, bn in ((1, 8), (16, 16)):
         p = G.plan(m, 4096, 4096, 132)
         assert (p["swap"], p["bm"], p["bn"], p["splits"]) == (True, 128, bn, 3), p
     p = G.plan(64, 4096, 4096, 132)
     assert (p["swap"], p["bm"], p["bn"], p["splits"]) == (True, 64, 64, 2), p
+    # M <= 8 at N = 28672 / 32000: the swapped 128 x 8, not the one-wave 64 x 256 the
+    # estimate prefers (measured 0.97-1.04 against 0.82-0.97 x cuBLAS); a forced tile stays
+    for m in (1, 8):
+        for n, k in ((28672, 8192), (32000, 4096)):
+            p = G.plan(m, n, k, 132)
+            assert (p["swap"], p["bm"], p["bn"]) == (True, 128, 8), (m, n, p)
+    assert not G.plan(16, 28672, 8192, 132)["swap"]  # M = 16 keeps the estimate's pick
+    p = G.plan(1, 28672, 8192, 132, bm=64, bn=256)
+    assert (p["swap"], p["bm"], p["bn"]) == (False, 64, 256), p
     log = [d.info[0] for d in lower(G.make_gemm(1, 256, 512, bm=128, bn=8, swap=True,
                                                 splits=2, num_sms=132), "sm_90a").dispatch_log
            if "gemm_async" in d.call]
