@@ -24,9 +24,9 @@ first, the likeliest to be in L2) the normalisation with the chunk's weights.
 
 A row too long for one CTA's registers is **split over a cluster** of 2, 4 or 8 CTAs, as in
 ``examples/softmax.py``: each CTA takes a part of the row (one pass, or chunked with the part
-kept in shared memory up to 96 KB), hands its part's sum of squares to every CTA of the
-cluster (``T.ptx.st_cluster``, then ``T.cuda.cluster_sync()``), and adds the C sums in rank
-order, so every part is scaled by the same ``rsqrt``.
+kept in shared memory up to 96 KB: ``RowTiling.staged``), hands its part's sum of squares
+to every CTA of the cluster (``T.ptx.st_cluster``, then ``T.cuda.cluster_sync()``), and adds
+the C sums in rank order, so every part is scaled by the same ``rsqrt``.
 
 Accuracy: float32 throughout; ``rsqrt.approx.f32`` has a relative error of at most
 2^-22.9 (PTX ISA); the result is rounded once to the output type.
@@ -46,7 +46,6 @@ ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 MAX_ELEMS = 24  # of a row per thread at 1024 threads: X, its square and W live together
 SPLIT_ELEMS = 32  # the same for a one-pass split row (X's float32 copy is not kept)
 MAX_CTAS = 8  # CTAs a row may be split over (a cluster)
-STAGE_BYTES = 96 * 1024  # a split row's part up to this size is kept in shared memory
 
 
 def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
@@ -175,8 +174,8 @@ def _split(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
 
 def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
     W_, n, nc, G, C = t.cols, t.regs, t.chunks, t.threads_per_row, t.ctas
-    P = nc * W_  # columns of a CTA's part of the row (all of it without a cluster)
-    stage = C > 1 and P * ITEMSIZE[dtype] <= STAGE_BYTES  # pass 2 from shared memory
+    P = t.part_cols  # columns of a CTA's part of the row (all of it without a cluster)
+    stage = t.staged(ITEMSIZE[dtype])  # pass 2 from shared memory
     layout, per_row, weights = t.tile(), t.per_row(), t.columns()
     mine, one, spread = t.by_thread(), t.per_thread(), t.across_threads()
     M = T.int32()

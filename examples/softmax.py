@@ -33,8 +33,8 @@ one write of the row.
 **Split over a cluster** (``RowTiling.ctas`` = 2, 4 or 8 CTAs per row; the plan for rows
 too long for one CTA, and a tuner candidate for wide rows with few of them): CTA rank r
 takes columns ``[r * P, r * P + P)``, one pass in registers or chunked as above (its part
-kept in shared memory when it fits 96 KB, so the second pass does not read global memory
-again); then thread r of each CTA stores the part's max and sum into CTA r
+kept in shared memory when it fits 96 KB, ``RowTiling.staged``, so the second pass does
+not read global memory again); then thread r of each CTA stores the part's max and sum into CTA r
 (``T.ptx.st_cluster``, ``st.shared::cluster``), ``T.cuda.cluster_sync()`` publishes them,
 and every CTA combines the C pairs in rank order (the row's max ``M`` and
 ``sum_r s_r e^(m_r - M)``, libdevice ``expf``), so all parts are normalised alike. A relaxed
@@ -61,7 +61,6 @@ TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 NEG_INF = float("-inf")
 MAX_CTAS = 8  # CTAs a row may be split over (a cluster)
-STAGE_BYTES = 96 * 1024  # a split row's part up to this size is kept in shared memory
 
 
 def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | None = None,
@@ -193,8 +192,8 @@ def _split(rows: int, cols: int, dtype: str, t: RowTiling):
 
 def _chunked(rows: int, cols: int, dtype: str, t: RowTiling):
     W, n, nc, G, C = t.cols, t.regs, t.chunks, t.threads_per_row, t.ctas
-    P = nc * W  # columns of a CTA's part of the row (all of it without a cluster)
-    stage = C > 1 and P * ITEMSIZE[dtype] <= STAGE_BYTES  # pass 2 from shared memory
+    P = t.part_cols  # columns of a CTA's part of the row (all of it without a cluster)
+    stage = t.staged(ITEMSIZE[dtype])  # pass 2 from shared memory
     layout, per_row = t.tile(), t.per_row()
     mine, one, spread = t.by_thread(), t.per_thread(), t.across_threads()
     M = T.int32()

@@ -45,6 +45,7 @@ def test_kernels_that_take_clusters_split_long_rows():
         t = RowTiling.plan(64, cols, 2, max_ctas=8)
         assert (t.ctas, t.chunks, t.threads) == (ctas, chunks, 256), (cols, t)
         part = t.cols * t.chunks
+        assert t.part_cols == part
         assert part * t.ctas >= cols > part * (t.ctas - 1)  # the last part is not empty
     for cols in range(32769, 400000, 997):  # and every width between
         t = RowTiling.plan(64, cols, 2, max_ctas=8)
@@ -52,6 +53,21 @@ def test_kernels_that_take_clusters_split_long_rows():
     assert RowTiling.plan(64, 65536, 2, max_ctas=2).ctas == 2
     assert RowTiling.plan(64, 262144, 2).ctas == 1  # a kernel without clusters
     assert RowTiling.plan(64, 32000, 2, max_ctas=8).ctas == 1  # fits one CTA: not split
+
+
+def test_a_split_rows_part_is_kept_in_shared_memory_up_to_96_kb():
+    """RowTiling.staged: the row kernels keep a CTA's part of a split row in shared memory
+    (their second pass reads it there) when it is at most STAGE_BYTES; never without a
+    cluster."""
+    from tilewise.layout.rows import STAGE_BYTES
+
+    t = RowTiling.plan(256, 262144, 2, max_ctas=8)  # 8 parts of 32768 halves: 64 KB
+    assert t.part_cols * 2 == 64 * 1024 <= STAGE_BYTES and t.staged(2)
+    assert not t.staged(4)  # the same part in float32: 128 KB
+    big = RowTiling.plan(16, 1048576, 2, max_ctas=8)  # parts of 256 KB
+    assert big.part_cols * 2 > STAGE_BYTES and not big.staged(2)
+    assert not RowTiling.plan(256, 262144, 2).staged(2)  # no cluster: nothing to keep
+    assert STAGE_BYTES == 96 * 1024
 
 
 def test_a_split_row_can_be_pinned_to_one_pass_or_chunks():

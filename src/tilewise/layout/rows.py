@@ -51,6 +51,7 @@ MAX_THREADS = 1024
 CHUNK_THREADS = 512  # threads per row of a chunked row: up to 128 registers each
 CLUSTER_SIZES = (2, 4, 8)  # CTAs per row of a split row (8: the portable cluster maximum)
 SPLIT_THREADS = 256  # threads of each CTA of a split, chunked row
+STAGE_BYTES = 96 * 1024  # a split row's part up to this size is kept in shared memory
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,18 @@ class RowTiling:
     def cols(self) -> int:
         """Columns of one tile (the chunk width; with ``ctas`` > 1, of a CTA's part)."""
         return self.vectors * self.threads_per_row * self.vec
+
+    @property
+    def part_cols(self) -> int:
+        """Columns of a CTA's part of the row: ``chunks`` tiles (the whole row without a
+        cluster); CTA rank r holds ``[r * part_cols, (r + 1) * part_cols)``."""
+        return self.chunks * self.cols
+
+    def staged(self, elem_bytes: int) -> bool:
+        """Whether a row kernel keeps a CTA's part of a row split over a cluster in shared
+        memory (up to :data:`STAGE_BYTES`), so that its second pass reads the part from
+        there instead of global memory again."""
+        return self.ctas > 1 and self.part_cols * elem_bytes <= STAGE_BYTES
 
     @property
     def regs(self) -> int:
