@@ -227,12 +227,12 @@ def _variants(F, M, N, mode, sweep, sms):
     """(tile, overlap) to time: the factory's tile, with overlap where it has one wave;
     at M = 4096 the sweep's tiles (and 128 x 128 with overlap)."""
     blocks = mode == "block"
-    first = F.choose_tile(M, N, sms, wide=blocks and M >= 1024, block_scales=blocks)
+    first = F.choose_tile(M, N, sms, wide=blocks and M >= 1024, straddling=True)
     out = [(first, False)] + ([(first, True)] if _overlaps(F, first) else [])
     if sweep and M >= 4096:
-        for bm, bn, mc in SWEEP + ([] if blocks else [(*t, 1) for t in F.TUNE_STRADDLING]):
+        for bm, bn, mc in SWEEP + [(*t, 1) for t in F.TUNE_STRADDLING]:
             t = F.choose_tile(M, N, sms, bm=bm, bn=bn, cluster=mc, share="b",
-                              block_scales=blocks)
+                              straddling=True)
             for ovl in (False, True) if _overlaps(F, t) and mc == 1 else (False,):
                 if (mc == 1 or PAIRS) and (t, ovl) not in out:
                     out.append((t, ovl))

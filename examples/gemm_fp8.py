@@ -181,8 +181,7 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
 def _build(M_, N_, sms, scaling, fast_accum, bm=None, bn=None, stages=None, cluster=None,
            share=None, overlap=False) -> Tile:
     tile = choose_tile(M_, N_, sms, bm, bn, stages, cluster=cluster, share=share,
-                       wide=scaling == "block" and (M_ or 0) >= 1024,
-                       block_scales=scaling == "block")
+                       wide=scaling == "block" and (M_ or 0) >= 1024, straddling=True)
     if overlap:
         check_overlap(tile, fast_accum)
     return tile
@@ -190,13 +189,13 @@ def _build(M_, N_, sms, scaling, fast_accum, bm=None, bn=None, stages=None, clus
 
 TUNE_M = 1024  # from this M on a problem has enough tiles that the best one varies by shape
 TUNE_TILES = ((128, 256), (256, 128))  # the wide tiles tuned beside the model's
-TUNE_STRADDLING = ((128, 192),)  # and without block scales (gemm_fp8_tiles.STRADDLING)
+TUNE_STRADDLING = ((128, 192),)  # and the straddling one (gemm_fp8_tiles.STRADDLING)
 
 
 def tune_configs(M_: int, N_: int, sms: int, scaling: str) -> list[dict]:
     """What ``make_gemm_fp8(M, N, K)`` tunes over: from :data:`TUNE_M` rows on, the tile
-    model's choice (``{}``), the wide tiles of :data:`TUNE_TILES` (row / tensor scaling:
-    and of :data:`TUNE_STRADDLING`) and 128 x 128 with ``overlap=True``; below it (few
+    model's choice (``{}``), the wide tiles of :data:`TUNE_TILES` and
+    :data:`TUNE_STRADDLING` and 128 x 128 with ``overlap=True``; below it (few
     tiles: the model's narrow tile fills the SMs) the model's alone. Measured on the H200
     at M = 4096 (benchmarks/RESULTS.md, 2026-12-02) each of the tiles won some DeepSeek-V3
     shape in some scaling, by up to 20 %: the last wave's raggedness and K's length
@@ -212,7 +211,7 @@ def tune_configs(M_: int, N_: int, sms: int, scaling: str) -> list[dict]:
         return [{}]
     model = _build(M_, N_, sms, scaling, False)
     out = [{}]
-    for bm_, bn_ in TUNE_TILES + (() if scaling == "block" else TUNE_STRADDLING):
+    for bm_, bn_ in TUNE_TILES + TUNE_STRADDLING:
         if (model.bm, model.bn) != (bm_, bn_):
             out.append({"bm": bm_, "bn": bn_})
     overlapped = {"bm": 128, "bn": 128, "overlap": True}
@@ -241,6 +240,10 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
     bm, bn, wn, stages, sms = tile.bm, tile.bn, tile.wn, tile.stages, tile.sms
     waves, nw, wrows, wcols = tile.waves, len(tile.waves), tile.wrows, tile.wcols
     slots = [tile.scale_slots(w) for w in range(nw)]
+    # block scales on a wave that straddles B's 128-column blocks (128 x 192): one SB per
+    # 64-column chunk of the wave, the promotion written per register (promote_chunks)
+    straddle = scaling == "block" and wn % 128 != 0 and wn > 128
+    scols = [64 * c for c in range(wn // 64)] if straddle else wcols  # a column of each SB
     rstep, cstep = tile.origin(1)  # warpgroup cw starts at (cw * rstep, cw * cstep)
     a_layout, b_layout, c_layout = tile.layouts(BK, 8)
     stage_bytes = (bm + bn) * BK
@@ -325,18 +328,25 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
                         load_operand(Bs, B, n0, bn, hb, nb_, s, kt)
         else:  # -------------------------------------------------------------- consumers
             T.ptx.setmaxnreg(True, 232)
-            acc0 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            if straddle:  # the registers themselves, for promote_chunks
+                acc_r = T.alloc_local((wn // 2,), "float32")
+                acc0 = acc_r.view(64, wn, layout=wgmma_accumulator(wn))
+                part_r = T.alloc_local((wn // 2,), "float32")
+                part = part_r.view(64, wn, layout=wgmma_accumulator(wn))
+            else:
+                acc0 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+                part = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
             acc1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
             accs = [acc0, acc1]  # one per wave (the second only with two waves)
-            part = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
             out = T.alloc_local((64, wn), "bfloat16", layout=wgmma_accumulator(wn))
             sr = T.alloc_local((2,), "float32")
             rows = sr.view(64, 1, layout=wgmma_accumulator_rows())  # the thread's 2 rows
             sc = T.alloc_local((wn // 4,), "float32")
             cols = sc.view(wn, layout=wgmma_accumulator_columns(wn))  # its wn / 4 columns
             sa = T.alloc_local((4 * len(wrows),), "float32")  # scales of two k-blocks
-            sb = T.alloc_local((2 * len(wcols),), "float32")
-            pr = T.alloc_local((4,), "float32")  # SA * SB: a k-block's waves, or two blocks
+            sb = T.alloc_local((2 * len(scols),), "float32")
+            pr = T.alloc_local((max(4, 2 * len(scols)),), "float32")  # SA * SB: a k-block's
+            #                                     waves or chunks, or (overlap) two blocks
             part1 = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
             parts = [part, part1]  # overlap: k-blocks in pairs, one partial each
             cw = wg
@@ -349,14 +359,22 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
             @T.inline
             def load_scales(m0, n0, kb, h=0):
                 """The thread's scales of k-block ``kb`` into slot ``h`` of ``sa`` / ``sb``."""
-                for q in T.static_range(len(wcols)):
-                    sb[h * len(wcols) + q] = SB[T.min((n0 + c0 + wcols[q]) // 128,
+                for q in T.static_range(len(scols)):
+                    sb[h * len(scols) + q] = SB[T.min((n0 + c0 + scols[q]) // 128,
                                                       (N - 1) // 128), kb]
                 for q in T.static_range(len(wrows)):
                     row = m0 + r0 + wrows[q] + lrow
                     a = h * 2 * len(wrows) + 2 * q
                     sa[a] = SA[T.min(row, M - 1), kb]  # rows past M: any scale
                     sa[a + 1] = SA[T.min(row + 8, M - 1), kb]
+
+            @T.inline
+            def promote_chunks():
+                """acc += part * pr[...] register by register (the straddling wave):
+                register m holds row lrow + 8 (m // 2 % 2) and column 8 (m // 4) + lcol +
+                m % 2 (wgmma_accumulator), so 64-column chunk m // 32."""
+                for m in T.static_range(wn // 2):
+                    acc_r[m] = T.ptx.fma.rn(part_r[m], pr[m // 32 * 2 + m // 2 % 2], acc_r[m])
 
             @T.inline
             def free(it):
@@ -371,8 +389,13 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
                 """k-block ``kt``: each wave's wgmma, waited for, then promoted."""
                 it = j * k_tiles + kt
                 s = it % stages
-                if scaling == "block":  # this block's products from the scales loaded one
-                    for w in T.static_range(nw):  # block earlier, then the next's
+                if straddle:  # a chunk's products: pr[2 c + h] for rows lrow + 8 h
+                    for q in T.static_range(len(scols)):
+                        pr[2 * q] = sa[0] * sb[q]
+                        pr[2 * q + 1] = sa[1] * sb[q]
+                    load_scales(m0, n0, T.min(kt + 1, k_tiles - 1))
+                elif scaling == "block":  # this block's products from the scales loaded
+                    for w in T.static_range(nw):  # one block earlier, then the next's
                         pr[2 * w] = sa[2 * slots[w][0]] * sb[slots[w][1]]
                         pr[2 * w + 1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
                     load_scales(m0, n0, T.min(kt + 1, k_tiles - 1))
@@ -397,7 +420,9 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
                         T.ptx.wgmma.wait_group(0)
                         if w == nw - 1:
                             free(it)
-                        if scaling == "block":  # promotion: acc += part * SA[row] * SB
+                        if straddle:
+                            promote_chunks()
+                        elif scaling == "block":  # promotion: acc += part * SA[row] * SB
                             sr[0] = pr[2 * w]
                             sr[1] = pr[2 * w + 1]
                             Tx.wg.fma(accs[w], part, rows, accs[w])

@@ -22,8 +22,8 @@ class Tile(NamedTuple):
     * bm 64: both warpgroups on the 64 rows, ``bn / 2`` columns each (a small M still has
       two warpgroups and twice the tiles);
     * bm 128: 64 rows each, all ``bn`` columns (bn 256: two waves of 128 columns; bn 192:
-      one wave, whose columns straddle a 128-column block of B's scales, so only for
-      scalings without them: :data:`STRADDLING`);
+      one wave, whose columns straddle a 128-column block of B's scales: the dense kernel
+      promotes it per 64-column chunk, the grouped ones do not take it, :data:`STRADDLING`);
     * bm 256: 128 rows each, two waves of 64 rows.
     """
 
@@ -75,8 +75,9 @@ class Tile(NamedTuple):
 
 TILES = ((64, 32), (64, 64), (64, 128), (128, 32), (128, 64), (128, 128), (128, 256),
          (256, 64), (256, 128))
-STRADDLING = ((128, 192),)  # tiles whose waves straddle B's 128-column scale blocks: for
-#  scalings without per-block scales of B (N = 2112 in 11 of them instead of 16.5 x 128)
+STRADDLING = ((128, 192),)  # tiles whose waves straddle B's 128-column scale blocks: only
+#  kernels that promote a wave per 64-column chunk take them (N = 2112 in 11 of them
+#  instead of 16.5 x 128)
 
 
 def tile_cost(t: Tile) -> float:
@@ -104,7 +105,7 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
                 bk: int = BK, bms: tuple = (64, 128, 256), clamp: bool = True,
                 cluster: int | None = None, clusters: tuple = (1, 2),
                 share: str | None = None, wide: bool = False,
-                block_scales: bool = True) -> Tile:
+                straddling: bool = False) -> Tile:
     """The tile for an M x N problem: the candidate with the least modelled time, waves of
     CTAs x :func:`tile_cost` (the model holds for bf16 with ``bk`` 64 too: half the rate,
     twice the bytes), among those with at least 3 stages and at most 128 x 128; a cluster of
@@ -112,9 +113,9 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
     Without sizes: 128 x 128, no cluster.
     ``bm``, ``bn``, ``stages``, ``cluster``, ``share`` pin a choice; ``bms`` / ``clusters``
     the rows and cluster sizes allowed; ``clamp``: no more CTAs than tiles; ``wide``: tiles
-    larger than 128 x 128 may be chosen; ``block_scales``: B has a scale per 128 columns,
-    so no tile of :data:`STRADDLING`."""
-    tiles = TILES + (() if block_scales else STRADDLING)
+    larger than 128 x 128 may be chosen; ``straddling``: the kernel takes the tiles of
+    :data:`STRADDLING` (the dense one does; the grouped ones apply one SB per wave)."""
+    tiles = TILES + (STRADDLING if straddling else ())
     def make(c, mc, share, st=stages):
         t = Tile(c[0], c[1], 1, sms, mc, share)
         room = SMEM - 2 * len(t.waves) * 64 * t.wn * 2 - 1024  # epilogue tiles, barriers
@@ -124,10 +125,10 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
     cands = [make(c, mc, sh) for c in tiles for mc, sh in shares
              if c[0] in bms and bm in (None, c[0]) and bn in (None, c[1])
              and cluster in (None, mc) and share in (None, sh) and (mc == 1 or sms % 2 == 0)]
-    if not cands and block_scales and (bm, bn) in STRADDLING:
+    if not cands and not straddling and (bm, bn) in STRADDLING:
         raise ValueError(f"bm={bm}, bn={bn}: its columns straddle B's 128-column scale "
-                         "blocks, so it serves scalings without them ('row', 'tensor'); "
-                         f"with block scales take one of {[c for c in TILES if c[0] in bms]}")
+                         "blocks, and this kernel applies one scale of B per wave; take one "
+                         f"of {[c for c in TILES if c[0] in bms]}")
     if not cands:
         raise ValueError(f"bm={bm}, bn={bn}, cluster={cluster} is not a tile: one of "
                          f"{[c for c in tiles if c[0] in bms]}, cluster in {clusters}")

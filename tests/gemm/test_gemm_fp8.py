@@ -50,6 +50,9 @@ CASES = [  # (id, scaling, (M, N, K), make_gemm_fp8 options)
                                                             overlap=True)),  # 3: a pair + 1
     ("row-128x192-straddling", "row", (200, 456, 384), dict(bm=128, bn=192)),  # N: 2.4 tiles
     ("tensor-128x192-straddling", "tensor", (130, 200, 144), dict(bm=128, bn=192)),
+    # block scales per 64-column chunk: tiles at columns 0, 192, 384 take SB blocks
+    # (0, 0, 1), (1, 2, 2), (3, 3, 4); N = 456 ends in the third tile's second chunk
+    ("block-128x192-straddling", "block", (150, 456, 400), dict(bm=128, bn=192)),
 ]
 
 
@@ -119,10 +122,18 @@ def test_wrong_scale_shapes_are_launch_errors_naming_the_parameter():
     (dict(bn=256, overlap=True), "overlap=True needs a tile of one wave a warpgroup"),
     (dict(scaling="row", bm=128, bn=192, overlap=True), "not 128 x 192: two partials"),
     (dict(scaling="row", fast_accum=True, overlap=True), "fast_accum=True has none"),
-    (dict(bm=128, bn=192), "bm=128, bn=192: its columns straddle B's 128-column scale")])
+])
 def test_factory_arguments_are_checked(kw, msg):
     with pytest.raises(ValueError, match=msg.replace("(", r"\(")):
         F.make_gemm_fp8(**{"M_": 128, "N_": 128, "K_": 256, **kw})
+
+
+def test_the_grouped_kernels_refuse_the_straddling_tile_and_say_why():
+    """The dense kernel promotes a 128 x 192 wave per 64-column chunk; the grouped ones
+    apply one SB per wave, so they refuse it rather than scale columns wrongly."""
+    with pytest.raises(ValueError, match="straddle B's 128-column scale blocks, and this "
+                       "kernel applies one scale of B per wave"):
+        F.make_grouped_gemm_fp8(3, 136, 272, bm=128, bn=192)
 
 
 @pytest.mark.parametrize("scaling", ["block", "row", "tensor"])
@@ -133,9 +144,8 @@ def test_sizes_from_1024_rows_tune_the_model_tile_the_wide_tiles_and_the_overlap
     simulator, forced shapes, fast_accum and small M take one kernel."""
     k = F.make_gemm_fp8(4096, 2112, 7168, scaling, num_sms=132)
     assert isinstance(k, Autotuned)
-    model = F.choose_tile(4096, 2112, 132, wide=scaling == "block",
-                          block_scales=scaling == "block")
-    tiles = F.TUNE_TILES + (() if scaling == "block" else F.TUNE_STRADDLING)
+    model = F.choose_tile(4096, 2112, 132, wide=scaling == "block", straddling=True)
+    tiles = F.TUNE_TILES + F.TUNE_STRADDLING
     wide = [{"bm": bm, "bn": bn} for bm, bn in tiles if (bm, bn) != (model.bm, model.bn)]
     ovl = {"bm": 128, "bn": 128, "overlap": True}
     assert k.configs == ([ovl, {}] + wide if scaling == "block" else [{}] + wide + [ovl])
@@ -219,10 +229,10 @@ def test_overlapped_promotion_on_the_gpu(scaling, K):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("scaling", ["row", "tensor"])
+@pytest.mark.parametrize("scaling", ["block", "row", "tensor"])
 def test_the_straddling_128x192_tile_on_the_gpu(scaling):
-    """128 x 192 (row / tensor scaling only: its columns straddle B's scale blocks) on the
-    hardware: N = 2112 in 11 tiles, and a ragged M, N and K."""
+    """128 x 192 (its columns straddle B's scale blocks: block scales per 64-column
+    chunk) on the hardware: N = 2112 in 11 tiles, and a ragged M, N and K."""
     torch = pytest.importorskip("torch")
     for shape in ((1000, 2112, 1024), (1000, 1048, 1040)):
         args, (a, b, sa, sb, c) = _torch_inputs(torch, shape, scaling, seed=7)
