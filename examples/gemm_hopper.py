@@ -16,7 +16,8 @@ The technique, from the outside in:
   consumers each call its ``@T.inline`` methods, so they cannot disagree about which tile
   comes next. A problem with too few tiles to occupy the SMs (512 x 512) gets narrower
   tiles (128 x 128 or 128 x 64) and a deeper ring instead: more CTAs work, each on a
-  cheaper tile.
+  cheaper tile. Where 128 x 256 tiles leave a ragged last wave (512 x 6144: 96 tiles for
+  132 SMs), 128 x 192 tiles (one ``wgmma.m64n192k16`` per consumer, a 4-stage ring) fill it.
 * **Split K and swap-AB for small M.** When the tiles are too few to keep the SMs
   streaming B, a cluster of ``splits`` CTAs shares each tile's K blocks (their float32
   partial sums handed down the cluster by the copy engine and added in rank order: the
@@ -73,7 +74,12 @@ BK = 64  # K step of a stage (128 bytes of 16-bit elements: one swizzle row)
 GROUP_M = 8  # tile rows walked together (L2 reuse)
 H200_SMS = 132
 SMEM = 227 * 1024  # dynamic shared memory a CTA may have on sm_90
-TILES = ((128, 256), (128, 128), (128, 64), (64, 256), (64, 128))  # (bm, bn) a kernel takes
+TILES = ((128, 256), (128, 192), (128, 128), (128, 64), (64, 256), (64, 128))  # (bm, bn)
+#  a kernel takes; 128 x 192 (one m64n192 wgmma per consumer) evens out a last wave that
+#  128 x 256 leaves ragged (512 x 6144: 96 tiles of 128 x 256 for 132 SMs, 128 of 128 x 192)
+MIN_STAGES = {(128, 192): 3}  # stages a tile needs to be a candidate (default 2): a split
+#  128 x 192 fits only 2 (40 KB a stage beside 96 KB of float32 partial sums), a ring too
+#  shallow to keep the wide tile's wgmma fed, and not measured; forced, it still builds
 SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is bm columns of B x bn rows of A
 SWAP_TILES = tuple((bm, c) for bm in (128, 64) for c in SWAP_COLS if bm == 128 or c >= 16)
 SWAP_M = 128  # the largest M swap-AB tiles are tried for
@@ -91,8 +97,9 @@ LATENCY = 1.2e-6  # s from a TMA load's issue to its bytes (fits the 64-CTA swap
 HOP = 2e-6  # s a hop of the split's chain costs beyond its bytes
 PEAK = 990e12  # dense bf16/fp16 tensor FLOP/s of an H100/H200 SXM (the datasheet)
 DRAM = 4.0e12  # bytes/s an H200 streams (torch's copy_ measured ~4.27e12)
-WGMMA_EFF = {256: 0.95, 128: 0.85, 64: 0.7, 32: 0.45, 16: 0.25, 8: 0.13}  # of peak, by a
-#  warpgroup's wgmma N (measured trend: narrow wgmma is bound by reading A from shared memory)
+WGMMA_EFF = {256: 0.95, 192: 0.92, 128: 0.85, 64: 0.7, 32: 0.45, 16: 0.25, 8: 0.13}  # of
+#  peak, by a warpgroup's wgmma N (measured trend: narrow wgmma is bound by reading A from
+#  shared memory; 192 placed between its neighbours, not measured)
 
 
 def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=None,
@@ -131,8 +138,9 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
                          f"{best['multicast']}: a swapped tile is one of {SWAP_TILES} (bm "
                          "columns of B x bn rows of A), without multicast")
     if not best["swap"] and (best["bm"], best["bn"]) not in TILES:
-        raise ValueError(f"bm={best['bm']}, bn={best['bn']}: the tile is one of {TILES} "
-                         "(bm x bn)")
+        names = ", ".join(f"{m}x{n}" for m, n in TILES)
+        raise ValueError(f"bm={best['bm']}, bn={best['bn']}: the tile (bm x bn) is one of "
+                         f"{names}")
     if not 1 <= best["splits"] <= 8:
         raise ValueError(f"splits={best['splits']}: a cluster has 1 to 8 CTAs")
     if best["multicast"] not in (1, 2) or (best["multicast"] == 2 and best["splits"] > 1):
@@ -148,9 +156,10 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
 
 def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     """Every kernel shape worth trying for a problem: each tile, and for tiles too few to
-    fill the SMs, splits of K (each CTA keeping at least 4 K steps). Multicast pairs are
-    not among them: measured on the H200 (2026-12-01) they ran at 0.6-0.8 of the same tile
-    alone (benchmarks/RESULTS.md); ``multicast=2`` still builds one."""
+    fill the SMs, splits of K (each CTA keeping at least 4 K steps), where the ring keeps
+    the tile's :data:`MIN_STAGES` beside the epilogue. Multicast pairs are not among them:
+    measured on the H200 (2026-12-01) they ran at 0.6-0.8 of the same tile alone
+    (benchmarks/RESULTS.md); ``multicast=2`` still builds one."""
     out = []
     k_steps = -(-K_ // BK)
     tiles = [(bm_, bn_, False) for bm_, bn_ in TILES if not M_ <= 64 < bm_]  # measured: 7/8
@@ -162,7 +171,7 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
         for s in (1, 2, 3, 4, 6, 8):
             if s > 1 and (count * s > 2 * sms or k_steps < 4 * s):
                 break
-            if _stages_that_fit(bm_, bn_, s) >= 2:
+            if _stages_that_fit(bm_, bn_, s) >= MIN_STAGES.get((bm_, bn_), 2):
                 out.append({"bm": bm_, "bn": bn_, "splits": s, "multicast": 1, "swap": swap})
     return out
 
@@ -278,9 +287,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
             raise ValueError(f"{name} = {v} is not a multiple of 8: TMA needs 16-byte rows")
     if producer not in ("warpgroup", "warp"):
         raise ValueError(f"producer={producer!r}: 'warpgroup' or 'warp'")
-    if bn is not None and bn not in (64, 128, 256) and not (swap and bn in SWAP_COLS):
-        raise ValueError(f"bn={bn}: the tile's columns are 64, 128 or 256 (swap=True: "
-                         f"{', '.join(map(str, SWAP_COLS))})")
+    widths = sorted({bn_ for _, bn_ in TILES})
+    if bn is not None and bn not in widths and not (swap and bn in SWAP_COLS):
+        raise ValueError(f"bn={bn}: the tile's columns are {', '.join(map(str, widths[:-1]))} "
+                         f"or {widths[-1]} (swap=True: {', '.join(map(str, SWAP_COLS))})")
     sms = num_sms or runtime.sm_count(default=H200_SMS)
     if persistent is False:  # the form without a cluster, unless a split is asked for
         splits, multicast = splits or 1, multicast or 1

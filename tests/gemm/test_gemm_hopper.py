@@ -61,6 +61,10 @@ def _check(c, a, b):
                  id="M1-split2", marks=pytest.mark.slow),
     pytest.param((300, 264, 136), "bfloat16", {"bm": 128, "bn": 128, "persistent": False},
                  id="one-CTA-per-tile-ragged"),
+    pytest.param((200, 328, 136), "bfloat16", {"bm": 128, "bn": 192},
+                 id="bn192-ragged-M-N-K"),
+    pytest.param((136, 200, 264), "float16", {"bm": 128, "bn": 192, "splits": 2},
+                 id="bn192-split2", marks=pytest.mark.slow),
     pytest.param((20, 264, 200), "float16", {"swap": True, "bn": 16, "persistent": False},
                  id="swap-one-CTA-per-tile", marks=pytest.mark.slow),
     pytest.param((300, 256, 200), "bfloat16",
@@ -115,6 +119,57 @@ def test_few_output_tiles_get_narrower_tiles():
     assert "m64n256k16" in infos(G.make_gemm(num_sms=132))[0]
     with pytest.raises(ValueError, match="bn=96"):
         G.make_gemm(bn=96)
+
+
+def test_a_ragged_last_wave_takes_128x192_tiles():
+    """512 x 6144 makes 96 tiles of 128 x 256 for 132 SMs (a wave 73 % full): the plan takes
+    128 of 128 x 192 (one wgmma m64n192 per consumer, 4 stages); 4096^3 (two even waves of
+    128 x 256) keeps 128 x 256. No candidate 128 x 192 has fewer than 3 stages (a split
+    fits 2); forced, a split still builds. Bad combinations are refused by name."""
+    p = G.plan(512, 6144, 4096, 132)
+    assert (p["bm"], p["bn"], p["splits"], p["stages"], p["swap"]) == (128, 192, 1, 4, False)
+    assert G.plan(4096, 4096, 4096, 132)["bn"] == 256
+    for m, n, k in ((512, 6144, 4096), (16, 2112, 7168), (1024, 14336, 4096)):
+        for c in G.candidates(m, n, k, 132):
+            if (c["bm"], c["bn"]) == (128, 192):
+                assert G._stages_that_fit(128, 192, c["splits"]) >= 3, c
+    assert G.plan(512, 6144, 4096, 132, bn=192, splits=2)["stages"] == 2
+    log = [d.info[0] for d in lower(G.make_gemm(512, 6144, 4096, bn=192, num_sms=132),
+                                    "sm_90a").dispatch_log if "gemm_async" in d.call]
+    assert log == ["4 x wgmma m64n192k16 (A K-major, swizzle 128; B MN-major, swizzle 128)"]
+    with pytest.raises(ValueError, match="bm=64, bn=192: the tile .bm x bn. is one of "
+                                         "128x256, 128x192"):
+        G.make_gemm(512, 6144, 4096, bm=64, bn=192)
+    with pytest.raises(ValueError, match="a swapped tile is one of"):
+        G.make_gemm(16, 6144, 4096, bn=192, swap=True)
+    with pytest.raises(ValueError, match="stages=5: 2 to 4 stages fit .* 128x192 tile"):
+        G.make_gemm(512, 6144, 4096, bn=192, stages=5)
+    with pytest.raises(ValueError, match="bn=160: the tile's columns are 64, 128, 192 or 256"):
+        G.make_gemm(512, 6144, 4096, bn=160)
+
+
+def test_the_128x192_kernel_assembles_without_spills():
+    """ptxas (when this machine has one) assembles bn = 192 with the plan's 4 stages for
+    sm_90a: no spills, no ignored setmaxnreg or serialised wgmma (C75xx)."""
+    import subprocess
+    import tempfile
+
+    from tilewise.codegen.cubin import find_ptxas
+
+    ptxas = find_ptxas()
+    if ptxas is None:
+        pytest.skip("no ptxas on this machine")
+    for producer in ("warpgroup", "warp"):
+        k = tw.compile(G.make_gemm(512, 6144, 4096, bn=192, stages=4, producer=producer,
+                                   num_sms=132), "sm_90a")
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx") as f:
+            f.write(k.source("ptx"))
+            f.flush()
+            r = subprocess.run([ptxas, "-arch=sm_90a", "-O3", "-v", f.name, "-o", "/dev/null"],
+                               capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert "C75" not in r.stderr, r.stderr
+        assert "0 bytes spill stores, 0 bytes spill loads" in r.stderr, r.stderr
 
 
 def _ctas(m, n, p):
@@ -272,6 +327,26 @@ def test_every_kernel_shape_on_the_gpu_matches_torch(shape, cfg, torch):
     A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
     C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    _matches_twice(torch, G.make_gemm(M, N, K, **cfg), A, B, C)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{"bn": 192}, {"bn": 192, "dtype": "float16"},
+                                 {"bn": 192, "producer": "warp"},
+                                 {"bn": 192, "splits": 2}, {"bn": 192, "multicast": 2},
+                                 {"bn": 192, "persistent": False}])
+@pytest.mark.parametrize("shape", [(512, 6144, 4096), (200, 2112, 520), (1000, 3000, 8192),
+                                   (77, 328, 136)])
+def test_128x192_tiles_on_the_gpu_match_torch(shape, cfg, torch):
+    """bm = 128, bn = 192 (wgmma m64n192 per consumer): the plan's shape, fp16, a producer
+    warp, split K, a multicast pair and one CTA per tile, ragged M, N and K; the same bits on
+    a second run."""
+    M, N, K = shape
+    cfg = {"bm": 128, **cfg}
+    td = getattr(torch, cfg.get("dtype", "bfloat16"))
+    A = torch.randn(M, K, device="cuda", dtype=td)
+    B = torch.randn(K, N, device="cuda", dtype=td)
+    C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
     _matches_twice(torch, G.make_gemm(M, N, K, **cfg), A, B, C)
 
 
