@@ -43,9 +43,9 @@ def dense(torch, F, tiles, log, mode="block"):
         a, b, sa, sb, ref = BG.problem(torch, M, N, K, mode)
         flops = 2.0 * M * N * K
         c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
-        fns, errs = {}, {}
+        fns, errs, made = {}, {}, {}
         for name in tiles:
-            k = F.make_gemm_fp8(M, N, K, mode, **_tile_kw(name))
+            k = made[name] = F.make_gemm_fp8(M, N, K, mode, **_tile_kw(name))
             c.fill_(float("nan"))
             k(a, b, sa, sb, c)
             torch.cuda.synchronize()
@@ -58,6 +58,8 @@ def dense(torch, F, tiles, log, mode="block"):
         cb = tf.pop("@cublas", float("nan"))
         log(f"dense {mode} {M}x{N}x{K}: cuBLASLt {cb:7.1f} | " + " | ".join(
             f"{n}: {t:7.1f} (err {errs[n]:.1e})" for n, t in tf.items()))
+        if hasattr(made.get("auto"), "report"):  # the tuner's time for each candidate
+            print(made["auto"].report(), flush=True)
 
 
 def grouped(torch, GG, tiles, log):
