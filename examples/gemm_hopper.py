@@ -68,6 +68,7 @@ import tilewise
 from tilewise import T, Tx, runtime
 from tilewise.layout import S as S_
 from tilewise.layout import TileLayout, swizzled_tile, wgmma_accumulator
+from tilewise.runtime.timer import CudaTimer
 from tilewise.sched import GroupedTiles
 
 BK = 64  # K step of a stage (128 bytes of 16-bit elements: one swizzle row)
@@ -100,6 +101,13 @@ DRAM = 4.0e12  # bytes/s an H200 streams (torch's copy_ measured ~4.27e12)
 WGMMA_EFF = {256: 0.95, 192: 0.92, 128: 0.85, 64: 0.7, 32: 0.45, 16: 0.25, 8: 0.13}  # of
 #  peak, by a warpgroup's wgmma N (measured trend: narrow wgmma is bound by reading A from
 #  shared memory; 192 placed between its neighbours, not measured)
+
+
+TUNE_HEAT_S = 0.0  # the tuner's heat (runtime/timer.py) for these kernels: none. Measured
+#  on the H200 (benchmarks/RESULTS.md, 2026-12-02, fourth session): heated, the candidates
+#  of a B-streaming problem time within ~5 % of each other and the tuner kept a 128 x 64
+#  tile at 0.88-0.92 x cuBLAS (512 x 14336 x 4096) where the plan's 128 x 256 ran 0.99 in
+#  the sweep; unheated its ranking matched the sweep's (and the fp8 GEMMs keep the heat)
 
 
 def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=None,
@@ -300,7 +308,8 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     forced = (bm, bn, splits, stages, multicast, swap, persistent) != (None,) * 7
     if not forced and None not in (M_, N_, K_):
         return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer),
-                                 configs=tune_configs(M_, N_, K_, sms, cfg))
+                                 configs=tune_configs(M_, N_, K_, sms, cfg),
+                                 timer=CudaTimer(heat_s=TUNE_HEAT_S))
     return _kernel(dtype, sms, producer, **cfg)
 
 

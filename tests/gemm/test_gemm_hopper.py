@@ -206,6 +206,21 @@ def test_the_plan_fits_the_problem():
         G.make_gemm(64, 256, 4096, bm=64, bn=128, splits=2, persistent=False)
 
 
+def test_the_gemm_tunes_unheated_and_only_on_a_gpu(monkeypatch):
+    """make_gemm(M, N, K) hands the tuner a CudaTimer without heat (G.TUNE_HEAT_S; the
+    fp8 GEMMs keep the default heat); a CudaTimer needs a GPU, so without one the tuned
+    kernel still takes its first config untimed instead of timing with a timer that
+    cannot run."""
+    from tilewise.runtime import timer as T
+
+    k = G.make_gemm(512, 14336, 4096, num_sms=132)
+    assert isinstance(k._timer, T.CudaTimer) and k._timer.heat_s == G.TUNE_HEAT_S == 0
+    monkeypatch.setattr("tilewise.runtime.gpu_available", lambda: False)
+    assert not k._can_time()
+    monkeypatch.setattr("tilewise.runtime.gpu_available", lambda: True)
+    assert k._can_time()
+
+
 def test_the_tuner_times_one_cta_per_tile_beside_streaming_shapes():
     """Where a problem's tiles stream B in at most two waves (M <= 128 at N = 28672) or
     make one wave, the tuner times each persistent shape without a split also as one CTA

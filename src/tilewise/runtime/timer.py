@@ -35,6 +35,8 @@ HEAT_S = 0.05  # seconds each candidate runs back to back before its samples
 class CudaTimer:
     """``timer(kernel, args) -> seconds``: the median of ``reps`` cold-L2 launches."""
 
+    needs_gpu = True  # a factory may pass one to tilewise.autotune: no GPU, no tuning
+
     def __init__(self, warmup: int = 3, reps: int = 10, flush_bytes: int = FLUSH_BYTES,
                  heat_s: float = HEAT_S):
         self.warmup, self.reps, self.flush_bytes = warmup, reps, flush_bytes
