@@ -393,12 +393,12 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
                     for q in T.static_range(len(scols)):
                         pr[2 * q] = sa[0] * sb[q]
                         pr[2 * q + 1] = sa[1] * sb[q]
-                    load_scales(m0, n0, T.min(kt + 1, k_tiles - 1))
-                elif scaling == "block":  # this block's products from the scales loaded
-                    for w in T.static_range(nw):  # one block earlier, then the next's
+                elif scaling == "block":  # a wave's products
+                    for w in T.static_range(nw):
                         pr[2 * w] = sa[2 * slots[w][0]] * sb[slots[w][1]]
                         pr[2 * w + 1] = sa[2 * slots[w][0] + 1] * sb[slots[w][1]]
-                    load_scales(m0, n0, T.min(kt + 1, k_tiles - 1))
+                if scaling == "block":  # the products above used the scales loaded one
+                    load_scales(m0, n0, T.min(kt + 1, k_tiles - 1))  # block ago; now the next
                 T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
                 if fast_accum:  # one fragment per wave over the whole K
                     T.ptx.wgmma.fence()
