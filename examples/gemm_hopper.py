@@ -2,8 +2,11 @@
 
 A is (M, K) and B is (K, N), both row-major, bf16 or fp16; C is (M, N) in the same dtype,
 accumulated in float32: exactly what ``torch.matmul(A, B)`` takes and returns. One kernel
-serves every M, N and K (they are symbolic sizes; K and N must be multiples of 8, the
-16-byte row alignment TMA needs): the tails are read as zeros and not written, by TMA.
+serves every M, N and K (they are symbolic sizes; K and N multiples of 8, the 16-byte
+row alignment TMA needs): the tails are read as zeros and not written, by TMA. Other K or
+N: ``make_gemm(M, N, K)`` returns a :class:`Padded` kernel that copies A and B into
+zero-padded arrays, runs the kernel of the rounded-up sizes and copies C back, with a
+``TilewisePerformanceWarning`` (no size is refused).
 
 The technique, from the outside in:
 
@@ -67,6 +70,7 @@ import functools
 import tilewise
 from tilewise import T, Tx, runtime
 from tilewise.layout import S as S_
+from tilewise.ir.stmt import as_prim_func
 from tilewise.layout import TileLayout, swizzled_tile, wgmma_accumulator
 from tilewise.runtime.timer import CudaTimer
 from tilewise.sched import GroupedTiles
@@ -290,9 +294,15 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     setmaxnreg 40/232) or ``"warp"`` (288 threads, one producer warp)."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
-    for name, v in (("N", N_), ("K", K_)):
-        if v is not None and v % 8:
-            raise ValueError(f"{name} = {v} is not a multiple of 8: TMA needs 16-byte rows")
+    if any(v is not None and v % 8 for v in (N_, K_)):
+        if None in (M_, N_, K_):
+            raise ValueError(f"N = {N_}, K = {K_}: a size that is not a multiple of 8 (TMA "
+                             "needs 16-byte rows) is served by copying into padded arrays, "
+                             "which needs all of M, N and K given")
+        kw = dict(dtype=dtype, num_sms=num_sms, stages=stages, producer=producer, bn=bn,
+                  bm=bm, splits=splits, multicast=multicast, swap=swap,
+                  persistent=persistent)
+        return Padded(make_gemm(M_, _up8(N_), _up8(K_), **kw), M_, N_, K_)
     if producer not in ("warpgroup", "warp"):
         raise ValueError(f"producer={producer!r}: 'warpgroup' or 'warp'")
     widths = sorted({bn_ for _, bn_ in TILES})
@@ -311,6 +321,147 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                                  configs=tune_configs(M_, N_, K_, sms, cfg),
                                  timer=CudaTimer(heat_s=TUNE_HEAT_S))
     return _kernel(dtype, sms, producer, **cfg)
+
+
+def _up8(v: int) -> int:
+    return -(-v // 8) * 8
+
+
+class Padded:
+    """``make_gemm``'s kernel where N or K is not a multiple of 8. TMA reads and writes only
+    rows of a multiple of 16 bytes, so ``k(A, B, C)`` copies A and B into zero-padded
+    arrays (K and N rounded up to a multiple of 8; the padding adds zeros to every dot
+    product), runs the kernel of the padded sizes (``inner``, tuned as usual) into a
+    padded C and copies C's first N columns back. Only the arrays the rounding changes are
+    copied (an odd N alone copies B and C, an odd K alone A and B). The copies cost memory
+    traffic the aligned kernel does not pay, so ``make_gemm`` warns
+    (:class:`tilewise.TilewisePerformanceWarning`) at the caller's line. Torch tensors
+    (the copies run on the launch's stream, into padded arrays the kernel object keeps
+    per stream: their zeros are written once) and numpy arrays (``tw.simulate``, which
+    runs the same steps on the CPU) alike; ``tw.compile`` of it is the padded kernel."""
+
+    def __init__(self, inner, M_: int, N_: int, K_: int):
+        self.inner, self.M, self.N, self.K = inner, M_, N_, K_
+        self.N8, self.K8 = _up8(N_), _up8(K_)
+        self._bufs: dict = {}
+        import warnings
+
+        from tilewise import TilewisePerformanceWarning
+
+        warnings.warn(f"make_gemm({M_}, {N_}, {K_}): "
+                      + " and ".join(f"{n} = {v} is not a multiple of 8" for n, v in
+                                     (("N", N_), ("K", K_)) if v % 8)
+                      + f"; TMA needs 16-byte rows, so each call copies "
+                      f"{self._copied()} into arrays padded to N = {self.N8}, K = {self.K8}"
+                      " (sizes that are multiples of 8 avoid the copies)",
+                      TilewisePerformanceWarning, stacklevel=3)
+
+    def _copied(self) -> str:
+        names = (["A"] if self.K8 != self.K else []) + ["B"] + (["C"] if self.N8 != self.N
+                                                               else [])
+        return ", ".join(names[:-1]) + " and " + names[-1]
+
+    def __tilewise_prim_func__(self):
+        return as_prim_func(self.inner)
+
+    def __getattr__(self, name):  # select(), report() ... of the padded kernel
+        if name.startswith("_") or name in ("inner", "M", "N", "K", "N8", "K8", "_bufs"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def __repr__(self) -> str:
+        return f"<make_gemm {self.M}x{self.N}x{self.K} padded to N={self.N8}, K={self.K8}>"
+
+    def pad(self, A, B, C):
+        """``(A, B, C)`` of the padded kernel: copies where a size is rounded up."""
+        K8, N8 = self.K8, self.N8
+        A8 = A if K8 == self.K else _padded(A, (A.shape[0], K8))
+        B8 = _padded(B, (K8, N8))
+        C8 = C if N8 == self.N else _padded(C, (C.shape[0], N8), fill=False)
+        return A8, B8, C8
+
+    def _unpad(self, C, C8) -> None:
+        if C8 is not C:
+            C[...] = C8[:, :self.N]
+
+    def __call__(self, A, B, C, stream=None):
+        self._check(A, B, C)
+        if not hasattr(A, "new_empty"):  # not torch: fresh padded arrays each call
+            A8, B8, C8 = self.pad(A, B, C)
+            self.inner(A8, B8, C8, stream=stream)
+            self._unpad(C, C8)
+            return
+        import torch
+
+        with _torch_stream(stream, (A, B, C)):
+            A8, B8, C8 = self._buffers(A, B, C, torch.cuda.current_stream().cuda_stream)
+            if A8 is not A:
+                A8[:, :self.K].copy_(A)
+            B8[:self.K, :self.N].copy_(B)
+            self.inner(A8, B8, C8, stream=stream)
+            self._unpad(C, C8)
+
+    def _buffers(self, A, B, C, raw_stream):
+        """The padded arrays of calls on this stream (device, dtype), allocated once with
+        their padding zeroed, so that a call copies only the data in (one kernel an array)
+        and the kernel sees the same addresses every time. Calls on one stream run in
+        order, so they may share them; another stream gets its own."""
+        key = (raw_stream, A.device, A.dtype)
+        bufs = self._bufs.get(key)
+        if bufs is None:
+            bufs = self._bufs[key] = (
+                None if self.K8 == self.K else A.new_zeros((self.M, self.K8)),
+                B.new_zeros((self.K8, self.N8)),
+                None if self.N8 == self.N else C.new_empty((self.M, self.N8)))
+        A8, B8, C8 = bufs
+        return (A if A8 is None else A8), B8, (C if C8 is None else C8)
+
+    def __tilewise_simulate__(self, simulate, A, B, C, **kw):
+        self._check(A, B, C)
+        A8, B8, C8 = self.pad(A, B, C)
+        report = simulate(self.inner, A8, B8, C8, **kw)
+        self._unpad(C, C8)
+        return report
+
+    def _check(self, A, B, C) -> None:
+        want = ((self.M, self.K), (self.K, self.N), (self.M, self.N))
+        got = tuple(tuple(x.shape) for x in (A, B, C))
+        if got != want:
+            raise tilewise.LaunchError(
+                f"make_gemm({self.M}, {self.N}, {self.K})'s kernel takes A {want[0]}, "
+                f"B {want[1]}, C {want[2]}; got {got[0]}, {got[1]}, {got[2]}",
+                hint="make the kernel for these sizes: make_gemm(M, N, K)")
+
+
+def _padded(x, shape, fill=True):
+    """A new array of ``shape`` like ``x`` (torch or numpy), ``x`` in its top-left corner
+    and zeros elsewhere (``fill=False``: an output, left uninitialised)."""
+    grow = (shape[0] - x.shape[0], shape[1] - x.shape[1])
+    if hasattr(x, "new_empty"):  # torch: one kernel writes the copy and its zeros
+        import torch
+
+        return (torch.nn.functional.pad(x, (0, grow[1], 0, grow[0])) if fill else
+                x.new_empty(shape))
+    import numpy as np
+
+    return np.pad(x, ((0, grow[0]), (0, grow[1]))) if fill else np.empty(shape, x.dtype)
+
+
+def _torch_stream(stream, arrays):
+    """The context in which the padding copies run on ``stream`` (torch's current stream
+    when None, as the launch does)."""
+    import contextlib
+    import sys
+
+    torch = sys.modules.get("torch")
+    if stream is None or torch is None or not any(isinstance(a, torch.Tensor)
+                                                  for a in arrays):
+        return contextlib.nullcontext()
+    if not isinstance(stream, torch.cuda.Stream):
+        from tilewise.runtime.launch import stream_handle
+
+        stream = torch.cuda.ExternalStream(stream_handle(stream, arrays))
+    return torch.cuda.stream(stream)
 
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,

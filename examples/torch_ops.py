@@ -11,10 +11,11 @@ traces without a graph break and CUDA graphs capture.
 Forward ops come from the examples' factories (``make_rmsnorm``, ``make_gemm``,
 ``make_softmax``); their gradients are tilewise kernels too: ``make_softmax_backward``,
 ``make_rmsnorm_backward`` + ``make_rmsnorm_weight_grad``, and two GEMMs for
-``C = A @ B`` (``dA = dC @ B^T``, ``dB = A^T @ dC``; the transposes are torch copies, and
-the GEMM's TMA rule applies to them: M, N and K multiples of 8). On CPU tensors every op
-runs in tilewise's simulator, so all of this is checked without a GPU (slowly: small
-shapes).
+``C = A @ B`` (``dA = dC @ B^T``, ``dB = A^T @ dC``; the transposes are torch copies).
+Any M, N and K: where K or N is not a multiple of 8 (TMA's 16-byte rows; in ``dB`` the K
+is the forward's M), the op takes ``make_gemm``'s padded kernel of those sizes. On CPU
+tensors every op runs in tilewise's simulator, so all of this is checked without a GPU
+(slowly: small shapes).
 
 Attention plugs in the same way once ``examples/attention.py`` lands: ``attention_op``
 registers ``make_attention`` (``k(Q, K, V, O)``, the contract of ARCHITECTURE.md) as a
@@ -72,8 +73,7 @@ def register(namespace: str = "tilewise") -> types.SimpleNamespace:
     # one symbolic kernel per dtype: M, N and K stay symbolic under torch.compile. On CPU
     # tensors (the simulator) the persistent grid is 8 CTAs instead of one per SM.
     ns.gemm = twt.custom_op(f"{namespace}::gemm", make_gemm, outputs=("C",),
-                            specialize=lambda A, B: {"dtype": A.dtype, "num_sms": (
-                                None if A.device.type == "cuda" else 8)})
+                            specialize=_gemm_args)
     _softmax_autograd(ns)
     _rmsnorm_autograd(ns)
     _gemm_autograd(ns)
@@ -106,6 +106,16 @@ def _rmsnorm_autograd(ns):
         return dX, dW, None
 
     ns.rmsnorm.register_autograd(backward, setup_context=setup)
+
+
+def _gemm_args(A, B) -> dict:
+    """``make_gemm``'s arguments for ``A @ B``: the dtype, and the sizes only where K or N
+    is not a multiple of 8 (a kernel of those sizes pads them; aligned sizes share one
+    symbolic kernel)."""
+    kw = {"dtype": A.dtype, "num_sms": None if A.device.type == "cuda" else 8}
+    if A.shape[1] % 8 or B.shape[1] % 8:
+        kw.update(M_=A.shape[0], N_=B.shape[1], K_=A.shape[1])
+    return kw
 
 
 def _gemm_autograd(ns):

@@ -282,9 +282,33 @@ def test_split_k_adds_the_partial_sums_in_rank_order_across_the_cluster():
     assert LaunchConfig.of(lowered.func).cluster == (4, 1, 1)
 
 
-def test_sizes_tma_cannot_describe_are_refused_before_compiling():
-    with pytest.raises(ValueError, match="K = 100 is not a multiple of 8"):
-        G.make_gemm(128, 128, 100)
+@pytest.mark.parametrize("shape,dtype", [((37, 1001, 100), "bfloat16"),
+                                         ((130, 136, 100), "float16"),
+                                         ((70, 203, 72), "bfloat16")])
+def test_sizes_tma_cannot_describe_are_padded_with_a_warning(shape, dtype):
+    """N or K not a multiple of 8: the kernel of the sizes rounded up, on zero-padded copies
+    (only of the arrays the rounding changes), and a performance warning at this line."""
+    a, b, c = G.inputs(np.random.default_rng(5), shape, dtype)
+    with pytest.warns(tw.TilewisePerformanceWarning, match="not a multiple of 8") as w:
+        k = G.make_gemm(*shape, dtype=dtype, num_sms=G.H200_SMS)
+    assert w[0].filename == __file__
+    M, N, K = shape
+    a8, b8, c8 = k.pad(a, b, c)
+    assert b8.shape == (k.K8, k.N8) and (k.K8, k.N8) == (-(-K // 8) * 8, -(-N // 8) * 8)
+    assert (a8 is a) == (K % 8 == 0) and (c8 is c) == (N % 8 == 0)
+    assert not b8[K:].any() and not a8[:, K:].any(), "the padding is not zero"
+    assert tw.simulate(k, a, b, c, outputs=("C",)).ok
+    _check(c, a, b)
+
+
+def test_sizes_tma_cannot_describe_need_the_sizes_and_bad_options_are_refused():
+    with pytest.raises(ValueError, match="needs all of M, N and K"):
+        G.make_gemm(None, 1001, 128)
+    with pytest.warns(tw.TilewisePerformanceWarning):
+        k = G.make_gemm(37, 1001, 100)
+    a, b, c = G.inputs(np.random.default_rng(5), (37, 1001, 96), "bfloat16")
+    with pytest.raises(tw.LaunchError, match=r"takes A \(37, 100\).* got \(37, 96\)"):
+        tw.simulate(k, a, b[:, :1001].copy(), c)
     with pytest.raises(ValueError, match="bfloat16 or float16"):
         G.make_gemm(128, 128, 128, dtype="float32")
     with pytest.raises(ValueError, match="'warpgroup' or 'warp'"):
@@ -311,6 +335,34 @@ def test_the_gemm_on_the_gpu_matches_torch(shape, dtype, producer, torch):
     assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
         float(err.max())
     assert torch.equal(torch.matmul(A, B).isnan(), C.isnan())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(77, 1001, 3001), (1, 4095, 4097), (4000, 4100, 1003),
+                                   (512, 130, 8190), (3, 7, 5)])
+def test_padded_sizes_on_the_gpu_match_torch(shape, torch):
+    """N or K not a multiple of 8 on the GPU (the padding copies on torch's stream), twice
+    on a side stream: the same bits."""
+    M, N, K = shape
+    A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    with pytest.warns(tw.TilewisePerformanceWarning):
+        k = G.make_gemm(M, N, K)
+    k(A, B, C)
+    ref = A.double() @ B.double()
+    err = (C.double() - ref).abs()
+    assert not torch.isnan(C).any()
+    assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
+        float(err.max())
+    first = C.clone()
+    C.fill_(float("nan"))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        k(A, B, C, stream=side)
+    side.synchronize()
+    assert torch.equal(C, first)
 
 
 @pytest.mark.gpu

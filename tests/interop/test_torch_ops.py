@@ -74,3 +74,24 @@ def test_the_model_compiles_without_graph_breaks_and_matches_eager(torch, torch_
     y_ref = model.reference(x)
     torch.testing.assert_close(y.float(), y_ref.float(), rtol=2 ** -6, atol=2 ** -9)
     assert grads[0].shape == x.shape and torch.isfinite(grads[0].float()).all()
+
+
+def test_gemm_of_sizes_tma_cannot_describe_and_its_gradients(torch, ops):
+    """K = 60 and N = 37 are not multiples of 8, nor is M = 13 (the K of dB = A^T dC): each
+    of the three GEMMs takes make_gemm's padded kernel, and matches torch."""
+    import warnings
+
+    import tilewise
+
+    a = torch.randn(13, 60).to(torch.bfloat16)
+    b = torch.randn(60, 37).to(torch.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tilewise.TilewisePerformanceWarning)
+        c, (da, db) = _grads(torch, ops.gemm, [a, b])
+    c_ref, (da_ref, db_ref) = _grads(
+        torch, lambda p, q: (p.float() @ q.float()).to(torch.bfloat16), [a, b])
+    assert c.shape == (13, 37) and da.shape == a.shape and db.shape == b.shape
+    for mine, ref in ((c, c_ref), (da, da_ref), (db, db_ref)):
+        scale = ref.float().abs().max()
+        torch.testing.assert_close(mine.float() / scale, ref.float() / scale, rtol=0,
+                                   atol=2 ** -7)

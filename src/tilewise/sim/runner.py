@@ -290,9 +290,18 @@ def simulate(func, *args, target=None, grid=None, strict: bool | None = None,
     shared-memory bank conflicts and global sectors per access site, and collect the
     dispatch's warnings, in ``report.perf`` (:mod:`tilewise.sim.perf`). Returns a
     :class:`SimReport`.
+    An object standing for a kernel whose calls first rewrite their arguments (a GEMM that
+    pads sizes TMA cannot describe) defines ``__tilewise_simulate__(self, simulate, *args,
+    **options)`` and is simulated by it: it calls ``simulate`` on the kernel and the
+    arguments it really launches, then does on the CPU what its call does after the launch.
     """
     from ..knobs import knobs
 
+    hook = getattr(type(func), "__tilewise_simulate__", None)
+    if hook is not None:
+        return hook(func, simulate, *args, target=target, grid=grid, strict=strict,
+                    keep_tmem=keep_tmem, outputs=outputs, checks=checks,
+                    strict_races=strict_races, perf=perf)
     lowered = lower_for_sim(func, target)
     kernel, flat = lowered.kernel or lowered.func, lowered.func
     opts = SimOptions(knobs.sim_strict if strict is None else bool(strict),
