@@ -5,8 +5,10 @@ FlashAttention-3 way (H100 / H200, sm_90a).
 kv_heads=None, scale=None)`` returns a kernel launched as ``k(Q, K, V, O)`` with exactly
 ``torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal, scale=scale,
 enable_gqa=kv_heads is not None)``'s contract: Q and O are (batch, heads, seq_q, head_dim),
-K and V (batch, kv_heads, seq_k, head_dim), contiguous, float16 or bfloat16; head_dim 64, 128
-or 256; any sequence lengths; ``heads`` a multiple of ``kv_heads`` (query head ``h`` reads
+K and V (batch, kv_heads, seq_k, head_dim), contiguous, float16 or bfloat16; head_dim a
+multiple of 16 up to 256 (64, 128 and 256 measured and tuned; the others take the 128-byte
+swizzle where a row splits into 128-byte blocks, else 64 or 32: ``widest_swizzle``); any
+sequence lengths; ``heads`` a multiple of ``kv_heads`` (query head ``h`` reads
 key/value head ``h // (heads // kv_heads)``); ``scale`` (positive) defaults to
 ``1 / sqrt(head_dim)``; ``causal`` as torch defines it, *top-left* aligned: query ``i``
 sees keys ``j <= i`` (with seq_q > seq_k the last queries see every key; with seq_q < seq_k
@@ -93,7 +95,7 @@ import math
 from tilewise import T, Tx, runtime
 from tilewise.sched import Snake
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
-                             wgmma_accumulator_rows, wid_in_wg)
+                             wgmma_accumulator_rows, wid_in_wg, widest_swizzle)
 
 #: Consumer warpgroups (64 query rows each) per tile. Three at head_dim 64 (192-row tiles;
 #: H200, bf16: 1.04-1.14 x two without a causal mask at seq 1024-16384, and with one from
@@ -108,6 +110,17 @@ def default_consumers(head_dim: int, causal: bool, seq_q: int) -> int:
 # 64-key block at seq 4096 / 16384), with one 64 (80-key blocks cut the diagonal worse).
 BLOCK_N = {64: 128, 128: 128, 256: 64}
 BLOCK_N_FULL = {**BLOCK_N, 256: 80}
+HEAD_DIMS = range(16, 257, 16)  # wgmma's K step (S = Q Kᵀ) is 16; O's width is at most 256
+
+
+def default_block_n(head_dim: int, causal: bool) -> int:
+    """Keys per block: the table for head_dim 64, 128 and 256; otherwise 128 up to
+    head_dim 128, 96 up to 192 and 64 above (S and P shrink as O grows: at head_dim 192,
+    S 48 + P 24 + O 96 registers a thread). Measured on the H200 (bf16, seq 4096 and
+    16384, benchmarks/RESULTS.md): at head_dim 32, 80 and 96 the 128-key block is 5-17 %
+    faster than 80 or 96 keys; at 192, 96 keys are 2-11 % faster than 64."""
+    table = BLOCK_N if causal else BLOCK_N_FULL
+    return table.get(head_dim, 128 if head_dim <= 128 else 96 if head_dim <= 192 else 64)
 SMEM_BYTES = 227 * 1024  # the H100 / H200 opt-in limit per CTA
 H200_SMS = 132
 LOG2E = 1.4426950408889634
@@ -124,7 +137,7 @@ def plan(head_dim: int, block_n: int | None = None, stages: int | None = None,
     """(block_n, stages, o_in_q, consumers): keys per block, K/V ring depth, whether the
     output tile reuses the Q tile's shared memory (when a separate one does not fit), and the
     consumer warpgroups."""
-    bn = block_n or (BLOCK_N if causal else BLOCK_N_FULL)[head_dim]
+    bn = block_n or default_block_n(head_dim, causal)
     q = 64 * consumers * head_dim * 2
     kv = 2 * bn * head_dim * 2  # one K and one V block
     o_in_q = q + q + 2 * kv > SMEM_BYTES - 1024
@@ -181,8 +194,9 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C
     threads = 128 * (C + 1)  # consumers: warpgroups 0 .. C - 1; producer: warpgroup C
     # the producer keeps 24 registers; the consumers share the rest (at most 240)
     regs = min(240, (65536 - 128 * 24) // (128 * C) // 8 * 8)
-    q_layout = swizzled_tile(BM, D, 16, 128)
-    kv_layout = swizzled_tile(BN, D, 16, 128, stages=stages)
+    swz = widest_swizzle(D)
+    q_layout = swizzled_tile(BM, D, 16, swz)
+    kv_layout = swizzled_tile(BN, D, 16, swz, stages=stages)
     # K's ring viewed as (stages, D, BN): the B operand of S = Q Kᵀ, K-major
     kt_layout = kv_layout.permute((0, 2, 1), shape=(stages, BN, D))
     acc_s, acc_o, rows = wgmma_accumulator(BN), wgmma_accumulator(D), wgmma_accumulator_rows()
@@ -458,8 +472,9 @@ def _without_lse(func):
 def _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_attention takes bfloat16 or float16, not {dtype!r}")
-    if head_dim not in BLOCK_N:
-        raise ValueError(f"head_dim={head_dim}: 64, 128 or 256")
+    if head_dim not in HEAD_DIMS:
+        raise ValueError(f"head_dim={head_dim}: a multiple of 16 from 16 to 256 (wgmma's K "
+                         "step is 16 and O's width at most 256)")
     for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name}={v!r} must be a positive int")

@@ -50,7 +50,7 @@ import math
 
 from tilewise import T, Tx, runtime
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
-                             wgmma_accumulator_rows, wid_in_wg)
+                             wgmma_accumulator_rows, wid_in_wg, widest_swizzle)
 
 B64 = 64  # rows of every tile: one warpgroup's wgmma M, and the key block
 LOG2E = 1.4426950408889634
@@ -107,8 +107,9 @@ def make_attention_backward(batch: int, heads: int, seq_q: int, seq_k: int, head
     """The backward pass of ``make_attention`` with the same arguments (module docstring)."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_attention_backward takes bfloat16 or float16, not {dtype!r}")
-    if head_dim not in (64, 128, 256):
-        raise ValueError(f"head_dim={head_dim}: 64, 128 or 256")
+    if head_dim % 16 or not 16 <= head_dim <= 256:
+        raise ValueError(f"head_dim={head_dim}: a multiple of 16 from 16 to 256 (wgmma's K "
+                         "step is 16 and a gradient tile's width at most 256)")
     if kv_heads is not None and (kv_heads < 1 or heads % kv_heads):
         raise ValueError(f"kv_heads={kv_heads} must divide heads={heads}")
     for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
@@ -153,6 +154,9 @@ def _make_prep(D: int, dtype: str, sms: int):
             for d in T.unroll(D // 32):
                 acc = acc + T.cast(O[row, d * 32 + lane], "float32") * T.cast(
                     dO[row, d * 32 + lane], "float32")
+            if D % 32 != 0 and lane < D % 32:  # the last 16 columns (D = 16, 48, 80, ...)
+                acc = acc + T.cast(O[row, D // 32 * 32 + lane], "float32") * T.cast(
+                    dO[row, D // 32 * 32 + lane], "float32")
             for sh in T.static_range(5):
                 acc = acc + T.ptx.shfl_sync("bfly", acc, 1 << sh)
             if lane == 0:
@@ -168,8 +172,9 @@ def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, 
     ctas = per_sm * sms
     stages = 2
     sl2, lg = scale * LOG2E, LOG2E
-    tile = swizzled_tile(B64, D, 16, 128)
-    ring = swizzled_tile(B64, D, 16, 128, stages=stages)
+    swz = widest_swizzle(D)
+    tile = swizzled_tile(B64, D, 16, swz)
+    ring = swizzled_tile(B64, D, 16, swz, stages=stages)
     ring_t = ring.permute((0, 2, 1), shape=(stages, B64, D))  # a block viewed (D, 64): Bᵀ
     tile_t = tile.permute((1, 0), shape=(B64, D))
     acc64, accd = wgmma_accumulator(B64), wgmma_accumulator(D)

@@ -23,6 +23,13 @@ FORWARD = [
     (4, 8, 512, 512, 64, False, 4, "float16"),
     (1, 1, 1, 1, 128, True, None, "bfloat16"),
     (8, 8, 700, 700, 64, True, None, "bfloat16"),  # 64 heads > CTAs / 4: head by head
+    # head_dim off the tuned three: 64-byte swizzle (96, 32), 32-byte (80, 16), 128 (192)
+    (2, 4, 1000, 777, 96, True, 2, "bfloat16"),
+    (1, 4, 513, 1000, 80, False, None, "float16"),
+    (2, 2, 700, 700, 192, True, None, "bfloat16"),
+    (1, 2, 1000, 1000, 192, False, 1, "float16"),
+    (2, 2, 300, 513, 32, False, None, "bfloat16"),
+    (1, 2, 200, 200, 16, True, None, "bfloat16"),
 ]
 
 
@@ -104,6 +111,9 @@ BACKWARD = [
     (1, 4, 1000, 1000, 64, True, 2, "bfloat16"),
     (1, 2, 300, 77, 128, True, None, "float16"),
     (1, 2, 200, 333, 256, True, 1, "bfloat16"),
+    (1, 4, 700, 500, 96, True, 2, "bfloat16"),  # head_dims off the tuned three
+    (1, 2, 333, 333, 80, False, None, "float16"),
+    (1, 2, 300, 300, 192, True, None, "bfloat16"),
 ]
 
 

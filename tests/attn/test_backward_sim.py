@@ -68,6 +68,14 @@ def test_backward_gqa_tails_and_a_key_block_no_query_sees(attn):
     run_backward(attn, (1, 2, 100, 130, 64), True, kv_heads=1)
 
 
+@pytest.mark.parametrize("head_dim,causal", [
+    (96, True), pytest.param(80, False, marks=pytest.mark.slow(group="attention-sim"))])
+def test_backward_at_head_dims_off_the_tuned_ones(attn, head_dim, causal):
+    """head_dim 96 (64-byte swizzle) and 80 (32-byte, and a Delta row that is not a
+    multiple of a warp's 32 lanes), both tails ragged."""
+    run_backward(attn, (1, 2, 100, 130, head_dim), causal)
+
+
 def test_backward_sizes_are_checked(attn):
-    with pytest.raises(ValueError, match="head_dim=32: 64, 128 or 256"):
-        attn.make_attention_backward(1, 1, 64, 64, 32)
+    with pytest.raises(ValueError, match="head_dim=40: a multiple of 16 from 16 to 256"):
+        attn.make_attention_backward(1, 1, 64, 64, 40)

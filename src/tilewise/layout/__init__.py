@@ -89,7 +89,8 @@ dtype_bits, warps=(wm, wn), warp_axis=...)`` a whole operand tile of a warp (or 
 the register layouts ``Tx.<scope>.gemm`` (mma.sync) and ``Tx.warp.copy`` (ldmatrix /
 stmatrix) read.
 ``swizzled_tile(rows, cols, dtype_bits, swizzle)`` is the shared tile TMA writes in
-boxes ``swizzle`` bytes wide: a canonical wgmma / tcgen05 operand. ``match_atom(layout,
+boxes ``swizzle`` bytes wide: a canonical wgmma / tcgen05 operand; ``widest_swizzle(cols,
+dtype_bits)`` the widest swizzle whose blocks split a row of ``cols``. ``match_atom(layout,
 atom)`` returns a truthy ``MatchResult``, or one whose ``reason`` says what differs.
 """
 
@@ -106,6 +107,7 @@ from tilewise.layout.atoms import (
     tcgen05_shape,
     tcgen05_warpgroup_atom,
     swizzled_tile,
+    widest_swizzle,
     tmem_datapath,
     wgmma_a_fragment,
     wgmma_accumulator,
@@ -176,6 +178,7 @@ __all__ = [
     "tx",
     "warpid",
     "swizzled_tile",
+    "widest_swizzle",
     "wgid",
     "wgmma_a_fragment",
     "wgmma_accumulator",

@@ -508,6 +508,15 @@ def wgmma_a_fragment(k: int) -> TileLayout:
 
 
 # ---- shared operand tiles ----------------------------------------------------------------
+def widest_swizzle(cols: int, dtype_bits: int = 16) -> int:
+    """The widest swizzle (128, 64 or 32 bytes; 0: none) whose column blocks split a row of
+    ``cols`` elements of ``dtype_bits``: what :func:`swizzled_tile` takes for a tile whose
+    width is not a multiple of 128 bytes (a head_dim of 96 takes 64, of 80 takes 32)."""
+    row = as_int(cols, "cols", "pass the tile's column count") * as_int(
+        dtype_bits, "dtype_bits", "pass the element size in bits (16 for bf16)")
+    return next((b for b in (128, 64, 32) if row % (b * 8) == 0), 0)
+
+
 def swizzled_tile(rows: int, cols: int, dtype_bits: int = 16, swizzle: int = 128,
                   stages: int | None = None) -> TileLayout:
     """A (rows, cols) shared tile stored as column blocks ``swizzle`` bytes wide, each
