@@ -119,3 +119,18 @@ def test_swizzled_tile_refuses_what_it_cannot_build(args, msg):
 
     with pytest.raises(tw_errors.LayoutError, match=msg):
         swizzled_tile(*args)
+
+
+def test_widest_swizzle_splits_a_row_and_swizzled_tile_takes_it():
+    from tilewise.layout import swizzled_tile, widest_swizzle
+
+    # (cols, bits) -> bytes: 128-byte rows and their multiples, then 64, 32, then none
+    cases = {(64, 16): 128, (192, 16): 128, (96, 16): 64, (32, 16): 64, (80, 16): 32,
+             (16, 16): 32, (8, 16): 0, (72, 16): 0, (128, 8): 128, (48, 8): 0, (32, 32): 128}
+    for (cols, bits), want in cases.items():
+        assert widest_swizzle(cols, bits) == want, (cols, bits)
+        tile = swizzled_tile(64, cols, bits, want)  # builds: the blocks split the row
+        offsets = tile.apply_np(np.arange(tile.size()))["m"]
+        assert sorted(offsets.tolist()) == list(range(64 * cols))  # a permutation
+    with pytest.raises(tw_errors.LayoutError, match="does not split into column blocks of 64"):
+        swizzled_tile(64, 96, 16, 128)  # one wider than widest_swizzle(96) is refused
