@@ -7,6 +7,7 @@ error), then timed with CUDA events (median of samples of back-to-back launches,
 interleaved against drift; METHOD.md). TFLOP/s count 2·M·N·K.
 
     PYTHONPATH=src python benchmarks/bench_gemm.py [--shapes 4096x4096x4096 ...] [--dtypes bfloat16]
+        [--transB]   # B given as (N, K): C = A @ B.T, make_gemm(..., transB=True)
     PYTHONPATH=src python benchmarks/bench_gemm.py --sweep [--explore N] [--dtypes bfloat16]
     PYTHONPATH=src python benchmarks/bench_gemm.py --sweep --shapes 1x4096x4096 16x4096x4096
 
@@ -250,6 +251,8 @@ def main():
     p.add_argument("--configs", nargs="+", default=[""],
                    help="make_gemm options per tilewise row, e.g. '' 'producer=warp'")
     p.add_argument("--sweep", action="store_true", help="issue 19's model-layer shapes")
+    p.add_argument("--transB", action="store_true",
+                   help="B given as (N, K) (nn.Linear's weight): C = A @ B.T for all three")
     p.add_argument("--explore", type=int, default=0, help="--sweep: also time N more shapes")
     p.add_argument("--all", action="store_true", help="--sweep: print every explored shape")
     a = p.parse_args()
@@ -272,15 +275,20 @@ def main():
             A = torch.randn(M, K, device="cuda", dtype=td)
             B = torch.randn(K, N, device="cuda", dtype=td)
             ref = A.float() @ B.float()
-            runs = {"cublas": lambda A=A, B=B: torch.matmul(A, B)}
+            Bk = B.t().contiguous() if a.transB else B  # what tilewise takes
+            Bv = Bk.t() if a.transB else B  # (K, N), a strided view with --transB
+            runs = {"cublas": lambda A=A, B=Bv: torch.matmul(A, B)}
             C_tri = torch.empty(M, N, device="cuda", dtype=td)
-            runs["triton"] = lambda A=A, B=B, C=C_tri: tri(A, B, C)
-            errs = {"cublas": _error(torch, torch.matmul(A, B), ref)}
-            tri(A, B, C_tri)
+            runs["triton"] = lambda A=A, B=Bv, C=C_tri: tri(A, B, C)
+            errs = {"cublas": _error(torch, torch.matmul(A, Bv), ref)}
+            tri(A, Bv, C_tri)
             errs["triton"] = _error(torch, C_tri, ref)
+            B = Bk
             if not a.peers_only:
                 for cfg in a.configs:
                     name = "tilewise" + (f"[{cfg}]" if cfg else "")
+                    if a.transB:
+                        cfg = ",".join(filter(None, [cfg, "transB=1"]))
                     k = _tilewise((M, N, K), dtype, cfg)
                     C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
                     k(A, B, C)
@@ -307,7 +315,7 @@ def main():
             ratio = "".join(f" | {n} vs cuBLAS {tf[n] / tf['cublas']:.3f}, vs Triton "
                             f"{tf[n] / tf['triton']:.3f}" for n in tf if n.startswith("tilewise"))
             print(f"| {datetime.date.today()} | {torch.cuda.get_device_name()} | {dtype} "
-                  f"{M}x{N}x{K} | {cols}{ratio} |", flush=True)
+                  f"{M}x{N}x{K}{' B(N,K)' if a.transB else ''} | {cols}{ratio} |", flush=True)
     if failed:
         raise SystemExit("a product differs from torch.matmul beyond 2e-2")
 

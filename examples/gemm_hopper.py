@@ -280,7 +280,8 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
               dtype: str = "bfloat16", num_sms: int | None = None, stages: int | None = None,
               producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
               splits: int | None = None, multicast: int | None = None,
-              swap: bool | None = None, persistent: bool | None = None):
+              swap: bool | None = None, persistent: bool | None = None,
+              transB: bool = False):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
     when given, are checked against TMA's alignment rule and choose the kernel's shape: the
     kernel is tuned on its first launch (``tilewise.autotune`` over :func:`plan`'s choice
@@ -291,7 +292,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     instead of one per SM (no split, no multicast); the tuner also times that form where
     the tiles are at most two waves.
     The kernel itself takes any M, N, K. ``producer="warpgroup"`` (384 threads,
-    setmaxnreg 40/232) or ``"warp"`` (288 threads, one producer warp)."""
+    setmaxnreg 40/232) or ``"warp"`` (288 threads, one producer warp). ``transB=True``: B
+    is given as its transpose, (N, K) row-major (``torch.nn.Linear``'s weight: ``C = A @
+    B.T`` without a copy); the kernel loads K-major B tiles, the tensor cores' other
+    operand form, and is the same otherwise."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     if any(v is not None and v % 8 for v in (N_, K_)):
@@ -301,8 +305,8 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                              "which needs all of M, N and K given")
         kw = dict(dtype=dtype, num_sms=num_sms, stages=stages, producer=producer, bn=bn,
                   bm=bm, splits=splits, multicast=multicast, swap=swap,
-                  persistent=persistent)
-        return Padded(make_gemm(M_, _up8(N_), _up8(K_), **kw), M_, N_, K_)
+                  persistent=persistent, transB=transB)
+        return Padded(make_gemm(M_, _up8(N_), _up8(K_), **kw), M_, N_, K_, transB)
     if producer not in ("warpgroup", "warp"):
         raise ValueError(f"producer={producer!r}: 'warpgroup' or 'warp'")
     widths = sorted({bn_ for _, bn_ in TILES})
@@ -317,10 +321,11 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         cfg["persistent"] = persistent
     forced = (bm, bn, splits, stages, multicast, swap, persistent) != (None,) * 7
     if not forced and None not in (M_, N_, K_):
-        return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer),
+        return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer,
+                                                   transB=bool(transB)),
                                  configs=tune_configs(M_, N_, K_, sms, cfg),
                                  timer=CudaTimer(heat_s=TUNE_HEAT_S))
-    return _kernel(dtype, sms, producer, **cfg)
+    return _kernel(dtype, sms, producer, **cfg, transB=bool(transB))
 
 
 def _up8(v: int) -> int:
@@ -340,8 +345,8 @@ class Padded:
     per stream: their zeros are written once) and numpy arrays (``tw.simulate``, which
     runs the same steps on the CPU) alike; ``tw.compile`` of it is the padded kernel."""
 
-    def __init__(self, inner, M_: int, N_: int, K_: int):
-        self.inner, self.M, self.N, self.K = inner, M_, N_, K_
+    def __init__(self, inner, M_: int, N_: int, K_: int, transB: bool = False):
+        self.inner, self.M, self.N, self.K, self.transB = inner, M_, N_, K_, transB
         self.N8, self.K8 = _up8(N_), _up8(K_)
         self._bufs: dict = {}
         import warnings
@@ -365,7 +370,7 @@ class Padded:
         return as_prim_func(self.inner)
 
     def __getattr__(self, name):  # select(), report() ... of the padded kernel
-        if name.startswith("_") or name in ("inner", "M", "N", "K", "N8", "K8", "_bufs"):
+        if name.startswith("_") or name in ("inner", "M", "N", "K", "N8", "K8", "transB"):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
@@ -376,7 +381,7 @@ class Padded:
         """``(A, B, C)`` of the padded kernel: copies where a size is rounded up."""
         K8, N8 = self.K8, self.N8
         A8 = A if K8 == self.K else _padded(A, (A.shape[0], K8))
-        B8 = _padded(B, (K8, N8))
+        B8 = _padded(B, self._b_shape(K8, N8))
         C8 = C if N8 == self.N else _padded(C, (C.shape[0], N8), fill=False)
         return A8, B8, C8
 
@@ -397,7 +402,7 @@ class Padded:
             A8, B8, C8 = self._buffers(A, B, C, torch.cuda.current_stream().cuda_stream)
             if A8 is not A:
                 A8[:, :self.K].copy_(A)
-            B8[:self.K, :self.N].copy_(B)
+            B8[:B.shape[0], :B.shape[1]].copy_(B)
             self.inner(A8, B8, C8, stream=stream)
             self._unpad(C, C8)
 
@@ -411,7 +416,7 @@ class Padded:
         if bufs is None:
             bufs = self._bufs[key] = (
                 None if self.K8 == self.K else A.new_zeros((self.M, self.K8)),
-                B.new_zeros((self.K8, self.N8)),
+                B.new_zeros(self._b_shape(self.K8, self.N8)),
                 None if self.N8 == self.N else C.new_empty((self.M, self.N8)))
         A8, B8, C8 = bufs
         return (A if A8 is None else A8), B8, (C if C8 is None else C8)
@@ -423,8 +428,11 @@ class Padded:
         self._unpad(C, C8)
         return report
 
+    def _b_shape(self, k: int, n: int) -> tuple:
+        return (n, k) if self.transB else (k, n)
+
     def _check(self, A, B, C) -> None:
-        want = ((self.M, self.K), (self.K, self.N), (self.M, self.N))
+        want = ((self.M, self.K), self._b_shape(self.K, self.N), (self.M, self.N))
         got = tuple(tuple(x.shape) for x in (A, B, C))
         if got != want:
             raise tilewise.LaunchError(
@@ -465,7 +473,7 @@ def _torch_stream(stream, arrays):
 
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,
-            persistent=True, group_m=GROUP_M):
+            persistent=True, group_m=GROUP_M, transB=False):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -473,7 +481,8 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
     a_rows = bn if swap else bm  # swap: the tile's rows are N, its columns M
     b_cols = bm if swap else bn
     a_layout = swizzled_tile(a_rows, BK, 16, 128, stages=stages)
-    b_layout = swizzled_tile(BK, b_cols, 16, 128, stages=stages)
+    b_tile = (b_cols, BK) if transB else (BK, b_cols)  # transB: K-major, as B is stored
+    b_layout = swizzled_tile(*b_tile, 16, 128, stages=stages)
     c_shape = (2, wn, 64) if swap else (2, 64, wn)  # swap: C's (M, N) orientation
     c_layout = TileLayout(S_[c_shape]) if swap else swizzled_tile(64, wn, 16, 128, stages=2)
     c_view = TileLayout(S_[(2, 64, wn):(64 * wn, 1, 64)])  # swap: Cs read as Cᵀ
@@ -493,7 +502,7 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
     @T.prim_func
     def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
         A = T.match_buffer(A_ptr, (M, K), dtype)
-        B = T.match_buffer(B_ptr, (K, N), dtype)
+        B = T.match_buffer(B_ptr, (N, K) if transB else (K, N), dtype)
         C = T.match_buffer(C_ptr, (M, N), dtype)
         T.device_entry()
         m_tiles = T.meta_var(T.ceildiv(ROWS, bm))  # expressions of the sizes (the grid's too)
@@ -521,7 +530,7 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
         # the operand ring and the epilogue tiles: dynamic shared memory
         As = T.alloc_buffer((stages, a_rows, BK), dtype, scope="shared.dyn", layout=a_layout,
                             align=1024)
-        Bs = T.alloc_buffer((stages, BK, b_cols), dtype, scope="shared.dyn", layout=b_layout,
+        Bs = T.alloc_buffer((stages, *b_tile), dtype, scope="shared.dyn", layout=b_layout,
                             align=1024)
         Cs = T.alloc_buffer(c_shape, dtype, scope="shared.dyn", layout=c_layout, align=1024)
         full = T.alloc_shared((stages,), "uint64")
@@ -570,13 +579,30 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                         if swap:  # m0: the tile's first column of B, n0: row of A
                             Tx.thread.copy_async(As[s, :, :], A[n0:n0 + bn, k0:k0 + BK],
                                                  dispatch="tma", mbar=T.address_of(full[s]))
-                            Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, m0:m0 + bm],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                            if transB:
+                                Tx.thread.copy_async(Bs[s, :, :], B[m0:m0 + bm, k0:k0 + BK],
+                                                     dispatch="tma", mbar=T.address_of(full[s]))
+                            else:
+                                Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, m0:m0 + bm],
+                                                     dispatch="tma", mbar=T.address_of(full[s]))
                         elif P == 1:
                             Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
                                                  dispatch="tma", mbar=T.address_of(full[s]))
-                            Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, n0:n0 + bn],
+                            if transB:
+                                Tx.thread.copy_async(Bs[s, :, :], B[n0:n0 + bn, k0:k0 + BK],
+                                                     dispatch="tma", mbar=T.address_of(full[s]))
+                            else:
+                                Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, n0:n0 + bn],
+                                                     dispatch="tma", mbar=T.address_of(full[s]))
+                        elif transB:  # this CTA's half of the tile's B rows (N), to both
+                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
                                                  dispatch="tma", mbar=T.address_of(full[s]))
+                            h = bn // P
+                            Tx.thread.copy_async(
+                                Bs[s, crank * h:crank * h + h, :],
+                                B[n0 + crank * h:n0 + crank * h + h, k0:k0 + BK],
+                                dispatch="tma", mbar=T.address_of(full[s]),
+                                cta_mask=(1 << P) - 1)
                         else:  # this CTA's rows of the B tile, into every CTA of the pair
                             Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
                                                  dispatch="tma", mbar=T.address_of(full[s]))
@@ -608,9 +634,15 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                     T.ptx.wgmma.fence()
                     # bm=128: rows r0.. of A against all of B; bm=64: all of A against
                     # columns c0.. of B
-                    if swap:  # Cᵀ = Bᵀ Aᵀ: B's columns r0.. as wgmma's A, A's rows c0.. as B
+                    if swap and transB:  # B's rows r0.. (K-major) as wgmma's A
+                        Tx.wg.gemm_async(acc[:, :], Bs[s, r0:r0 + 64, :], As[s, c0:c0 + wn, :],
+                                         accum=kt > kb, transB=True)
+                    elif swap:  # Cᵀ = Bᵀ Aᵀ: B's columns r0.. as wgmma's A, A's rows c0.. as B
                         Tx.wg.gemm_async(acc[:, :], Bs[s, :, r0:r0 + 64], As[s, c0:c0 + wn, :],
                                          accum=kt > kb, transA=True, transB=True)
+                    elif transB:  # B's (bn, BK) tile is K-major: wgmma's transposed B
+                        Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :],
+                                         Bs[s, c0:c0 + wn, :], accum=kt > kb, transB=True)
                     else:
                         Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :],
                                          Bs[s, :, c0:c0 + wn], accum=kt > kb)

@@ -69,12 +69,25 @@ def _check(c, a, b):
                  id="swap-one-CTA-per-tile", marks=pytest.mark.slow),
     pytest.param((300, 256, 200), "bfloat16",
                  {"bm": 128, "bn": 128, "multicast": 2, "num_sms": 4}, id="multicast-pair",
-                 marks=pytest.mark.slow)])
+                 marks=pytest.mark.slow),
+    # transB: B given as (N, K), loaded as K-major tiles (and swapped: wgmma's A K-major)
+    pytest.param((200, 328, 136), "bfloat16", {"transB": True}, id="transB-plan-ragged"),
+    pytest.param((5, 200, 264), "float16", {"transB": True, "swap": True, "bn": 8,
+                                            "splits": 2}, id="transB-swap-split2"),
+    pytest.param((40, 72, 264), "bfloat16", {"transB": True, "swap": True, "bm": 64, "bn": 32},
+                 id="transB-swap-bm64", marks=pytest.mark.slow),
+    pytest.param((300, 256, 200), "bfloat16", {"transB": True, "bm": 128, "bn": 128,
+                                               "multicast": 2, "num_sms": 4},
+                 id="transB-multicast-pair", marks=pytest.mark.slow),
+    pytest.param((200, 328, 136), "float16", {"transB": True, "bm": 128, "bn": 192,
+                                              "producer": "warp"},
+                 id="transB-bn192-warp", marks=pytest.mark.slow)])
 def test_the_pipelined_gemm_in_the_simulator(shape, dtype, kw):
     a, b, c = G.inputs(np.random.default_rng(3), shape, dtype)
     t0 = time.process_time()  # CPU time: the budget holds however busy the machine is
     kw = {"num_sms": G.H200_SMS, **kw}
-    rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, **kw), a, b, c)
+    bk = np.ascontiguousarray(b.T) if kw.get("transB") else b  # transB: B given as (N, K)
+    rep = tw.simulate(G.make_gemm(*shape, dtype=dtype, **kw), a, bk, c)
     seconds = time.process_time() - t0
     assert rep.ok
     _check(c, a, b)
@@ -295,6 +308,7 @@ def test_sizes_tma_cannot_describe_are_padded_with_a_warning(shape, dtype):
     M, N, K = shape
     a8, b8, c8 = k.pad(a, b, c)
     assert b8.shape == (k.K8, k.N8) and (k.K8, k.N8) == (-(-K // 8) * 8, -(-N // 8) * 8)
+    assert not k.transB
     assert (a8 is a) == (K % 8 == 0) and (c8 is c) == (N % 8 == 0)
     assert not b8[K:].any() and not a8[:, K:].any(), "the padding is not zero"
     assert tw.simulate(k, a, b, c, outputs=("C",)).ok
@@ -455,3 +469,47 @@ def test_calling_the_kernel_without_a_gpu_says_so():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=ROOT, timeout=120).stdout
     assert out.startswith("LaunchError launch error: no CUDA GPU"), out
+
+
+def test_transB_with_sizes_tma_cannot_describe_pads_b_as_n_by_k():
+    """transB and an odd N and K: B (N, K) is padded to (N8, K8), the product still right."""
+    a, b, c = G.inputs(np.random.default_rng(6), (37, 203, 100), "bfloat16")
+    bt = np.ascontiguousarray(b.T)
+    with pytest.warns(tw.TilewisePerformanceWarning):
+        k = G.make_gemm(37, 203, 100, transB=True, num_sms=G.H200_SMS)
+    assert k.pad(a, bt, c)[1].shape == (208, 104)
+    assert tw.simulate(k, a, bt, c, outputs=("C",)).ok
+    _check(c, a, b)
+    with pytest.raises(tw.LaunchError, match=r"B \(203, 100\)"):
+        tw.simulate(k, a, b, c)  # B as (K, N): the wrong orientation for transB
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{}, {"dtype": "float16", "producer": "warp"},
+                                 {"bm": 128, "bn": 192}, {"bm": 128, "bn": 128, "splits": 3},
+                                 {"bm": 128, "bn": 256, "multicast": 2},
+                                 {"bm": 128, "bn": 128, "persistent": False},
+                                 {"swap": True, "bm": 128, "bn": 16},
+                                 {"swap": True, "bm": 64, "bn": 32, "splits": 2}])
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (77, 1000, 3000), (1, 4096, 4096),
+                                   (600, 520, 8192), (37, 1001, 100)])
+def test_transB_on_the_gpu_matches_torch(shape, cfg, torch):
+    """C = A @ B.T with B given as (N, K): every kernel shape, and the padded form."""
+    import warnings
+
+    M, N, K = shape
+    if cfg.get("swap") and M > 32:
+        pytest.skip("swap-AB tiles hold M in bn columns")
+    td = getattr(torch, cfg.get("dtype", "bfloat16"))
+    A = torch.randn(M, K, device="cuda", dtype=td)
+    Bt = torch.randn(N, K, device="cuda", dtype=td)
+    C = torch.full((M, N), float("nan"), device="cuda", dtype=td)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tw.TilewisePerformanceWarning)
+        k = G.make_gemm(M, N, K, transB=True, **cfg)
+    k(A, Bt, C)
+    ref = A.double() @ Bt.double().T
+    err = (C.double() - ref).abs()
+    assert not torch.isnan(C).any()
+    assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
+        float(err.max())
