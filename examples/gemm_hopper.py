@@ -93,6 +93,8 @@ DECODE_M = 8  # up to this M the plan takes the swapped 128 x 8 tile (M in one c
 M = T.int32()
 N = T.int32()
 K = T.int32()
+NB = T.int32()  # B's rows with transB=True and loose_b=True (the padded kernel)
+KB = T.int32()  # B's rows with loose_b=True
 
 
 H200_CLUSTERS = {2: 66, 3: 39, 4: 30, 6: 17, 8: 15}  # clusters of S CTAs resident at once
@@ -281,7 +283,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
               producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
               splits: int | None = None, multicast: int | None = None,
               swap: bool | None = None, persistent: bool | None = None,
-              transB: bool = False):
+              transB: bool = False, loose_b: bool = False):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
     when given, are checked against TMA's alignment rule and choose the kernel's shape: the
     kernel is tuned on its first launch (``tilewise.autotune`` over :func:`plan`'s choice
@@ -295,7 +297,9 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     setmaxnreg 40/232) or ``"warp"`` (288 threads, one producer warp). ``transB=True``: B
     is given as its transpose, (N, K) row-major (``torch.nn.Linear``'s weight: ``C = A @
     B.T`` without a copy); the kernel loads K-major B tiles, the tensor cores' other
-    operand form, and is the same otherwise."""
+    operand form, and is the same otherwise. ``loose_b=True`` (what :class:`Padded` builds):
+    B's row count is a size of its own, not N (``transB``) or K; TMA reads the rows past it
+    as zeros."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     if any(v is not None and v % 8 for v in (N_, K_)):
@@ -305,7 +309,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                              "which needs all of M, N and K given")
         kw = dict(dtype=dtype, num_sms=num_sms, stages=stages, producer=producer, bn=bn,
                   bm=bm, splits=splits, multicast=multicast, swap=swap,
-                  persistent=persistent, transB=transB)
+                  persistent=persistent, transB=transB, loose_b=True)
         return Padded(make_gemm(M_, _up8(N_), _up8(K_), **kw), M_, N_, K_, transB)
     if producer not in ("warpgroup", "warp"):
         raise ValueError(f"producer={producer!r}: 'warpgroup' or 'warp'")
@@ -322,10 +326,11 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     forced = (bm, bn, splits, stages, multicast, swap, persistent) != (None,) * 7
     if not forced and None not in (M_, N_, K_):
         return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer,
-                                                   transB=bool(transB)),
+                                                   transB=bool(transB),
+                                                   loose_b=bool(loose_b)),
                                  configs=tune_configs(M_, N_, K_, sms, cfg),
                                  timer=CudaTimer(heat_s=TUNE_HEAT_S))
-    return _kernel(dtype, sms, producer, **cfg, transB=bool(transB))
+    return _kernel(dtype, sms, producer, **cfg, transB=bool(transB), loose_b=bool(loose_b))
 
 
 def _up8(v: int) -> int:
@@ -334,12 +339,19 @@ def _up8(v: int) -> int:
 
 class Padded:
     """``make_gemm``'s kernel where N or K is not a multiple of 8. TMA reads and writes only
-    rows of a multiple of 16 bytes, so ``k(A, B, C)`` copies A and B into zero-padded
-    arrays (K and N rounded up to a multiple of 8; the padding adds zeros to every dot
-    product), runs the kernel of the padded sizes (``inner``, tuned as usual) into a
-    padded C and copies C's first N columns back. Only the arrays the rounding changes are
-    copied (an odd N alone copies B and C, an odd K alone A and B). The copies cost memory
-    traffic the aligned kernel does not pay, so ``make_gemm`` warns
+    rows of a multiple of 16 bytes, so ``k(A, B, C)`` runs the kernel of the sizes rounded up
+    to a multiple of 8 (``inner``, tuned as usual) on zero-padded copies of the arrays whose
+    rows are too short, and copies C's first N columns back:
+
+    * A (M, K) is copied when K is odd, C (M, N) when N is odd;
+    * B is copied when *its* rows are: N for B (K, N), K for B (N, K) with ``transB``. Its
+      other extent is its own size in the padded kernel (``loose_b``): TMA reads the rows
+      past it as zeros. So an odd K alone copies only A (B (K, N) as it is), and with
+      ``transB`` an odd N alone copies only C (a vocabulary of 50257 rows of weights is
+      read in place).
+
+    The zeros of the padding add nothing to any dot product. The copies cost memory traffic
+    the aligned kernel does not pay, so ``make_gemm`` warns
     (:class:`tilewise.TilewisePerformanceWarning`) at the caller's line. Torch tensors
     (the copies run on the launch's stream, into padded arrays the kernel object keeps
     per stream: their zeros are written once) and numpy arrays (``tw.simulate``, which
@@ -348,41 +360,46 @@ class Padded:
     def __init__(self, inner, M_: int, N_: int, K_: int, transB: bool = False):
         self.inner, self.M, self.N, self.K, self.transB = inner, M_, N_, K_, transB
         self.N8, self.K8 = _up8(N_), _up8(K_)
+        self.pad_a, self.pad_c = self.K8 != K_, self.N8 != N_
+        self.pad_b = self.K8 != K_ if transB else self.N8 != N_  # B's rows too short
         self._bufs: dict = {}
         import warnings
 
         from tilewise import TilewisePerformanceWarning
 
-        warnings.warn(f"make_gemm({M_}, {N_}, {K_}): "
+        names = [n for n, p in zip("ABC", (self.pad_a, self.pad_b, self.pad_c)) if p]
+        warnings.warn(f"make_gemm({M_}, {N_}, {K_}"
+                      + (", transB=True): " if transB else "): ")
                       + " and ".join(f"{n} = {v} is not a multiple of 8" for n, v in
                                      (("N", N_), ("K", K_)) if v % 8)
-                      + f"; TMA needs 16-byte rows, so each call copies "
-                      f"{self._copied()} into arrays padded to N = {self.N8}, K = {self.K8}"
+                      + "; TMA needs 16-byte rows, so each call copies "
+                      + (", ".join(names[:-1]) + " and " if len(names) > 1 else "")
+                      + f"{names[-1]} into {'arrays' if len(names) > 1 else 'an array'} "
+                      f"padded to N = {self.N8}, K = {self.K8}"
                       " (sizes that are multiples of 8 avoid the copies)",
                       TilewisePerformanceWarning, stacklevel=3)
-
-    def _copied(self) -> str:
-        names = (["A"] if self.K8 != self.K else []) + ["B"] + (["C"] if self.N8 != self.N
-                                                               else [])
-        return ", ".join(names[:-1]) + " and " + names[-1]
 
     def __tilewise_prim_func__(self):
         return as_prim_func(self.inner)
 
     def __getattr__(self, name):  # select(), report() ... of the padded kernel
-        if name.startswith("_") or name in ("inner", "M", "N", "K", "N8", "K8", "transB"):
+        if name.startswith("_") or name in ("inner", "M", "N", "K", "N8", "K8", "transB",
+                                            "pad_a", "pad_b", "pad_c"):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
     def __repr__(self) -> str:
         return f"<make_gemm {self.M}x{self.N}x{self.K} padded to N={self.N8}, K={self.K8}>"
 
+    def _b_padded_shape(self) -> tuple:
+        """B's copy: its rows padded, its row count as it is (the kernel's own extent)."""
+        return (self.N, self.K8) if self.transB else (self.K, self.N8)
+
     def pad(self, A, B, C):
-        """``(A, B, C)`` of the padded kernel: copies where a size is rounded up."""
-        K8, N8 = self.K8, self.N8
-        A8 = A if K8 == self.K else _padded(A, (A.shape[0], K8))
-        B8 = _padded(B, self._b_shape(K8, N8))
-        C8 = C if N8 == self.N else _padded(C, (C.shape[0], N8), fill=False)
+        """``(A, B, C)`` of the padded kernel: fresh copies where the rows are too short."""
+        A8 = _padded(A, (self.M, self.K8)) if self.pad_a else A
+        B8 = _padded(B, self._b_padded_shape()) if self.pad_b else B
+        C8 = _padded(C, (self.M, self.N8), fill=False) if self.pad_c else C
         return A8, B8, C8
 
     def _unpad(self, C, C8) -> None:
@@ -399,27 +416,32 @@ class Padded:
         import torch
 
         with _torch_stream(stream, (A, B, C)):
-            A8, B8, C8 = self._buffers(A, B, C, torch.cuda.current_stream().cuda_stream)
-            if A8 is not A:
-                A8[:, :self.K].copy_(A)
-            B8[:B.shape[0], :B.shape[1]].copy_(B)
-            self.inner(A8, B8, C8, stream=stream)
-            self._unpad(C, C8)
+            A8, B8, C8, a_in, b_in, c_out = self._buffers(A, B, C, _stream_key(torch, A))
+            for view, x in ((a_in, A), (b_in, B)):
+                if view is not None:
+                    view.copy_(x)
+            self.inner(A if A8 is None else A8, B if B8 is None else B8,
+                       C if C8 is None else C8, stream=stream)
+            if c_out is not None:
+                C.copy_(c_out)
 
-    def _buffers(self, A, B, C, raw_stream):
+    def _buffers(self, A, B, C, stream_key):
         """The padded arrays of calls on this stream (device, dtype), allocated once with
-        their padding zeroed, so that a call copies only the data in (one kernel an array)
-        and the kernel sees the same addresses every time. Calls on one stream run in
-        order, so they may share them; another stream gets its own."""
-        key = (raw_stream, A.device, A.dtype)
+        their padding zeroed, and the views of them a call copies into and out of: a call
+        copies only the data (one kernel an array) and the kernel sees the same addresses
+        every time. Calls on one stream run in order, so they may share them; another
+        stream gets its own. (None where that array is used as it is.)"""
+        key = (stream_key, A.device, A.dtype)
         bufs = self._bufs.get(key)
         if bufs is None:
+            A8 = A.new_zeros((self.M, self.K8)) if self.pad_a else None
+            B8 = B.new_zeros(self._b_padded_shape()) if self.pad_b else None
+            C8 = C.new_empty((self.M, self.N8)) if self.pad_c else None
             bufs = self._bufs[key] = (
-                None if self.K8 == self.K else A.new_zeros((self.M, self.K8)),
-                B.new_zeros(self._b_shape(self.K8, self.N8)),
-                None if self.N8 == self.N else C.new_empty((self.M, self.N8)))
-        A8, B8, C8 = bufs
-        return (A if A8 is None else A8), B8, (C if C8 is None else C8)
+                A8, B8, C8, None if A8 is None else A8[:, :self.K],
+                None if B8 is None else B8[:B.shape[0], :B.shape[1]],
+                None if C8 is None else C8[:, :self.N])
+        return bufs
 
     def __tilewise_simulate__(self, simulate, A, B, C, **kw):
         self._check(A, B, C)
@@ -428,11 +450,9 @@ class Padded:
         self._unpad(C, C8)
         return report
 
-    def _b_shape(self, k: int, n: int) -> tuple:
-        return (n, k) if self.transB else (k, n)
-
     def _check(self, A, B, C) -> None:
-        want = ((self.M, self.K), self._b_shape(self.K, self.N), (self.M, self.N))
+        b = (self.N, self.K) if self.transB else (self.K, self.N)
+        want = ((self.M, self.K), b, (self.M, self.N))
         got = tuple(tuple(x.shape) for x in (A, B, C))
         if got != want:
             raise tilewise.LaunchError(
@@ -455,6 +475,16 @@ def _padded(x, shape, fill=True):
     return np.pad(x, ((0, grow[0]), (0, grow[1]))) if fill else np.empty(shape, x.dtype)
 
 
+def _stream_key(torch, a):
+    """Which stream is current on ``a``'s device (a key, not a handle): torch's own
+    lookup without building a Stream object, which costs more than a launch here."""
+    get = getattr(torch._C, "_cuda_getCurrentStream", None)
+    if get is None:
+        return torch.cuda.current_stream(a.device).cuda_stream
+    got = get(a.device.index)  # (stream id, device, device type)
+    return got[0] if isinstance(got, tuple) else got
+
+
 def _torch_stream(stream, arrays):
     """The context in which the padding copies run on ``stream`` (torch's current stream
     when None, as the launch does)."""
@@ -473,7 +503,7 @@ def _torch_stream(stream, arrays):
 
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,
-            persistent=True, group_m=GROUP_M, transB=False):
+            persistent=True, group_m=GROUP_M, transB=False, loose_b=False):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -502,7 +532,10 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
     @T.prim_func
     def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
         A = T.match_buffer(A_ptr, (M, K), dtype)
-        B = T.match_buffer(B_ptr, (N, K) if transB else (K, N), dtype)
+        # loose_b (the padded kernel's): B's row count is its own size, not N or K; TMA
+        # reads its rows past it (up to the padded N or K) as zeros
+        B = T.match_buffer(B_ptr, ((NB if loose_b else N), K) if transB else
+                           ((KB if loose_b else K), N), dtype)
         C = T.match_buffer(C_ptr, (M, N), dtype)
         T.device_entry()
         m_tiles = T.meta_var(T.ceildiv(ROWS, bm))  # expressions of the sizes (the grid's too)

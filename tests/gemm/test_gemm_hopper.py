@@ -295,23 +295,30 @@ def test_split_k_adds_the_partial_sums_in_rank_order_across_the_cluster():
     assert LaunchConfig.of(lowered.func).cluster == (4, 1, 1)
 
 
-@pytest.mark.parametrize("shape,dtype", [((37, 1001, 100), "bfloat16"),
-                                         ((130, 136, 100), "float16"),
-                                         ((70, 203, 72), "bfloat16")])
-def test_sizes_tma_cannot_describe_are_padded_with_a_warning(shape, dtype):
+@pytest.mark.parametrize("shape,dtype,transB,copied", [
+    ((37, 1001, 100), "bfloat16", False, "A, B and C"),
+    ((130, 136, 100), "float16", False, "A into"),  # B (100, 136) read as it is
+    ((70, 203, 72), "bfloat16", False, "B and C"),
+    ((37, 1001, 100), "bfloat16", True, "A, B and C"),
+    ((70, 203, 72), "float16", True, "C into"),  # B (203, 72) read as it is
+    ((130, 136, 100), "bfloat16", True, "A and B")])
+def test_sizes_tma_cannot_describe_are_padded_with_a_warning(shape, dtype, transB, copied):
     """N or K not a multiple of 8: the kernel of the sizes rounded up, on zero-padded copies
-    (only of the arrays the rounding changes), and a performance warning at this line."""
+    of the arrays whose rows are too short (B's row count stays its own: TMA reads past it
+    as zeros), and a performance warning at this line naming them."""
     a, b, c = G.inputs(np.random.default_rng(5), shape, dtype)
-    with pytest.warns(tw.TilewisePerformanceWarning, match="not a multiple of 8") as w:
-        k = G.make_gemm(*shape, dtype=dtype, num_sms=G.H200_SMS)
+    bk = np.ascontiguousarray(b.T) if transB else b
+    with pytest.warns(tw.TilewisePerformanceWarning, match=f"copies {copied}") as w:
+        k = G.make_gemm(*shape, dtype=dtype, num_sms=G.H200_SMS, transB=transB)
     assert w[0].filename == __file__
     M, N, K = shape
-    a8, b8, c8 = k.pad(a, b, c)
-    assert b8.shape == (k.K8, k.N8) and (k.K8, k.N8) == (-(-K // 8) * 8, -(-N // 8) * 8)
-    assert not k.transB
+    assert (k.K8, k.N8) == (-(-K // 8) * 8, -(-N // 8) * 8)
+    a8, b8, c8 = k.pad(a, bk, c)
     assert (a8 is a) == (K % 8 == 0) and (c8 is c) == (N % 8 == 0)
-    assert not b8[K:].any() and not a8[:, K:].any(), "the padding is not zero"
-    assert tw.simulate(k, a, b, c, outputs=("C",)).ok
+    assert (b8 is bk) == ((K if transB else N) % 8 == 0)
+    assert b8.shape == ((N, k.K8) if transB else (K, k.N8)) or b8 is bk
+    assert not a8[:, K:].any() and not b8[:, (K if transB else N):].any(), "nonzero padding"
+    assert tw.simulate(k, a, bk, c, outputs=("C",)).ok
     _check(c, a, b)
 
 
@@ -352,19 +359,23 @@ def test_the_gemm_on_the_gpu_matches_torch(shape, dtype, producer, torch):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(77, 1001, 3001), (1, 4095, 4097), (4000, 4100, 1003),
-                                   (512, 130, 8190), (3, 7, 5)])
-def test_padded_sizes_on_the_gpu_match_torch(shape, torch):
-    """N or K not a multiple of 8 on the GPU (the padding copies on torch's stream), twice
-    on a side stream: the same bits."""
+@pytest.mark.parametrize("shape,transB", [
+    ((77, 1001, 3001), False), ((1, 4095, 4097), False), ((4000, 4100, 1003), False),
+    ((512, 130, 8190), False), ((3, 7, 5), False), ((1000, 3000, 1003), False),
+    ((16, 50257, 768), True), ((300, 32001, 4096), True), ((77, 1001, 3001), True)])
+def test_padded_sizes_on_the_gpu_match_torch(shape, transB, torch):
+    """N or K not a multiple of 8 on the GPU (the padding copies on torch's stream; B read
+    in place where its rows are aligned: an LM head's (50257, 768) weight), twice, the
+    second time on a side stream: the same bits."""
     M, N, K = shape
     A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-    B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(*((N, K) if transB else (K, N)), device="cuda", dtype=torch.bfloat16)
     C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
     with pytest.warns(tw.TilewisePerformanceWarning):
-        k = G.make_gemm(M, N, K)
+        k = G.make_gemm(M, N, K, transB=transB)
+    assert k.pad_b == bool((K if transB else N) % 8)
     k(A, B, C)
-    ref = A.double() @ B.double()
+    ref = A.double() @ (B.double().T if transB else B.double())
     err = (C.double() - ref).abs()
     assert not torch.isnan(C).any()
     assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
@@ -471,15 +482,10 @@ def test_calling_the_kernel_without_a_gpu_says_so():
     assert out.startswith("LaunchError launch error: no CUDA GPU"), out
 
 
-def test_transB_with_sizes_tma_cannot_describe_pads_b_as_n_by_k():
-    """transB and an odd N and K: B (N, K) is padded to (N8, K8), the product still right."""
+def test_transB_padded_refuses_b_in_the_other_orientation():
     a, b, c = G.inputs(np.random.default_rng(6), (37, 203, 100), "bfloat16")
-    bt = np.ascontiguousarray(b.T)
     with pytest.warns(tw.TilewisePerformanceWarning):
         k = G.make_gemm(37, 203, 100, transB=True, num_sms=G.H200_SMS)
-    assert k.pad(a, bt, c)[1].shape == (208, 104)
-    assert tw.simulate(k, a, bt, c, outputs=("C",)).ok
-    _check(c, a, b)
     with pytest.raises(tw.LaunchError, match=r"B \(203, 100\)"):
         tw.simulate(k, a, b, c)  # B as (K, N): the wrong orientation for transB
 
