@@ -6,13 +6,14 @@ kv_heads=None, scale=None)`` returns a kernel launched as ``k(Q, K, V, O)`` with
 ``torch.nn.functional.scaled_dot_product_attention(Q, K, V, is_causal=causal, scale=scale,
 enable_gqa=kv_heads is not None)``'s contract: Q and O are (batch, heads, seq_q, head_dim),
 K and V (batch, kv_heads, seq_k, head_dim), contiguous, float16 or bfloat16; head_dim a
-multiple of 16 up to 256 (64, 128 and 256 measured and tuned; the others take the 128-byte
-swizzle where a row splits into 128-byte blocks, else 64 or 32: ``widest_swizzle``); any
-sequence lengths; ``heads`` a multiple of ``kv_heads`` (query head ``h`` reads
-key/value head ``h // (heads // kv_heads)``); ``scale`` (positive) defaults to
-``1 / sqrt(head_dim)``; ``causal`` as torch defines it, *top-left* aligned: query ``i``
-sees keys ``j <= i`` (with seq_q > seq_k the last queries see every key; with seq_q < seq_k
-no query sees the keys past seq_q). ``return_lse=True`` gives ``k(Q, K, V, O, LSE)``, which
+multiple of 8 up to 256 (64, 128 and 256 measured and tuned; the tiles round it up to a
+multiple of 16, ``tile_head_dim``, TMA reading the columns past it as zeros, and take the
+128-byte swizzle where a row splits into 128-byte blocks, else 64 or 32:
+``widest_swizzle``); any sequence lengths; ``heads`` a multiple of ``kv_heads`` (query
+head ``h`` reads key/value head ``h // (heads // kv_heads)``); ``scale`` (positive)
+defaults to ``1 / sqrt(head_dim)``; ``causal`` as torch defines it, *top-left* aligned:
+query ``i`` sees keys ``j <= i`` (with seq_q > seq_k the last queries see every key; with
+seq_q < seq_k no query sees the keys past seq_q). ``return_lse=True`` gives ``k(Q, K, V, O, LSE)``, which
 also writes the log-sum-exp of each row, ``LSE[b, h, i] = log(sum_j exp(scale · q_i ·
 k_j))`` over the keys row ``i`` sees (``torch.logsumexp`` of the scaled, masked scores),
 float32 (batch, heads, seq_q): what the backward pass (``attention_backward.py``) needs.
@@ -110,7 +111,14 @@ def default_consumers(head_dim: int, causal: bool, seq_q: int) -> int:
 # 64-key block at seq 4096 / 16384), with one 64 (80-key blocks cut the diagonal worse).
 BLOCK_N = {64: 128, 128: 128, 256: 64}
 BLOCK_N_FULL = {**BLOCK_N, 256: 80}
-HEAD_DIMS = range(16, 257, 16)  # wgmma's K step (S = Q Kᵀ) is 16; O's width is at most 256
+HEAD_DIMS = range(8, 257, 8)  # TMA's 16-byte rows; O's width is at most 256
+
+
+def tile_head_dim(head_dim: int) -> int:
+    """The head_dim of the shared and register tiles: a multiple of 16 (wgmma's K step in
+    S = Q Kᵀ). Past ``head_dim`` the TMA loads read zeros (adding nothing to S, making
+    O's extra columns zero) and the stores drop those columns."""
+    return -(-head_dim // 16) * 16
 
 
 def default_block_n(head_dim: int, causal: bool) -> int:
@@ -138,8 +146,9 @@ def plan(head_dim: int, block_n: int | None = None, stages: int | None = None,
     output tile reuses the Q tile's shared memory (when a separate one does not fit), and the
     consumer warpgroups."""
     bn = block_n or default_block_n(head_dim, causal)
-    q = 64 * consumers * head_dim * 2
-    kv = 2 * bn * head_dim * 2  # one K and one V block
+    d = tile_head_dim(head_dim)
+    q = 64 * consumers * d * 2
+    kv = 2 * bn * d * 2  # one K and one V block
     o_in_q = q + q + 2 * kv > SMEM_BYTES - 1024
     free = SMEM_BYTES - 1024 - q - (0 if o_in_q else q)
     return bn, stages or min(4, free // kv), o_in_q, consumers
@@ -186,7 +195,8 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
 _KERNELS: dict = {}
 
 
-def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C, ctas):
+def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C, ctas):
+    D = tile_head_dim(DT)  # TMA reads columns DT.. as zeros and drops them on the store
     batch, seq_q, seq_k = BATCH, SEQ_Q, SEQ_K
     group = heads // Hk
     sl2 = scale * LOG2E
@@ -214,10 +224,10 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C
     @T.prim_func
     def attention(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle,
                   LSE_ptr: T.handle):
-        Q = T.match_buffer(Q_ptr, (batch, heads, seq_q, D), dtype)
-        K = T.match_buffer(K_ptr, (batch, Hk, seq_k, D), dtype)
-        V = T.match_buffer(V_ptr, (batch, Hk, seq_k, D), dtype)
-        O = T.match_buffer(O_ptr, (batch, heads, seq_q, D), dtype)  # noqa: E741
+        Q = T.match_buffer(Q_ptr, (batch, heads, seq_q, DT), dtype)
+        K = T.match_buffer(K_ptr, (batch, Hk, seq_k, DT), dtype)
+        V = T.match_buffer(V_ptr, (batch, Hk, seq_k, DT), dtype)
+        O = T.match_buffer(O_ptr, (batch, heads, seq_q, DT), dtype)  # noqa: E741
         if return_lse:
             LSE = T.match_buffer(LSE_ptr, (batch, heads, seq_q), "float32")
         T.device_entry()
@@ -268,7 +278,7 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C
                                                        causal, BM, BN, ctas)
                     T.ptx.mbarrier.try_wait(T.address_of(q_empty[0]), (tc + 1) % 2)
                     T.ptx.mbarrier.arrive.expect_tx(T.address_of(q_full[0]), q_bytes)
-                    Tx.thread.copy_async(Qs[:, :], Q[b, h, m0:m0 + BM, :], dispatch="tma",
+                    Tx.thread.copy_async(Qs[:, :], Q[b, h, m0:m0 + BM, 0:D], dispatch="tma",
                                          mbar=T.address_of(q_full[0]))
                     for j in range(n_blocks + 1):
                         if j < n_blocks:  # K block j
@@ -276,14 +286,14 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C
                             T.ptx.mbarrier.try_wait(T.address_of(k_empty[s]),
                                                     ((it + j) // stages + 1) % 2)
                             T.ptx.mbarrier.arrive.expect_tx(T.address_of(k_full[s]), kv_bytes)
-                            Tx.thread.copy_async(Ks[s, :, :], K[b, hk, j * BN:j * BN + BN, :],
+                            Tx.thread.copy_async(Ks[s, :, :], K[b, hk, j * BN:j * BN + BN, 0:D],
                                                  dispatch="tma", mbar=T.address_of(k_full[s]))
                         if j > 0:  # V block j - 1: it is read one step after K block j - 1
                             sv = (it + j - 1) % stages
                             T.ptx.mbarrier.try_wait(T.address_of(v_empty[sv]),
                                                     ((it + j - 1) // stages + 1) % 2)
                             T.ptx.mbarrier.arrive.expect_tx(T.address_of(v_full[sv]), kv_bytes)
-                            Tx.thread.copy_async(Vs[sv, :, :], V[b, hk, j * BN - BN:j * BN, :],
+                            Tx.thread.copy_async(Vs[sv, :, :], V[b, hk, j * BN - BN:j * BN, 0:D],
                                                  dispatch="tma", mbar=T.address_of(v_full[sv]))
                     it = it + n_blocks
                     tc = tc + 1
@@ -427,7 +437,7 @@ def _build(heads, D, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C
                 T.ptx.fence.proxy_async()
                 T.ptx.bar.sync(1 + C + cw, 128)
                 if leader:
-                    Tx.thread.copy_async(O[b, h, r0:r0 + 64, :], Os[cw * 64:cw * 64 + 64, :],
+                    Tx.thread.copy_async(O[b, h, r0:r0 + 64, 0:D], Os[cw * 64:cw * 64 + 64, :],
                                          dispatch="tma")
                     T.ptx.cp_async.bulk.commit_group()
                     if o_in_q:  # the next Q may land once the store has read the tile
@@ -473,8 +483,8 @@ def _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_attention takes bfloat16 or float16, not {dtype!r}")
     if head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim={head_dim}: a multiple of 16 from 16 to 256 (wgmma's K "
-                         "step is 16 and O's width at most 256)")
+        raise ValueError(f"head_dim={head_dim}: a multiple of 8 from 8 to 256 (TMA's rows are "
+                         "16-byte multiples and O's width is at most 256)")
     for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name}={v!r} must be a positive int")

@@ -107,9 +107,9 @@ def make_attention_backward(batch: int, heads: int, seq_q: int, seq_k: int, head
     """The backward pass of ``make_attention`` with the same arguments (module docstring)."""
     if dtype not in ("bfloat16", "float16"):
         raise ValueError(f"make_attention_backward takes bfloat16 or float16, not {dtype!r}")
-    if head_dim % 16 or not 16 <= head_dim <= 256:
-        raise ValueError(f"head_dim={head_dim}: a multiple of 16 from 16 to 256 (wgmma's K "
-                         "step is 16 and a gradient tile's width at most 256)")
+    if head_dim % 8 or not 8 <= head_dim <= 256:
+        raise ValueError(f"head_dim={head_dim}: a multiple of 8 from 8 to 256 (TMA's rows are "
+                         "16-byte multiples and a gradient tile's width is at most 256)")
     if kv_heads is not None and (kv_heads < 1 or heads % kv_heads):
         raise ValueError(f"kv_heads={kv_heads} must divide heads={heads}")
     for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
@@ -165,7 +165,9 @@ def _make_prep(D: int, dtype: str, sms: int):
     return attention_bwd_prep
 
 
-def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, sms: int):
+def _make_main(H: int, DT: int, causal: bool, dtype: str, Hk: int, scale: float, sms: int):
+    D = -(-DT // 16) * 16  # the tiles' head_dim (attention.tile_head_dim): TMA reads columns
+    #  DT.. as zeros and drops them on the stores
     b_, Sq, Sk = BATCH, SEQ_Q, SEQ_K
     group = H // Hk
     per_sm = 2 if D <= 128 else 1  # 96 KB of shared memory and 190 registers at D = 128
@@ -189,15 +191,15 @@ def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, 
     def attention_bwd(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, dO_ptr: T.handle,
                       LSE_ptr: T.handle, Delta_ptr: T.handle, dQ_ptr: T.handle,
                       dK_ptr: T.handle, dV_ptr: T.handle):
-        Q = T.match_buffer(Q_ptr, (b_, H, Sq, D), dtype)
-        K = T.match_buffer(K_ptr, (b_, Hk, Sk, D), dtype)
-        V = T.match_buffer(V_ptr, (b_, Hk, Sk, D), dtype)
-        dO = T.match_buffer(dO_ptr, (b_, H, Sq, D), dtype)
+        Q = T.match_buffer(Q_ptr, (b_, H, Sq, DT), dtype)
+        K = T.match_buffer(K_ptr, (b_, Hk, Sk, DT), dtype)
+        V = T.match_buffer(V_ptr, (b_, Hk, Sk, DT), dtype)
+        dO = T.match_buffer(dO_ptr, (b_, H, Sq, DT), dtype)
         LSE = T.match_buffer(LSE_ptr, (b_, H, Sq), "float32")
         Delta = T.match_buffer(Delta_ptr, (b_, H, Sq), "float32")
-        dQ = T.match_buffer(dQ_ptr, (b_, H, Sq, D), dtype)
-        dK = T.match_buffer(dK_ptr, (b_, Hk, Sk, D), dtype)
-        dV = T.match_buffer(dV_ptr, (b_, Hk, Sk, D), dtype)
+        dQ = T.match_buffer(dQ_ptr, (b_, H, Sq, DT), dtype)
+        dK = T.match_buffer(dK_ptr, (b_, Hk, Sk, DT), dtype)
+        dV = T.match_buffer(dV_ptr, (b_, Hk, Sk, DT), dtype)
         T.device_entry()
         bx = T.cta_id([ctas])
         tid = T.thread_id([128])
@@ -262,29 +264,29 @@ def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, 
                     T.ptx.mbarrier.arrive.expect_tx(T.address_of(xfull[0]),
                                                     (2 if kind != 2 else 1) * tile_bytes)
                     if kind == 0:
-                        Tx.thread.copy_async(X0[:, :], Q[b, h, r0:r0 + B64, :],
+                        Tx.thread.copy_async(X0[:, :], Q[b, h, r0:r0 + B64, 0:D],
                                              dispatch="tma", mbar=T.address_of(xfull[0]))
-                        Tx.thread.copy_async(X1[:, :], dO[b, h, r0:r0 + B64, :],
+                        Tx.thread.copy_async(X1[:, :], dO[b, h, r0:r0 + B64, 0:D],
                                              dispatch="tma", mbar=T.address_of(xfull[0]))
                     else:
-                        Tx.thread.copy_async(X0[:, :], K[b, h, r0:r0 + B64, :],
+                        Tx.thread.copy_async(X0[:, :], K[b, h, r0:r0 + B64, 0:D],
                                              dispatch="tma", mbar=T.address_of(xfull[0]))
                         if kind == 1:
-                            Tx.thread.copy_async(X1[:, :], V[b, h, r0:r0 + B64, :],
+                            Tx.thread.copy_async(X1[:, :], V[b, h, r0:r0 + B64, 0:D],
                                                  dispatch="tma", mbar=T.address_of(xfull[0]))
                 if leader and count > 0:  # (a key block past every query has no work)
                     s = it % stages
                     T.ptx.mbarrier.arrive.expect_tx(T.address_of(yfull[s]), 2 * tile_bytes)
                     if kind == 0:
-                        Tx.thread.copy_async(Y0[s, :, :], K[b, h // group, 0:B64, :],
+                        Tx.thread.copy_async(Y0[s, :, :], K[b, h // group, 0:B64, 0:D],
                                              dispatch="tma", mbar=T.address_of(yfull[s]))
-                        Tx.thread.copy_async(Y1[s, :, :], V[b, h // group, 0:B64, :],
+                        Tx.thread.copy_async(Y1[s, :, :], V[b, h // group, 0:B64, 0:D],
                                              dispatch="tma", mbar=T.address_of(yfull[s]))
                     else:
                         q0 = first * B64
-                        Tx.thread.copy_async(Y0[s, :, :], Q[b, h * group, q0:q0 + B64, :],
+                        Tx.thread.copy_async(Y0[s, :, :], Q[b, h * group, q0:q0 + B64, 0:D],
                                              dispatch="tma", mbar=T.address_of(yfull[s]))
-                        Tx.thread.copy_async(Y1[s, :, :], dO[b, h * group, q0:q0 + B64, :],
+                        Tx.thread.copy_async(Y1[s, :, :], dO[b, h * group, q0:q0 + B64, 0:D],
                                              dispatch="tma", mbar=T.address_of(yfull[s]))
                 if kind == 0:  # LSE (in log2 units) and Delta of this block's 64 rows
                     for i in T.static_range(2):
@@ -311,16 +313,16 @@ def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, 
                                                         2 * tile_bytes)
                         if kind == 0:
                             k1 = (u + 1) * B64
-                            Tx.thread.copy_async(Y0[sn, :, :], K[b, h // group, k1:k1 + B64, :],
+                            Tx.thread.copy_async(Y0[sn, :, :], K[b, h // group, k1:k1 + B64, 0:D],
                                                  dispatch="tma", mbar=T.address_of(yfull[sn]))
-                            Tx.thread.copy_async(Y1[sn, :, :], V[b, h // group, k1:k1 + B64, :],
+                            Tx.thread.copy_async(Y1[sn, :, :], V[b, h // group, k1:k1 + B64, 0:D],
                                                  dispatch="tma", mbar=T.address_of(yfull[sn]))
                         else:
                             hn = h * group + (u + 1) // n_inner
                             q1 = (first + (u + 1) % n_inner) * B64
-                            Tx.thread.copy_async(Y0[sn, :, :], Q[b, hn, q1:q1 + B64, :],
+                            Tx.thread.copy_async(Y0[sn, :, :], Q[b, hn, q1:q1 + B64, 0:D],
                                                  dispatch="tma", mbar=T.address_of(yfull[sn]))
-                            Tx.thread.copy_async(Y1[sn, :, :], dO[b, hn, q1:q1 + B64, :],
+                            Tx.thread.copy_async(Y1[sn, :, :], dO[b, hn, q1:q1 + B64, 0:D],
                                                  dispatch="tma", mbar=T.address_of(yfull[sn]))
                     if kind != 0:  # LSE and Delta of the 64 queries: this tile's columns
                         for rr in T.static_range(16):
@@ -378,11 +380,11 @@ def _make_main(H: int, D: int, causal: bool, dtype: str, Hk: int, scale: float, 
                 T.ptx.bar.sync(1, 128)
                 if leader:
                     if kind == 0:
-                        Tx.thread.copy_async(dQ[b, h, r0:r0 + B64, :], X0[:, :], dispatch="tma")
+                        Tx.thread.copy_async(dQ[b, h, r0:r0 + B64, 0:D], X0[:, :], dispatch="tma")
                     elif kind == 1:
-                        Tx.thread.copy_async(dK[b, h, r0:r0 + B64, :], X0[:, :], dispatch="tma")
+                        Tx.thread.copy_async(dK[b, h, r0:r0 + B64, 0:D], X0[:, :], dispatch="tma")
                     else:
-                        Tx.thread.copy_async(dV[b, h, r0:r0 + B64, :], X0[:, :], dispatch="tma")
+                        Tx.thread.copy_async(dV[b, h, r0:r0 + B64, 0:D], X0[:, :], dispatch="tma")
                     T.ptx.cp_async.bulk.commit_group()
                 it = it + count
                 xt = xt + 1

@@ -30,6 +30,10 @@ FORWARD = [
     (1, 2, 1000, 1000, 192, False, 1, "float16"),
     (2, 2, 300, 513, 32, False, None, "bfloat16"),
     (1, 2, 200, 200, 16, True, None, "bfloat16"),
+    # not a multiple of 16: tiles of the next multiple, TMA filling and dropping the rest
+    (2, 4, 700, 900, 72, True, 2, "bfloat16"),
+    (1, 2, 333, 200, 40, False, None, "float16"),
+    (1, 2, 100, 100, 8, True, None, "bfloat16"),
 ]
 
 
@@ -114,6 +118,8 @@ BACKWARD = [
     (1, 4, 700, 500, 96, True, 2, "bfloat16"),  # head_dims off the tuned three
     (1, 2, 333, 333, 80, False, None, "float16"),
     (1, 2, 300, 300, 192, True, None, "bfloat16"),
+    (1, 4, 500, 700, 72, True, 2, "bfloat16"),
+    (1, 2, 200, 200, 24, False, None, "float16"),
 ]
 
 

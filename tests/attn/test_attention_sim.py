@@ -126,20 +126,24 @@ def test_ptxas_keeps_the_consumers_in_registers(attn, head_dim, causal):
 
 
 @pytest.mark.parametrize("head_dim,causal,swizzle", [
-    (96, True, 64), (32, False, 64), (80, True, 32),
-    pytest.param(192, False, 128, marks=pytest.mark.slow(group="attention-sim"))])
+    (96, True, 64), (32, False, 64), (80, True, 32), (72, True, 32), (8, False, 32),
+    pytest.param(192, False, 128, marks=pytest.mark.slow(group="attention-sim")),
+    pytest.param(40, True, 32, marks=pytest.mark.slow(group="attention-sim"))])
 def test_head_dims_off_the_tuned_ones(attn, head_dim, causal, swizzle):
-    """head_dim a multiple of 16 that is not 64, 128 or 256: Q, K, V and O tiles in the
-    widest swizzle whose rows split a row of head_dim; both tails ragged."""
+    """head_dim a multiple of 8 that is not 64, 128 or 256: Q, K, V and O tiles of
+    ``tile_head_dim`` columns (a multiple of 16: 72 -> 80, the columns past head_dim read as
+    zeros by TMA and dropped on the store) in the widest swizzle that splits them; both
+    sequence tails ragged."""
     from tilewise.layout import widest_swizzle
 
-    assert widest_swizzle(head_dim) == swizzle
+    assert attn.tile_head_dim(head_dim) == -(-head_dim // 16) * 16
+    assert widest_swizzle(attn.tile_head_dim(head_dim)) == swizzle
     _run(attn, (1, 2, 150, 170, head_dim), causal)
 
 
 def test_sizes_are_checked_before_building(attn):
-    for head_dim in (72, 8, 272):
-        with pytest.raises(ValueError, match=f"head_dim={head_dim}: a multiple of 16 from 16"):
+    for head_dim in (4, 12, 264):
+        with pytest.raises(ValueError, match=f"head_dim={head_dim}: a multiple of 8 from 8"):
             attn.make_attention(1, 1, 64, 64, head_dim)
     with pytest.raises(ValueError, match="kv_heads=3 must divide heads=4"):
         attn.make_attention(1, 4, 64, 64, 64, kv_heads=3)

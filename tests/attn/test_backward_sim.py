@@ -69,13 +69,15 @@ def test_backward_gqa_tails_and_a_key_block_no_query_sees(attn):
 
 
 @pytest.mark.parametrize("head_dim,causal", [
-    (96, True), pytest.param(80, False, marks=pytest.mark.slow(group="attention-sim"))])
+    (96, True), (72, False), pytest.param(80, False, marks=pytest.mark.slow(group="attention-sim")),
+    pytest.param(8, True, marks=pytest.mark.slow(group="attention-sim"))])
 def test_backward_at_head_dims_off_the_tuned_ones(attn, head_dim, causal):
-    """head_dim 96 (64-byte swizzle) and 80 (32-byte, and a Delta row that is not a
-    multiple of a warp's 32 lanes), both tails ragged."""
+    """head_dim 96 (64-byte swizzle), 80 (32-byte, and a Delta row that is not a multiple
+    of a warp's 32 lanes), 72 and 8 (tiles of 80 and 16 columns, TMA reading the rest as
+    zeros and dropping it on the gradients' stores), both tails ragged."""
     run_backward(attn, (1, 2, 100, 130, head_dim), causal)
 
 
 def test_backward_sizes_are_checked(attn):
-    with pytest.raises(ValueError, match="head_dim=40: a multiple of 16 from 16 to 256"):
-        attn.make_attention_backward(1, 1, 64, 64, 40)
+    with pytest.raises(ValueError, match="head_dim=36: a multiple of 8 from 8 to 256"):
+        attn.make_attention_backward(1, 1, 64, 64, 36)

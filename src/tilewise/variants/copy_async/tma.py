@@ -265,7 +265,6 @@ def _emit(ctx):
               what="cp.async.bulk.tensor (TMA)"),
     predicate("operands are regions", P.operands_are_regions),
     predicate("global <-> shared", P.direction, pairs=PAIRS),
-    predicate("whole tiles", P.whole_tiles),
     predicate("completion", _completion),
     predicate("cta_group target", P.option_needs_feature, option="cta_group",
               feature="tcgen05", what="TMA cta_group="),
