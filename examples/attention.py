@@ -13,8 +13,8 @@ multiple of 16, ``tile_head_dim``, TMA reading the columns past it as zeros, and
 head ``h`` reads key/value head ``h // (heads // kv_heads)``); ``scale`` (positive)
 defaults to ``1 / sqrt(head_dim)``; ``causal`` as torch defines it, *top-left* aligned:
 query ``i`` sees keys ``j <= i`` (with seq_q > seq_k the last queries see every key; with
-seq_q < seq_k no query sees the keys past seq_q). ``return_lse=True`` gives ``k(Q, K, V, O, LSE)``, which
-also writes the log-sum-exp of each row, ``LSE[b, h, i] = log(sum_j exp(scale · q_i ·
+seq_q < seq_k no query sees the keys past seq_q). ``return_lse=True`` gives ``k(Q, K, V, O,
+LSE)``, which also writes the log-sum-exp of each row, ``LSE[b, h, i] = log(sum_j exp(scale · q_i ·
 k_j))`` over the keys row ``i`` sees (``torch.logsumexp`` of the scaled, masked scores),
 float32 (batch, heads, seq_q): what the backward pass (``attention_backward.py``) needs.
 
@@ -93,7 +93,7 @@ from __future__ import annotations
 
 import math
 
-from tilewise import T, Tx, runtime
+from tilewise import T, Tx, config_error, runtime
 from tilewise.sched import Snake
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
                              wgmma_accumulator_rows, wid_in_wg, widest_swizzle)
@@ -174,15 +174,15 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
     consumers = consumers or default_consumers(head_dim, causal, seq_q)
     BN, stages, o_in_q, consumers = plan(head_dim, block_n, stages, causal, consumers)
     if BN % 16 or not 16 <= BN <= 256 or stages < 1:
-        raise ValueError(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "
+        raise config_error(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "
                          "256 and the ring has at least one stage")
     if consumers not in (2, 3) or (consumers == 3 and head_dim != 64):
-        raise ValueError(f"consumers={consumers}: 2 warpgroups, or 3 at head_dim 64 (three "
+        raise config_error(f"consumers={consumers}: 2 warpgroups, or 3 at head_dim 64 (three "
                          "consumers have 160 registers a thread, too few for S, P and O at "
                          f"head_dim {head_dim})")
     scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
     if not scale > 0:
-        raise ValueError(f"scale={scale}: a positive number (the running maximum is taken "
+        raise config_error(f"scale={scale}: a positive number (the running maximum is taken "
                          "over the unscaled scores)")
     key = (heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
            bool(return_lse), BN, stages, o_in_q, consumers,
@@ -481,15 +481,15 @@ def _without_lse(func):
 
 def _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
     if dtype not in ("bfloat16", "float16"):
-        raise ValueError(f"make_attention takes bfloat16 or float16, not {dtype!r}")
+        raise config_error(f"make_attention takes bfloat16 or float16, not {dtype!r}")
     if head_dim not in HEAD_DIMS:
-        raise ValueError(f"head_dim={head_dim}: a multiple of 8 from 8 to 256 (TMA's rows are "
+        raise config_error(f"head_dim={head_dim}: a multiple of 8 from 8 to 256 (TMA's rows are "
                          "16-byte multiples and O's width is at most 256)")
     for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
         if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name}={v!r} must be a positive int")
+            raise config_error(f"{name}={v!r} must be a positive int")
     if kv_heads is not None and (kv_heads < 1 or heads % kv_heads):
-        raise ValueError(f"kv_heads={kv_heads} must divide heads={heads}")
+        raise config_error(f"kv_heads={kv_heads} must divide heads={heads}")
 
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 
-from tilewise import T, Tx, runtime
+from tilewise import T, Tx, config_error, runtime
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
                              wgmma_accumulator_rows, wid_in_wg, widest_swizzle)
 
@@ -106,15 +106,15 @@ def make_attention_backward(batch: int, heads: int, seq_q: int, seq_k: int, head
                             num_sms: int | None = None) -> AttentionBackward:
     """The backward pass of ``make_attention`` with the same arguments (module docstring)."""
     if dtype not in ("bfloat16", "float16"):
-        raise ValueError(f"make_attention_backward takes bfloat16 or float16, not {dtype!r}")
+        raise config_error(f"make_attention_backward takes bfloat16 or float16, not {dtype!r}")
     if head_dim % 8 or not 8 <= head_dim <= 256:
-        raise ValueError(f"head_dim={head_dim}: a multiple of 8 from 8 to 256 (TMA's rows are "
+        raise config_error(f"head_dim={head_dim}: a multiple of 8 from 8 to 256 (TMA's rows are "
                          "16-byte multiples and a gradient tile's width is at most 256)")
     if kv_heads is not None and (kv_heads < 1 or heads % kv_heads):
-        raise ValueError(f"kv_heads={kv_heads} must divide heads={heads}")
+        raise config_error(f"kv_heads={kv_heads} must divide heads={heads}")
     for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
         if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name}={v!r} must be a positive int")
+            raise config_error(f"{name}={v!r} must be a positive int")
     shape = (batch, heads, seq_q, seq_k, head_dim)
     sms = num_sms or runtime.sm_count(default=H200_SMS)
     key = (heads, head_dim, bool(causal), dtype, kv_heads or heads,

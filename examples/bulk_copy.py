@@ -13,7 +13,7 @@ a static allocation is limited to (the runtime raises the launch's limit).
 
 import numpy as np
 
-from tilewise import T, Tx
+from tilewise import T, Tx, config_error
 from tilewise.runner import random_bits
 
 TARGET = "sm_90a"
@@ -25,7 +25,7 @@ def make_bulk_copy(M: int, N: int, dtype: str = "float16", tile=(8, 1024), threa
     bulk copies, ``stages`` tiles per CTA."""
     TM, TN = tile
     if M % (TM * stages) or N % TN:
-        raise ValueError(f"tile {tile} x {stages} stages must divide the array {(M, N)}")
+        raise config_error(f"tile {tile} x {stages} stages must divide the array {(M, N)}")
     itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
     nbytes = TM * TN * itemsize
     gm, gn = M // (TM * stages), N // TN
@@ -69,7 +69,7 @@ def make_bulk_stream(M: int, N: int, dtype: str = "float16", tile=(8, 1024), sta
     completes once per lap of the ring."""
     TM, TN = tile
     if M % TM or N % TN:
-        raise ValueError(f"tile {tile} must divide the array {(M, N)}")
+        raise config_error(f"tile {tile} must divide the array {(M, N)}")
     itemsize = 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
     nbytes = TM * TN * itemsize
     gn = N // TN

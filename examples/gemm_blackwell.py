@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tilewise import T, Tx
+from tilewise import T, Tx, config_error
 from tilewise.layout import S, TCol, TileLayout, TLane, swizzled_tile, tid_in_wg
 from tilewise.sched import GroupedTiles
 
@@ -74,9 +74,9 @@ def make_gemm(M: int, N: int, K: int, dtype: str = "bfloat16", *, BN: int = 128,
     ``STAGES``: depth of the shared-memory ring; ``ctas``: the persistent grid (default: one
     CTA per SM, at most one per tile)."""
     if dtype not in ELEM:
-        raise ValueError(f"make_gemm takes bfloat16 or float16 inputs, not {dtype!r}")
+        raise config_error(f"make_gemm takes bfloat16 or float16 inputs, not {dtype!r}")
     if BN % 64 or not 64 <= BN <= 256:  # whole 128-byte swizzle blocks of B's 16-bit rows
-        raise ValueError(f"BN={BN} must be 64, 128, 192 or 256")
+        raise config_error(f"BN={BN} must be 64, 128, 192 or 256")
     eb = ELEM[dtype]
     tm, tn, nk = _ceil(M, BM), _ceil(N, BN), _ceil(K, BK)
     tiles = tm * tn

@@ -23,7 +23,7 @@ simulator and timed on its own against the plain cast epilogue
 
 import numpy as np
 
-from tilewise import T, Tx
+from tilewise import T, Tx, config_error
 from tilewise.layout import wgmma_accumulator
 
 TARGET = "sm_90a"
@@ -36,10 +36,10 @@ def make_epilogue(M: int, N: int, dtype: str = "bfloat16", bias: bool = True,
     handles 64 rows through the wgmma accumulator layout. ``bias=False`` and
     ``activation=None`` give the plain cast epilogue."""
     if activation not in (None, "silu"):
-        raise ValueError(f"activation {activation!r}: silu or None")
+        raise config_error(f"activation {activation!r}: silu or None")
     rows = 64 * warpgroups
     if M % rows:
-        raise ValueError(f"M={M} is not a multiple of {rows} (64 rows per warpgroup)")
+        raise config_error(f"M={M} is not a multiple of {rows} (64 rows per warpgroup)")
     frag = wgmma_accumulator(N)
     regs = N // 2  # 64 * N elements over 128 threads
 

@@ -53,7 +53,7 @@ import functools
 
 import tilewise
 
-from tilewise import T, Tx, runtime
+from tilewise import T, Tx, config_error, runtime
 from tilewise.layout import wgmma_accumulator, wgmma_accumulator_columns, wgmma_accumulator_rows
 from tilewise.sched import GroupedTiles
 
@@ -98,7 +98,7 @@ def check_sizes(N_: int | None, K_: int | None, elem_bytes: int = 1) -> None:
     """TMA's rule on the given sizes: 16-byte rows of C (bf16) and of A and B."""
     for name, v, mult in (("N", N_, 8), ("K", K_, 16 // elem_bytes)):
         if v is not None and v % mult:
-            raise ValueError(f"{name} = {v} is not a multiple of {mult}: TMA needs 16-byte "
+            raise config_error(f"{name} = {v} is not a multiple of {mult}: TMA needs 16-byte "
                              "rows (of C for N, of A and B for K)")
 
 
@@ -162,9 +162,9 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
     ``TILEWISE_AUTOTUNE=0`` and a machine without a GPU take the first of those (block
     scaling: the overlapped tile; row / tensor: the model's)."""
     if scaling not in SCALINGS:
-        raise ValueError(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
+        raise config_error(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
     if fast_accum and scaling == "block":
-        raise ValueError("fast_accum=True is for 'row' and 'tensor' scaling: block scales "
+        raise config_error("fast_accum=True is for 'row' and 'tensor' scaling: block scales "
                          "change every 128 of K, so the partials must be promoted")
     check_sizes(N_, K_)
     sms = num_sms or runtime.sm_count(default=H200_SMS)
@@ -229,9 +229,9 @@ def _tuned(M_, N_, scaling, sms, bm=None, bn=None, overlap=False):
 def check_overlap(tile: Tile, fast_accum: bool = False) -> None:
     """``overlap=True`` needs two partial fragments: one wave a warpgroup, promoted."""
     if fast_accum:
-        raise ValueError("overlap=True overlaps the promotions; fast_accum=True has none")
+        raise config_error("overlap=True overlaps the promotions; fast_accum=True has none")
     if len(tile.waves) > 1 or tile.wn > 128:
-        raise ValueError(f"overlap=True needs a tile of one wave a warpgroup (bn <= 128, "
+        raise config_error(f"overlap=True needs a tile of one wave a warpgroup (bn <= 128, "
                          f"bm <= 128), not {tile.bm} x {tile.bn}: two partials beside the "
                          "accumulator need more registers than a consumer has")
 

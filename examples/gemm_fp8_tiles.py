@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from tilewise import config_error
 from tilewise.layout import swizzled_tile
 
 BK = 128  # K per pipeline stage: one scale block (128 fp8 = one 128-byte swizzle row)
@@ -126,11 +127,11 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
              if c[0] in bms and bm in (None, c[0]) and bn in (None, c[1])
              and cluster in (None, mc) and share in (None, sh) and (mc == 1 or sms % 2 == 0)]
     if not cands and not straddling and (bm, bn) in STRADDLING:
-        raise ValueError(f"bm={bm}, bn={bn}: its columns straddle B's 128-column scale "
+        raise config_error(f"bm={bm}, bn={bn}: its columns straddle B's 128-column scale "
                          "blocks, and this kernel applies one scale of B per wave; take one "
                          f"of {[c for c in TILES if c[0] in bms]}")
     if not cands:
-        raise ValueError(f"bm={bm}, bn={bn}, cluster={cluster} is not a tile: one of "
+        raise config_error(f"bm={bm}, bn={bn}, cluster={cluster} is not a tile: one of "
                          f"{[c for c in tiles if c[0] in bms]}, cluster in {clusters}")
     ok = [t for t in cands if t.stages >= 3] or cands
 
@@ -151,7 +152,7 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
 
     best = min(ok, key=cost)
     if best.stages < 2:
-        raise ValueError(f"stages={best.stages}: the ring needs at least 2 buffers")
+        raise config_error(f"stages={best.stages}: the ring needs at least 2 buffers")
     if clamp and M_ is not None and N_ is not None:  # no idle CTAs
         n = max(1, min(sms, _tiles(M_, N_, best)))
         best = best._replace(sms=n + n % best.cluster)

@@ -36,7 +36,7 @@ import pathlib
 import sys
 
 import tilewise
-from tilewise import T, Tx, runtime
+from tilewise import T, Tx, config_error, runtime
 from tilewise.layout import wgmma_accumulator, wgmma_accumulator_rows
 from tilewise.sched import grouped_coords
 
@@ -113,7 +113,7 @@ def _tile(layout: str, num_groups: int, M_, N_, expected_m, elem_bytes: int, bk:
     rows = M_ if layout == "contiguous" else (
         None if expected_m is None else expected_m * num_groups)
     if bm not in (None, 64, 128):
-        raise ValueError(f"bm={bm}: grouped tiles are 64 or 128 rows (inside a segment)")
+        raise config_error(f"bm={bm}: grouped tiles are 64 or 128 rows (inside a segment)")
     sms = num_sms or runtime.sm_count(default=F.H200_SMS)
     return F.choose_tile(rows, N_, sms, bm, bn, stages, elem_bytes, bk,
                          bms=(64, 128), clamp=layout == "contiguous", clusters=(1,),
@@ -122,7 +122,7 @@ def _tile(layout: str, num_groups: int, M_, N_, expected_m, elem_bytes: int, bk:
 
 def _check(layout: str, N_, K_, elem_bytes: int) -> None:
     if layout not in LAYOUTS:
-        raise ValueError(f"layout={layout!r}: 'contiguous' or 'masked'")
+        raise config_error(f"layout={layout!r}: 'contiguous' or 'masked'")
     F.check_sizes(N_, K_, elem_bytes)
 
 

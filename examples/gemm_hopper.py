@@ -68,7 +68,7 @@ from __future__ import annotations
 import functools
 
 import tilewise
-from tilewise import T, Tx, runtime
+from tilewise import T, Tx, config_error, runtime
 from tilewise.layout import S as S_
 from tilewise.ir.stmt import as_prim_func
 from tilewise.layout import TileLayout, swizzled_tile, wgmma_accumulator
@@ -148,22 +148,22 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
     best.update(forced)
     if best["swap"] and ((best["bm"], best["bn"]) not in SWAP_TILES
                          or best["multicast"] != 1):
-        raise ValueError(f"swap=True with bm={best['bm']}, bn={best['bn']}, multicast="
+        raise config_error(f"swap=True with bm={best['bm']}, bn={best['bn']}, multicast="
                          f"{best['multicast']}: a swapped tile is one of {SWAP_TILES} (bm "
                          "columns of B x bn rows of A), without multicast")
     if not best["swap"] and (best["bm"], best["bn"]) not in TILES:
         names = ", ".join(f"{m}x{n}" for m, n in TILES)
-        raise ValueError(f"bm={best['bm']}, bn={best['bn']}: the tile (bm x bn) is one of "
+        raise config_error(f"bm={best['bm']}, bn={best['bn']}: the tile (bm x bn) is one of "
                          f"{names}")
     if not 1 <= best["splits"] <= 8:
-        raise ValueError(f"splits={best['splits']}: a cluster has 1 to 8 CTAs")
+        raise config_error(f"splits={best['splits']}: a cluster has 1 to 8 CTAs")
     if best["multicast"] not in (1, 2) or (best["multicast"] == 2 and best["splits"] > 1):
-        raise ValueError(f"multicast={best['multicast']}: 1, or 2 without a split of K")
+        raise config_error(f"multicast={best['multicast']}: 1, or 2 without a split of K")
     fit = _stages_that_fit(best["bm"], best["bn"], best["splits"])
     if stages is None:
         stages = min(8, fit)
     if not 2 <= stages <= fit:
-        raise ValueError(f"stages={stages}: 2 to {fit} stages fit in shared memory beside "
+        raise config_error(f"stages={stages}: 2 to {fit} stages fit in shared memory beside "
                          f"the epilogue of a {best['bm']}x{best['bn']} tile")
     return {**best, "stages": stages}
 
@@ -301,10 +301,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     B's row count is a size of its own, not N (``transB``) or K; TMA reads the rows past it
     as zeros."""
     if dtype not in ("bfloat16", "float16"):
-        raise ValueError(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
+        raise config_error(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     if any(v is not None and v % 8 for v in (N_, K_)):
         if None in (M_, N_, K_):
-            raise ValueError(f"N = {N_}, K = {K_}: a size that is not a multiple of 8 (TMA "
+            raise config_error(f"N = {N_}, K = {K_}: a size that is not a multiple of 8 (TMA "
                              "needs 16-byte rows) is served by copying into padded arrays, "
                              "which needs all of M, N and K given")
         kw = dict(dtype=dtype, num_sms=num_sms, stages=stages, producer=producer, bn=bn,
@@ -312,10 +312,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                   persistent=persistent, transB=transB, loose_b=True)
         return Padded(make_gemm(M_, _up8(N_), _up8(K_), **kw), M_, N_, K_, transB)
     if producer not in ("warpgroup", "warp"):
-        raise ValueError(f"producer={producer!r}: 'warpgroup' or 'warp'")
+        raise config_error(f"producer={producer!r}: 'warpgroup' or 'warp'")
     widths = sorted({bn_ for _, bn_ in TILES})
     if bn is not None and bn not in widths and not (swap and bn in SWAP_COLS):
-        raise ValueError(f"bn={bn}: the tile's columns are {', '.join(map(str, widths[:-1]))} "
+        raise config_error(f"bn={bn}: the tile's columns are {', '.join(map(str, widths[:-1]))} "
                          f"or {widths[-1]} (swap=True: {', '.join(map(str, SWAP_COLS))})")
     sms = num_sms or runtime.sm_count(default=H200_SMS)
     if persistent is False:  # the form without a cluster, unless a split is asked for
@@ -518,13 +518,13 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
     c_view = TileLayout(S_[(2, 64, wn):(64 * wn, 1, 64)])  # swap: Cs read as Cᵀ
     ROWS, COLS = (N, M) if swap else (M, N)  # what the tile grid's rows and columns cut
     if swap and ((bm, bn) not in SWAP_TILES or multicast != 1):
-        raise ValueError(f"swap=True takes (bm, bn) in {SWAP_TILES} and no multicast")
+        raise config_error(f"swap=True takes (bm, bn) in {SWAP_TILES} and no multicast")
     S = splits
     P = multicast  # CTAs of a cluster sharing one B tile (each loads 1/P, multicast to all)
     if P not in (1, 2) or (P == 2 and S > 1):
-        raise ValueError(f"multicast={P}: 1, or 2 without a split")
+        raise config_error(f"multicast={P}: 1, or 2 without a split")
     if not persistent and (S > 1 or P > 1):
-        raise ValueError(f"persistent=False with splits={S}, multicast={P}: one CTA per "
+        raise config_error(f"persistent=False with splits={S}, multicast={P}: one CTA per "
                          "tile is the form without a cluster (a split or a multicast pair "
                          "already launches one cluster per tile or walks tiles in pairs)")
     grid = sms // P * P

@@ -15,7 +15,7 @@ take the shared-memory form of the row kernel.
 
 import numpy as np
 
-from tilewise import T, Tx
+from tilewise import T, Tx, config_error
 from tilewise.layout import RowTiling
 
 TARGET = "sm_90a"
@@ -85,7 +85,7 @@ def make_rmsnorm_backward_smem(rows: int, cols: int, dtype: str = "float16",
     """The row kernel for any row length up to 3072: one row per CTA in shared memory as
     float32, the memory variants of the primitives, a barrier between steps."""
     if cols > 3072:
-        raise ValueError(f"{cols} columns do not fit the 48 KB of shared memory as float32")
+        raise config_error(f"{cols} columns do not fit the 48 KB of shared memory as float32")
 
     @T.prim_func
     def rmsnorm_backward_smem(X_ptr: T.handle, W_ptr: T.handle, dY_ptr: T.handle,

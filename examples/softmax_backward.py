@@ -18,7 +18,7 @@ shared-memory form (one row per CTA). Accuracy: float32 throughout, rounded once
 
 import numpy as np
 
-from tilewise import T, Tx
+from tilewise import T, Tx, config_error
 from tilewise.layout import RowTiling
 
 TARGET = "sm_90a"
@@ -68,7 +68,7 @@ def make_softmax_backward_smem(rows: int, cols: int, dtype: str = "float16",
     """The softmax gradient for any row length up to 4096: one row per CTA in shared memory
     as float32, the memory variants of the primitives, a barrier between steps."""
     if cols > 4096:
-        raise ValueError(f"{cols} columns do not fit the 48 KB of shared memory as float32")
+        raise config_error(f"{cols} columns do not fit the 48 KB of shared memory as float32")
 
     @T.prim_func
     def softmax_backward_smem(Y_ptr: T.handle, dY_ptr: T.handle, dX_ptr: T.handle):

@@ -17,7 +17,7 @@ cp.async of 16 bytes per thread in flight), many resident CTAs per SM.
 
 import numpy as np
 
-from tilewise import T, Tx
+from tilewise import T, Tx, config_error
 from tilewise.runner import random_bits
 
 TARGET = "sm_90a"
@@ -41,7 +41,7 @@ def make_tiled_copy(M: int, N: int, dtype: str = "float16", tile=None, threads: 
     prefetch-size hint."""
     TM, TN = tile or default_tile(dtype)
     if TM % chunks:
-        raise ValueError(f"chunks={chunks} must divide the tile's {TM} rows")
+        raise config_error(f"chunks={chunks} must divide the tile's {TM} rows")
     CR = TM // chunks
     gm, gn = (M + TM - 1) // TM, (N + TN - 1) // TN
     fm, fn = M // TM, N // TN  # tiles wholly inside the array

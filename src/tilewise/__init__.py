@@ -6,9 +6,9 @@
 CUDA libraries are imported lazily, only when a launch needs them.
 """
 
-from .errors import (CompileError, DispatchError, HazardError, LaunchError, LayoutError,
-                     ScriptError, SimulationError, SimulationWarning, TargetError, TilewiseError,
-                     TilewisePerformanceWarning, VerifyError)
+from .errors import (CompileError, ConfigError, DispatchError, HazardError, LaunchError,
+                     LayoutError, ScriptError, SimulationError, SimulationWarning, TargetError,
+                     TilewiseError, TilewisePerformanceWarning, VerifyError, config_error)
 from ._version import __version__
 from .autotune import autotune  # the function (binding it here shadows the module's name)
 from .ir.stmt import PrimFunc
@@ -17,7 +17,7 @@ from .script import T, Tx, from_source
 __all__ = ["T", "Tx", "from_source", "TilewiseError", "ScriptError", "LayoutError",
            "DispatchError", "CompileError", "LaunchError", "SimulationError", "HazardError",
            "SimulationWarning", "TargetError", "VerifyError", "TilewisePerformanceWarning",
-           "autotune", "Target", "compile", "simulate", "load"]
+           "ConfigError", "config_error", "autotune", "Target", "compile", "simulate", "load"]
 
 
 def _compile_for_device(func):

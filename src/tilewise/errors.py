@@ -159,6 +159,29 @@ class TargetError(TilewiseError):
     kind = "target error"
 
 
+class ConfigError(TilewiseError, ValueError):
+    """A kernel factory's argument that no kernel it builds can serve (``make_gemm(...,
+    producer="thread")``, a head_dim the tiles cannot take, a tile that does not fit):
+    raised by :func:`config_error` at the line that called the factory. It is a ValueError
+    too, Python's convention for a bad argument value."""
+
+    kind = "config error"
+
+
+def config_error(message: str, hint: str | None = None) -> ConfigError:
+    """The :class:`ConfigError` a kernel factory raises (``raise config_error(...)``),
+    located at the first frame outside the factory's own file and tilewise: the user's
+    call. Called from inside tilewise (a compile worker building a tuner's candidate) it
+    has no location."""
+    frame = sys._getframe(1)
+    own, pkg = frame.f_code.co_filename, os.path.dirname(os.path.abspath(__file__))
+    while frame is not None and (frame.f_code.co_filename == own or os.path.abspath(
+            frame.f_code.co_filename).startswith(pkg + os.sep)):
+        frame = frame.f_back
+    span = Span(frame.f_code.co_filename, frame.f_lineno) if frame is not None else None
+    return ConfigError(message, span, hint)
+
+
 class TilewisePerformanceWarning(UserWarning):
     """A kernel compiles and runs correctly but a tile call took a slow path (a scalar loop
     on one thread, say). Raised through :func:`warnings.warn_explicit` at the user's file
