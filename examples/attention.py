@@ -112,6 +112,15 @@ def default_consumers(head_dim: int, causal: bool, seq_q: int) -> int:
 BLOCK_N = {64: 128, 128: 128, 256: 64}
 BLOCK_N_FULL = {**BLOCK_N, 256: 80}
 HEAD_DIMS = range(8, 257, 8)  # TMA's 16-byte rows; O's width is at most 256
+SMEM_BYTES = 227 * 1024  # the H100 / H200 opt-in limit per CTA
+H200_SMS = 132
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+NEG_INF = float("-inf")
+#: A row's running maximum m moves only when a block's scores pass it by more than this
+#: (in the exponent, log2 units): P = 2^(S c - m c) <= 2^8 then, and O is rescaled only in
+#: warps where some row's m moved (rarely after the first blocks).
+RESCALE_AT = 8.0
 
 
 def tile_head_dim(head_dim: int) -> int:
@@ -129,15 +138,6 @@ def default_block_n(head_dim: int, causal: bool) -> int:
     faster than 80 or 96 keys; at 192, 96 keys are 2-11 % faster than 64."""
     table = BLOCK_N if causal else BLOCK_N_FULL
     return table.get(head_dim, 128 if head_dim <= 128 else 96 if head_dim <= 192 else 64)
-SMEM_BYTES = 227 * 1024  # the H100 / H200 opt-in limit per CTA
-H200_SMS = 132
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
-NEG_INF = float("-inf")
-#: A row's running maximum m moves only when a block's scores pass it by more than this
-#: (in the exponent, log2 units): P = 2^(S c - m c) <= 2^8 then, and O is rescaled only in
-#: warps where some row's m moved (rarely after the first blocks).
-RESCALE_AT = 8.0
 
 
 def plan(head_dim: int, block_n: int | None = None, stages: int | None = None,
@@ -175,15 +175,15 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
     BN, stages, o_in_q, consumers = plan(head_dim, block_n, stages, causal, consumers)
     if BN % 16 or not 16 <= BN <= 256 or stages < 1:
         raise config_error(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "
-                         "256 and the ring has at least one stage")
+                           "256 and the ring has at least one stage")
     if consumers not in (2, 3) or (consumers == 3 and head_dim != 64):
         raise config_error(f"consumers={consumers}: 2 warpgroups, or 3 at head_dim 64 (three "
-                         "consumers have 160 registers a thread, too few for S, P and O at "
-                         f"head_dim {head_dim})")
+                           "consumers have 160 registers a thread, too few for S, P and O at "
+                           f"head_dim {head_dim})")
     scale = scale if scale is not None else 1.0 / math.sqrt(head_dim)
     if not scale > 0:
         raise config_error(f"scale={scale}: a positive number (the running maximum is taken "
-                         "over the unscaled scores)")
+                           "over the unscaled scores)")
     key = (heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
            bool(return_lse), BN, stages, o_in_q, consumers,
            num_sms or runtime.sm_count(default=H200_SMS))
@@ -484,7 +484,7 @@ def _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads) -> None:
         raise config_error(f"make_attention takes bfloat16 or float16, not {dtype!r}")
     if head_dim not in HEAD_DIMS:
         raise config_error(f"head_dim={head_dim}: a multiple of 8 from 8 to 256 (TMA's rows are "
-                         "16-byte multiples and O's width is at most 256)")
+                           "16-byte multiples and O's width is at most 256)")
     for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
         if not isinstance(v, int) or v < 1:
             raise config_error(f"{name}={v!r} must be a positive int")

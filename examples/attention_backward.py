@@ -109,7 +109,7 @@ def make_attention_backward(batch: int, heads: int, seq_q: int, seq_k: int, head
         raise config_error(f"make_attention_backward takes bfloat16 or float16, not {dtype!r}")
     if head_dim % 8 or not 8 <= head_dim <= 256:
         raise config_error(f"head_dim={head_dim}: a multiple of 8 from 8 to 256 (TMA's rows are "
-                         "16-byte multiples and a gradient tile's width is at most 256)")
+                           "16-byte multiples and a gradient tile's width is at most 256)")
     if kv_heads is not None and (kv_heads < 1 or heads % kv_heads):
         raise config_error(f"kv_heads={kv_heads} must divide heads={heads}")
     for name, v in (("batch", batch), ("heads", heads), ("seq_q", seq_q), ("seq_k", seq_k)):
@@ -154,7 +154,7 @@ def _make_prep(D: int, dtype: str, sms: int):
             for d in T.unroll(D // 32):
                 acc = acc + T.cast(O[row, d * 32 + lane], "float32") * T.cast(
                     dO[row, d * 32 + lane], "float32")
-            if D % 32 != 0 and lane < D % 32:  # the last 16 columns (D = 16, 48, 80, ...)
+            if D % 32 != 0 and lane < D % 32:  # the columns past a multiple of 32 (D = 40, 80)
                 acc = acc + T.cast(O[row, D // 32 * 32 + lane], "float32") * T.cast(
                     dO[row, D // 32 * 32 + lane], "float32")
             for sh in T.static_range(5):

@@ -99,7 +99,7 @@ def check_sizes(N_: int | None, K_: int | None, elem_bytes: int = 1) -> None:
     for name, v, mult in (("N", N_, 8), ("K", K_, 16 // elem_bytes)):
         if v is not None and v % mult:
             raise config_error(f"{name} = {v} is not a multiple of {mult}: TMA needs 16-byte "
-                             "rows (of C for N, of A and B for K)")
+                               "rows (of C for N, of A and B for K)")
 
 
 @T.inline
@@ -165,7 +165,7 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
         raise config_error(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
     if fast_accum and scaling == "block":
         raise config_error("fast_accum=True is for 'row' and 'tensor' scaling: block scales "
-                         "change every 128 of K, so the partials must be promoted")
+                           "change every 128 of K, so the partials must be promoted")
     check_sizes(N_, K_)
     sms = num_sms or runtime.sm_count(default=H200_SMS)
     forced = (bm, bn, stages, cluster, share) != (None,) * 5 or overlap
@@ -232,8 +232,8 @@ def check_overlap(tile: Tile, fast_accum: bool = False) -> None:
         raise config_error("overlap=True overlaps the promotions; fast_accum=True has none")
     if len(tile.waves) > 1 or tile.wn > 128:
         raise config_error(f"overlap=True needs a tile of one wave a warpgroup (bn <= 128, "
-                         f"bm <= 128), not {tile.bm} x {tile.bn}: two partials beside the "
-                         "accumulator need more registers than a consumer has")
+                           f"bm <= 128), not {tile.bm} x {tile.bn}: two partials beside the "
+                           "accumulator need more registers than a consumer has")
 
 
 def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):

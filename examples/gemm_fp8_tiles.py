@@ -128,11 +128,11 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
              and cluster in (None, mc) and share in (None, sh) and (mc == 1 or sms % 2 == 0)]
     if not cands and not straddling and (bm, bn) in STRADDLING:
         raise config_error(f"bm={bm}, bn={bn}: its columns straddle B's 128-column scale "
-                         "blocks, and this kernel applies one scale of B per wave; take one "
-                         f"of {[c for c in TILES if c[0] in bms]}")
+                           "blocks, and this kernel applies one scale of B per wave; take one "
+                           f"of {[c for c in TILES if c[0] in bms]}")
     if not cands:
         raise config_error(f"bm={bm}, bn={bn}, cluster={cluster} is not a tile: one of "
-                         f"{[c for c in tiles if c[0] in bms]}, cluster in {clusters}")
+                           f"{[c for c in tiles if c[0] in bms]}, cluster in {clusters}")
     ok = [t for t in cands if t.stages >= 3] or cands
 
     def cost(t):

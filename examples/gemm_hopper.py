@@ -4,9 +4,10 @@ A is (M, K) and B is (K, N), both row-major, bf16 or fp16; C is (M, N) in the sa
 accumulated in float32: exactly what ``torch.matmul(A, B)`` takes and returns. One kernel
 serves every M, N and K (they are symbolic sizes; K and N multiples of 8, the 16-byte
 row alignment TMA needs): the tails are read as zeros and not written, by TMA. Other K or
-N: ``make_gemm(M, N, K)`` returns a :class:`Padded` kernel that copies A and B into
-zero-padded arrays, runs the kernel of the rounded-up sizes and copies C back, with a
-``TilewisePerformanceWarning`` (no size is refused).
+N: ``make_gemm(M, N, K)`` returns a :class:`Padded` kernel that copies the arrays whose rows
+are too short into zero-padded ones, runs the kernel of the rounded-up sizes and copies C
+back, with a ``TilewisePerformanceWarning`` (no size is refused). ``transB=True`` takes B as
+(N, K), ``nn.Linear``'s weight.
 
 The technique, from the outside in:
 
@@ -69,8 +70,8 @@ import functools
 
 import tilewise
 from tilewise import T, Tx, config_error, runtime
-from tilewise.layout import S as S_
 from tilewise.ir.stmt import as_prim_func
+from tilewise.layout import S as S_
 from tilewise.layout import TileLayout, swizzled_tile, wgmma_accumulator
 from tilewise.runtime.timer import CudaTimer
 from tilewise.sched import GroupedTiles
@@ -149,12 +150,12 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
     if best["swap"] and ((best["bm"], best["bn"]) not in SWAP_TILES
                          or best["multicast"] != 1):
         raise config_error(f"swap=True with bm={best['bm']}, bn={best['bn']}, multicast="
-                         f"{best['multicast']}: a swapped tile is one of {SWAP_TILES} (bm "
-                         "columns of B x bn rows of A), without multicast")
+                           f"{best['multicast']}: a swapped tile is one of {SWAP_TILES} (bm "
+                           "columns of B x bn rows of A), without multicast")
     if not best["swap"] and (best["bm"], best["bn"]) not in TILES:
         names = ", ".join(f"{m}x{n}" for m, n in TILES)
         raise config_error(f"bm={best['bm']}, bn={best['bn']}: the tile (bm x bn) is one of "
-                         f"{names}")
+                           f"{names}")
     if not 1 <= best["splits"] <= 8:
         raise config_error(f"splits={best['splits']}: a cluster has 1 to 8 CTAs")
     if best["multicast"] not in (1, 2) or (best["multicast"] == 2 and best["splits"] > 1):
@@ -164,7 +165,7 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
         stages = min(8, fit)
     if not 2 <= stages <= fit:
         raise config_error(f"stages={stages}: 2 to {fit} stages fit in shared memory beside "
-                         f"the epilogue of a {best['bm']}x{best['bn']} tile")
+                           f"the epilogue of a {best['bm']}x{best['bn']} tile")
     return {**best, "stages": stages}
 
 
@@ -305,8 +306,8 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     if any(v is not None and v % 8 for v in (N_, K_)):
         if None in (M_, N_, K_):
             raise config_error(f"N = {N_}, K = {K_}: a size that is not a multiple of 8 (TMA "
-                             "needs 16-byte rows) is served by copying into padded arrays, "
-                             "which needs all of M, N and K given")
+                               "needs 16-byte rows) is served by copying into padded arrays, "
+                               "which needs all of M, N and K given")
         kw = dict(dtype=dtype, num_sms=num_sms, stages=stages, producer=producer, bn=bn,
                   bm=bm, splits=splits, multicast=multicast, swap=swap,
                   persistent=persistent, transB=transB, loose_b=True)
@@ -316,7 +317,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     widths = sorted({bn_ for _, bn_ in TILES})
     if bn is not None and bn not in widths and not (swap and bn in SWAP_COLS):
         raise config_error(f"bn={bn}: the tile's columns are {', '.join(map(str, widths[:-1]))} "
-                         f"or {widths[-1]} (swap=True: {', '.join(map(str, SWAP_COLS))})")
+                           f"or {widths[-1]} (swap=True: {', '.join(map(str, SWAP_COLS))})")
     sms = num_sms or runtime.sm_count(default=H200_SMS)
     if persistent is False:  # the form without a cluster, unless a split is asked for
         splits, multicast = splits or 1, multicast or 1
@@ -525,8 +526,8 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
         raise config_error(f"multicast={P}: 1, or 2 without a split")
     if not persistent and (S > 1 or P > 1):
         raise config_error(f"persistent=False with splits={S}, multicast={P}: one CTA per "
-                         "tile is the form without a cluster (a split or a multicast pair "
-                         "already launches one cluster per tile or walks tiles in pairs)")
+                           "tile is the form without a cluster (a split or a multicast pair "
+                           "already launches one cluster per tile or walks tiles in pairs)")
     grid = sms // P * P
 
     @T.prim_func
