@@ -613,24 +613,17 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                         if swap:  # m0: the tile's first column of B, n0: row of A
                             Tx.thread.copy_async(As[s, :, :], A[n0:n0 + bn, k0:k0 + BK],
                                                  dispatch="tma", mbar=T.address_of(full[s]))
-                            if transB:
-                                Tx.thread.copy_async(Bs[s, :, :], B[m0:m0 + bm, k0:k0 + BK],
-                                                     dispatch="tma", mbar=T.address_of(full[s]))
-                            else:
-                                Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, m0:m0 + bm],
-                                                     dispatch="tma", mbar=T.address_of(full[s]))
+                        else:
+                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
+                        c0 = m0 if swap else n0  # B's first column (its row with transB)
+                        if P == 1 and transB:
+                            Tx.thread.copy_async(Bs[s, :, :], B[c0:c0 + b_cols, k0:k0 + BK],
+                                                 dispatch="tma", mbar=T.address_of(full[s]))
                         elif P == 1:
-                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
+                            Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, c0:c0 + b_cols],
                                                  dispatch="tma", mbar=T.address_of(full[s]))
-                            if transB:
-                                Tx.thread.copy_async(Bs[s, :, :], B[n0:n0 + bn, k0:k0 + BK],
-                                                     dispatch="tma", mbar=T.address_of(full[s]))
-                            else:
-                                Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, n0:n0 + bn],
-                                                     dispatch="tma", mbar=T.address_of(full[s]))
                         elif transB:  # this CTA's half of the tile's B rows (N), to both
-                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
                             h = bn // P
                             Tx.thread.copy_async(
                                 Bs[s, crank * h:crank * h + h, :],
@@ -638,8 +631,6 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                                 dispatch="tma", mbar=T.address_of(full[s]),
                                 cta_mask=(1 << P) - 1)
                         else:  # this CTA's rows of the B tile, into every CTA of the pair
-                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
                             h = BK // P
                             Tx.thread.copy_async(
                                 Bs[s, crank * h:crank * h + h, :],
