@@ -94,6 +94,20 @@ ROWS = [
           "mbarrier_tx", aliases=("ptx.mbarrier.wait_parity",), traits=blocking("mbarrier"),
           doc="block until the phase of parity `parity` has completed: a try_wait.parity "
               "loop (TIRx's spelling; also T.ptx.mbarrier.wait_parity)"),
+    # ---- flags between CTAs in global memory: PTX ISA §9.7.13.6 (red), §9.7.9.8 (ld.acquire)
+    PtxOp("ptx.red.add", (_p("ptr", "ptr", space="global"), _p("value", dtype=dt.uint32)),
+          "red.release.gpu.global.add.u32 [ptr], value", None,
+          doc="atomically add `value` to the 32-bit word at ptr (global), with release "
+              "semantics at GPU scope: this thread's earlier writes are visible to a thread "
+              "that sees the sum through T.ptx.wait_flag. Each thread of the call adds"),
+    PtxOp("ptx.wait_flag", (_p("ptr", "ptr", space="global"), _p("value", dtype=dt.uint32)),
+          "ld.acquire.gpu.global.u32 v, [ptr] (looped until v >= value)", None,
+          doc="spin until the 32-bit word at ptr (global) is at least `value` (acquire, GPU "
+              "scope): what the threads that added to it with T.ptx.red.add wrote before "
+              "is then visible to this thread. Wait only for CTAs with a lower index: the "
+              "hardware starts CTAs in index order and does not preempt them, so waiting "
+              "for a later CTA can hang (the simulator runs CTAs in index order and "
+              "reports such a wait)"),
     PtxOp("ptx.smem_addr", (_shared("ptr"),), "mov.b64 a, ptr (its shared-window offset)", None,
           returns=dt.uint32,
           doc="the 32-bit shared-window address of a shared-memory location (what matrix "

@@ -196,6 +196,7 @@ class GlobalRaces:
         self.lin = -1
         self.base = 0
         self.epoch = 0
+        self.published: dict = {}  # (space, flag offset) -> [(arg, byte offsets)]
 
     def begin_cta(self, cta: tuple) -> None:
         """The next unit starts: ``cta`` is its first CTA (the one a report names)."""
@@ -226,6 +227,30 @@ class GlobalRaces:
                 a.epoch[offs] = RELEASED
             if not a.readers.empty:
                 a.defer(self.lin, a.readers.release(member))
+
+    def publish(self, ctx, space: int, offs, tids) -> None:
+        """``tids`` released a flag (``T.ptx.red.add`` at byte ``offs`` of ``space``, one per
+        thread): every global byte each of them wrote so far is published under its flag,
+        for a later :meth:`acquire` of it."""
+        if not self.enabled:
+            return
+        gids = self._gids(ctx, np.asarray(tids, np.int64))[:, 0]
+        for g, off in zip(gids.tolist(), np.asarray(offs).tolist()):
+            mine = [(k, np.flatnonzero(a.writer == g + 1)) for k, a in enumerate(self.args)
+                    if a.writer is not None]
+            self.published.setdefault((space, off), []).extend(
+                (k, x) for k, x in mine if len(x))
+
+    def acquire(self, space: int, offs) -> None:
+        """A wait saw the flags at ``offs`` of ``space`` reach their values: the writes
+        published under them are ordered before this unit's accesses (their writer is
+        forgotten, as if the launch had begun with them; an over-approximation: a thread
+        that did not wait is not flagged either)."""
+        if not self.enabled:
+            return
+        for off in np.unique(np.asarray(offs)).tolist():
+            for k, x in self.published.get((space, off), ()):
+                self.args[k].writer[x] = 0  # NO_ONE + 1
 
     def _gids(self, ctx, tids) -> np.ndarray:
         return (self.base + ctx.rank * self.block + tids)[:, None]
@@ -355,8 +380,10 @@ class GlobalRaces:
             who = (("the cluster of " if self.cluster > 1 else "") + f"CTA {self.ctas[lin]}"
                    if v != _SEVERAL_CTAS and 0 <= lin < len(self.ctas) else "another CTA")
             why = "in the same launch (the CTAs of a launch run in no fixed order)"
-            hint = ("give each CTA its own part of the output (index with T.cta_id), or move "
-                    "the dependent part into a second kernel launch")
+            hint = ("give each CTA its own part of the output (index with T.cta_id), move "
+                    "the dependent part into a second kernel launch, or order the two with "
+                    "a flag (T.ptx.red.add after the write, T.ptx.wait_flag before the "
+                    "read, in a CTA of higher index)")
         ctx.hazard(f"{kind} race on global memory: this thread {doing} bytes {who} {did} "
                    f"{why}", span, hint, tid=int(tids[k]),
                    addr=(space << SPACE_SHIFT) + int(span_b[k, j]))

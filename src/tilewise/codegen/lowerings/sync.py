@@ -92,3 +92,34 @@ def _arrive_tx(em, mbar, tx, remote):
                    [bar, em.typed(remote, dt.int32)])
     em.call("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cluster.space.cluster", ty.VOID,
             [peer, tx])
+
+
+@lowering("ptx.red.add")
+def _red_add(em, c):
+    """``red.release.gpu.global.add.u32 [ptr], value`` (inline PTX: LLVM's atomicrmw would
+    return the old value, an atom where no value is wanted)."""
+    ptr, value = c.args
+    p, _ = em.address(ptr, ty.GLOBAL)
+    ops = [em.b.ptrtoint(p, ty.I64), em.typed(value, dt.uint32)]
+    fnty = ir.FunctionType(ty.VOID, [o.type for o in ops])
+    em.b.call(ir.InlineAsm(fnty, "red.release.gpu.global.add.u32 [$0], $1;", "l,r",
+                           side_effect=True), ops)
+
+
+@lowering("ptx.wait_flag")
+def _wait_flag(em, c):
+    """``wait: v = ld.acquire.gpu.global.u32 [ptr]; br v >= value, done, wait`` (inline PTX
+    for the load, which the loop must not hoist: the asm has side effects)."""
+    ptr, value = c.args
+    p, _ = em.address(ptr, ty.GLOBAL)
+    addr = em.b.ptrtoint(p, ty.I64)
+    want = em.typed(value, dt.uint32)
+    load = ir.InlineAsm(ir.FunctionType(ty.I32, [ty.I64]),
+                        "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l", side_effect=True)
+    loop = em.fn.append_basic_block("flag_wait")
+    done = em.fn.append_basic_block("flag_wait_done")
+    em.b.branch(loop)
+    em.b.position_at_end(loop)
+    v = em.b.call(load, [addr])
+    em.b.cbranch(em.b.icmp_unsigned(">=", v, want), done, loop)
+    em.b.position_at_end(done)

@@ -14,6 +14,13 @@
 * ``ptx.setmaxnreg``: no effect on values; the whole warpgroup must execute it.
 * ``ptx.ld_st``: a synchronous vector load then store, naturally aligned, any spaces; a
   side in registers is checked against the wgmma accumulators in flight.
+* ``ptx.red.add`` / ``ptx.wait_flag`` (flags between CTAs in global memory): the add is
+  atomic (no race); it *publishes* the adding thread's global writes so far under the
+  flag's address, and a ``wait_flag`` that finds the flag at its value *acquires* them
+  (:meth:`~tilewise.sim.races.GlobalRaces.publish`): reads of them are then ordered, not
+  races. CTAs run one after another in index order, so a wait is satisfied at once or
+  never: a flag still short of the value is reported (only lower-numbered CTAs, which
+  have run, can have added to it; on the GPU, waiting for a later CTA can hang).
 * math (libdevice): computed in float32 for the 8/16/32-bit float types (then rounded to
   the result type), in float64 for float64.
 """
@@ -30,7 +37,7 @@ from ...ptx.table import MATH_OPS
 from ..async_core import Part, async_part
 from ..access import check_pointer, check_shared_read, mark_shared_write, read_bytes, write_bytes
 from ..collective import whole_groups
-from ..memory import LOCAL, SHARED
+from ..memory import GLOBAL0, LOCAL, SHARED
 from ..registry import semantics
 from ..scheduler import Wait
 from ..values import fit, np_dtype
@@ -166,6 +173,53 @@ def ld_st(ctx, site, args):
     if on_shared.any():
         mark_shared_write(ctx, d[1][on_shared], nbytes, tids[on_shared], site.span)
     write_bytes(ctx, d[0], d[1], data, tids, site.span)
+
+
+def _flag(ctx, site, ptr, what):
+    """The flags' byte offsets (global, 4-byte aligned) and spaces of the active threads."""
+    spaces = tuple(GLOBAL0 + k for k in range(len(ctx.mem.globals)))
+    return check_pointer(ctx, ptr, 4, site.span, what, spaces)
+
+
+@semantics("ptx.red.add")
+def red_add(ctx, site, args):
+    what = "red.release.gpu.global.add.u32 (T.ptx.red.add)"
+    p = _flag(ctx, site, args[0], what)
+    if p is None:
+        return
+    tids = ctx.active()
+    add = fit(args[1], tids.shape, np.int64).astype(np.uint32)
+    for s in np.unique(p[0]).tolist():
+        sel = p[0] == s
+        words = ctx.mem.space_bytes(s).view(np.uint32)
+        np.add.at(words, p[1][sel] // 4, add[sel])  # atomic: each thread's add lands
+        ctx.mem.races.publish(ctx, s, p[1][sel], tids[sel])
+
+
+@semantics("ptx.wait_flag")
+def wait_flag(ctx, site, args):
+    what = "ld.acquire.gpu.global.u32 (T.ptx.wait_flag)"
+    p = _flag(ctx, site, args[0], what)
+    if p is None:
+        return
+    tids = ctx.active()
+    want = fit(args[1], tids.shape, np.int64).astype(np.uint32)
+    for s in np.unique(p[0]).tolist():
+        sel = p[0] == s
+        have = ctx.mem.space_bytes(s).view(np.uint32)[p[1][sel] // 4]
+        short = have < want[sel]
+        if short.any():
+            k = int(np.argmax(short))
+            name = ctx.mem.plan.param_names[s - GLOBAL0]
+            ctx.hazard(f"{what} waits for the flag at offset {int(p[1][sel][k])} of {name} "
+                       f"to reach {int(want[sel][k])}, and it is {int(have[k])}: no CTA that ran "
+                       "before this one added the rest. CTAs run in index order here, and "
+                       "on the GPU a CTA waiting for a later one can hang (it may never be "
+                       "scheduled)", site.span,
+                       "wait only for flags that lower-numbered CTAs add to (T.ptx.red.add), "
+                       "and check the count the wait expects", tid=int(tids[sel][k]))
+            return
+        ctx.mem.races.acquire(s, p[1][sel])
 
 
 def _registers(ctx, place, nbytes, tids, span, write):
