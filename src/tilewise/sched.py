@@ -33,6 +33,10 @@ call site:
   order) and cut into ``ctas`` contiguous, equal ranges: CTA ``first`` walks its range as
   *segments* (the blocks of one tile inside it). A tile split between CTAs needs its
   partial sums reduced; the scheduler says which segment is a tile's first and last.
+* :class:`HybridStreamK` — whole waves of tiles as :class:`GroupedTiles`, then the K
+  blocks of the tiles left over (less than a wave) shared out as stream-K ranges, dealt
+  backwards so that the CTA finishing a split tile waits only for lower-numbered CTAs
+  (the stream-K GEMM of ``examples/gemm_hopper.py``).
 
 Every size, ``first`` and ``step`` may be a compile-time int or a run-time value. Unit indices
 are int32: ``m_tiles · n_tiles · k_tiles · ctas`` must stay below 2³¹ for StreamK.
@@ -170,3 +174,77 @@ class StreamK:
         ke = T.min(self.k_tiles, kb + (self.end - it))
         mt, nt = grouped_coords(it // self.k_tiles, self.m_tiles, self.n_tiles, self.group_m)
         return mt, nt, kb, ke
+
+
+@T.meta_class
+class HybridStreamK:
+    """Whole waves of tiles, then the rest by K blocks: the tiles that fill whole waves of
+    ``ctas`` are dealt round robin as by :class:`GroupedTiles` (``dp`` of them, ``dp /
+    ctas`` to each CTA), and the K blocks of the remaining ``sk_tiles`` (fewer than a wave,
+    which would leave SMs idle) are laid end to end and cut into ranges of ``q`` blocks
+    (at least ``min_blocks``). The ranges are dealt *backwards*: CTA ``first`` takes range
+    ``ctas - 1 - first``, walked forwards as segments (the blocks of one tile inside it):
+
+    .. code-block:: python
+
+        for j in sched.tiles():                  # whole tiles, as GroupedTiles
+            mt, nt = sched.coords(j)
+        for g in sched.segments():               # then this CTA's stream-K segments
+            t, mt, nt, kb, ke = sched.segment(g)  # stream-K tile t, its K blocks kb..ke-1
+            if kb == 0:                          # the tile's first blocks: its finisher
+                lo, hi = sched.helpers(t)        # ranges lo..hi-1 hold the rest of tile t
+                ...                              # CTA ctas-1-r for each range r
+
+    So the CTA that holds a tile's first K blocks (its *finisher*) works on them last in
+    its range, and the other CTAs on that tile (its *helpers*) have lower indices and did
+    their part first in theirs: the finisher waits only for CTAs that started before it
+    (what the hardware's in-order start guarantees to make progress, and what the
+    simulator's in-order run can check), and rarely waits at all. Each CTA has at most one
+    helper segment (the first of its range), so one partial-sum slot per CTA suffices."""
+
+    def __init__(self, m_tiles, n_tiles, k_tiles, first, ctas, group_m=8, min_blocks=1):
+        self.m_tiles, self.n_tiles, self.k_tiles = m_tiles, n_tiles, k_tiles
+        self.first, self.ctas, self.group_m = first, ctas, group_m
+        self.count = m_tiles * n_tiles
+        self.waves = self.count // ctas
+        self.dp = self.waves * ctas
+        self.sk_tiles = self.count - self.dp
+        self.total = self.sk_tiles * k_tiles
+        self.q = T.max(T.ceildiv(self.total, ctas), min_blocks)
+        self.range = ctas - 1 - first
+        self.begin = T.min(self.range * self.q, self.total)
+        self.end = T.min(self.begin + self.q, self.total)
+
+    def tiles(self):
+        """The device loop over this CTA's whole tiles: ``for j in sched.tiles():``."""
+        return T.serial(self.waves)
+
+    def index(self, j):
+        return self.first + j * self.ctas
+
+    @T.inline
+    def coords(self, j):
+        """(tile row, tile column) of this CTA's ``j``-th whole tile."""
+        return grouped_coords(self.index(j), self.m_tiles, self.n_tiles, self.group_m)
+
+    def segments(self):
+        """The device loop over this CTA's stream-K segments (none when its range is empty)."""
+        return T.serial(T.select(self.end > self.begin,
+                                 (self.end - 1) // self.k_tiles - self.begin // self.k_tiles + 1,
+                                 0))
+
+    @T.inline
+    def segment(self, g):
+        """(stream-K tile, tile row, tile column, first K block, end K block) of segment
+        ``g``: stream-K tile ``t`` is tile ``dp + t`` of the grouped order."""
+        t = self.begin // self.k_tiles + g
+        kb = T.max(self.begin, t * self.k_tiles) - t * self.k_tiles
+        ke = T.min(self.end, (t + 1) * self.k_tiles) - t * self.k_tiles
+        mt, nt = grouped_coords(self.dp + t, self.m_tiles, self.n_tiles, self.group_m)
+        return t, mt, nt, kb, ke
+
+    @T.inline
+    def helpers(self, t):
+        """The ranges ``lo .. hi - 1`` that hold the rest of stream-K tile ``t`` after its
+        finisher's range (``lo == hi``: none); range ``r`` is CTA ``ctas - 1 - r``'s."""
+        return self.range + 1, ((t + 1) * self.k_tiles - 1) // self.q + 1

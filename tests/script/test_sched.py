@@ -6,7 +6,7 @@ import pytest
 
 import tilewise as tw
 from tilewise import T
-from tilewise.sched import GroupedTiles, Snake, SplitK, StreamK
+from tilewise.sched import GroupedTiles, HybridStreamK, Snake, SplitK, StreamK
 
 
 def grouped(t, m_tiles, n_tiles, group_m):
@@ -157,3 +157,65 @@ def test_snake_balances_a_longest_first_list():
     snake = heaviest(lambda u: u % ctas if u // ctas % 2 == 0 else ctas - 1 - u % ctas)
     robin = heaviest(lambda u: u % ctas)
     assert snake < robin and snake - sum(lengths) / ctas < 0.05 * sum(lengths) / ctas
+
+
+@pytest.mark.parametrize("m_tiles, n_tiles, k_tiles, ctas, min_blocks",
+                         [(5, 4, 7, 3, 1), (2, 3, 5, 4, 1), (1, 3, 16, 4, 3), (3, 3, 6, 4, 2),
+                          (2, 2, 9, 2, 1), (4, 4, 5, 8, 1)])
+def test_hybrid_stream_k_covers_every_block_once_and_helpers_come_first(
+        m_tiles, n_tiles, k_tiles, ctas, min_blocks):
+    """Whole waves round robin, the rest by K blocks in backward-dealt ranges: every K block
+    of every tile once; a split tile's finisher (its first blocks) is told exactly the
+    ranges that hold the rest, each a lower-numbered CTA's, each its CTA's first segment."""
+    count = m_tiles * n_tiles
+    K = T.int32()
+
+    @T.prim_func
+    def k(A_ptr: T.handle, S_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (count, K), "int32")  # the CTA of each (tile, K block)
+        S = T.match_buffer(S_ptr, (ctas, 4, 5), "int32")  # each CTA's segments
+        T.device_entry()
+        bx = T.cta_id([ctas])
+        tid = T.thread_id([32])
+        sk = HybridStreamK(m_tiles, n_tiles, K, first=bx, ctas=ctas, group_m=2,
+                           min_blocks=min_blocks)
+        if tid == 0:
+            for j in sk.tiles():
+                mt, nt = sk.coords(j)
+                for kt in range(K):
+                    A[mt * n_tiles + nt, kt] = bx
+            for g in sk.segments():
+                t, mt, nt, kb, ke = sk.segment(g)
+                for kt in range(kb, ke):
+                    A[mt * n_tiles + nt, kt] = bx
+                lo, hi = sk.helpers(t)
+                S[bx, g, 0] = t
+                S[bx, g, 1] = kb
+                S[bx, g, 2] = ke
+                S[bx, g, 3] = lo
+                S[bx, g, 4] = hi
+
+    A = np.full((count, k_tiles), -1, np.int32)
+    S = np.full((ctas, 4, 5), -1, np.int32)
+    tw.simulate(k, A, S)
+    assert (A >= 0).all()  # every K block of every tile (each written once: no race)
+    waves = count // ctas
+    segs = {}  # stream-K tile -> [(cta, kb, ke, lo, hi)]
+    for c in range(ctas):
+        for g in range(4):
+            t, kb, ke, lo, hi = S[c, g]
+            if t >= 0:
+                segs.setdefault(int(t), []).append((c, int(kb), int(ke), int(lo), int(hi)))
+    assert sorted(segs) == list(range(count - waves * ctas))
+    for t, parts in segs.items():
+        fin = [p for p in parts if p[1] == 0]
+        assert len(fin) == 1
+        c, _, _, lo, hi = fin[0]
+        helpers = sorted(ctas - 1 - r for r in range(lo, hi))
+        assert helpers == sorted(p[0] for p in parts if p[1] > 0)
+        assert all(h < c for h in helpers)  # the finisher waits only for earlier CTAs
+        covered = sorted((kb, ke) for _, kb, ke, _, _ in parts)
+        assert covered[0][0] == 0 and covered[-1][1] == k_tiles
+        assert all(a[1] == b[0] for a, b in zip(covered, covered[1:]))
+    for c in range(ctas):  # a helper segment is its CTA's first
+        assert all(S[c, g, 1] == 0 for g in range(1, 4) if S[c, g, 0] >= 0)
