@@ -66,7 +66,9 @@ shape.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import sys
 
 import tilewise
 from tilewise import T, Tx, config_error, runtime
@@ -74,8 +76,10 @@ from tilewise.ir.stmt import as_prim_func
 from tilewise.layout import S as S_
 from tilewise.layout import TileLayout, swizzled_tile, wgmma_accumulator
 from tilewise.runtime.timer import CudaTimer
-from tilewise.sched import GroupedTiles
+from tilewise.sched import GroupedTiles, HybridStreamK
 
+STREAMK_MIN_BLOCKS = 4  # K blocks a stream-K range holds at least (a partial sum costs a
+#  64 x wn float32 store and load through L2 per consumer: ~1 us, about 4 K blocks' work)
 BK = 64  # K step of a stage (128 bytes of 16-bit elements: one swizzle row)
 GROUP_M = 8  # tile rows walked together (L2 reuse)
 H200_SMS = 132
@@ -101,6 +105,7 @@ KB = T.int32()  # B's rows with loose_b=True
 H200_CLUSTERS = {2: 66, 3: 39, 4: 30, 6: 17, 8: 15}  # clusters of S CTAs resident at once
 #  (ncu's Max Active Clusters for this kernel on the H200, 2026-12-02): 4 and more leave SMs
 #  idle, and 32 tiles x 4 splits need two waves
+STREAMK_FIXUP = 1e-6  # s a stream-K finisher waits on each helper's flag beyond its bytes
 LATENCY = 1.2e-6  # s from a TMA load's issue to its bytes (fits the 64-CTA swap kernels)
 HOP = 2e-6  # s a hop of the split's chain costs beyond its bytes
 PEAK = 990e12  # dense bf16/fp16 tensor FLOP/s of an H100/H200 SXM (the datasheet)
@@ -192,7 +197,7 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
 
 
 def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
-             multicast: int = 1, swap: bool = False) -> float:
+             multicast: int = 1, swap: bool = False, streamk: bool = False) -> float:
     """Seconds a kernel shape should take: the larger of its tensor-core time (padded
     tiles, the wgmma width's efficiency, the SMs a partial last wave leaves idle) and its
     memory time (each operand read once, C written once; fewer CTAs than ~3/4 of the SMs
@@ -205,7 +210,9 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
     tiles = -(-M_ // bm) * -(-N_ // bn)
     wn = bn if bm == 128 else bn // 2
     units = tiles * splits
-    if splits == 1:  # a multicast pair is scheduled as one unit of two tiles
+    if streamk:  # whole waves, then the rest by K blocks: every SM busy to the end
+        util, busy, waves = 1.0, min(sms, tiles * -(-K_ // BK)), 1.0
+    elif splits == 1:  # a multicast pair is scheduled as one unit of two tiles
         units, slots = -(-tiles // multicast), sms // multicast
         util = units / (-(-units // slots) * slots) * tiles / (units * multicast)
         busy = min(tiles, sms)
@@ -222,6 +229,10 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
     memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / rate * waves
     # each hop of the chain: a wait, the add, the store, the copy engine's 4-64 KB
     reduce = (splits - 1) * (64 * wn * 4 * 2 / 200e9 + HOP) if splits > 1 else 0.0
+    if streamk and tiles % sms:  # a split tile's finisher adds its helpers' partial sums
+        k_steps = -(-K_ // BK)
+        q = max(-(-(tiles % sms) * k_steps // sms), STREAMK_MIN_BLOCKS)
+        reduce = -(-k_steps // q) * (64 * wn * 4 * 2 / 400e9 + STREAMK_FIXUP)
     # the two overlap, but not perfectly: the smaller still shows a little
     return max(compute, memory) + 0.25 * min(compute, memory) + reduce + 3e-6
 
@@ -239,6 +250,8 @@ def cluster_slots(splits: int, sms: int) -> int:
 
 
 TUNE_ALTERNATIVES = 3  # kernel shapes the tuner times beside the plan's
+TUNE_STREAMK = 2  # stream-K shapes it times too, where the last wave is ragged
+STREAMK_RAGGED = 0.85  # a last wave fuller than this leaves little for stream-K to gain
 TUNE_ONE_PER_TILE_WAVES = 2  # tiles per SM up to which M <= 128 also times one CTA a tile
 
 
@@ -257,7 +270,23 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
     out = [first] + [plan(M_, N_, K_, sms, **c) for c in others]
     # one CTA per tile beside the persistent shapes where it measured faster (the H200,
     # 2026-12-02: 1-8 % for M <= 128, where B streams; benchmarks/RESULTS.md)
-    return out + [{**c, "persistent": False} for c in out if _one_per_tile(M_, N_, sms, c)]
+    return (out + [{**c, "persistent": False} for c in out if _one_per_tile(M_, N_, sms, c)]
+            + streamk_configs(M_, N_, K_, sms))
+
+
+def streamk_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
+    """Stream-K shapes worth timing: where whole tiles leave the last wave less than
+    :data:`STREAMK_RAGGED` full (or fewer tiles than SMs) and K has blocks enough to share
+    out, the :data:`TUNE_STREAMK` single-CTA tiles :func:`estimate` ranks best with
+    stream-K (``streamk=True``: the last wave's tiles cut by K blocks over every SM)."""
+    k_steps = -(-K_ // BK)
+    if k_steps < 2 * STREAMK_MIN_BLOCKS:
+        return []
+    tiles = [c for c in candidates(M_, N_, K_, sms) if c["splits"] == 1]
+    ragged = [c for c in tiles if 0 < _tile_count(M_, N_, c["bm"], c["bn"], c["swap"]) % sms
+              < STREAMK_RAGGED * sms]
+    ranked = sorted(ragged, key=lambda c: estimate(M_, N_, K_, sms, **c, streamk=True))
+    return [{**plan(M_, N_, K_, sms, **c), "streamk": True} for c in ranked[:TUNE_STREAMK]]
 
 
 def _one_per_tile(M_: int, N_: int, sms: int, c: dict) -> bool:
@@ -284,7 +313,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
               producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
               splits: int | None = None, multicast: int | None = None,
               swap: bool | None = None, persistent: bool | None = None,
-              transB: bool = False, loose_b: bool = False):
+              transB: bool = False, loose_b: bool = False, streamk: bool | None = None):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
     when given, are checked against TMA's alignment rule and choose the kernel's shape: the
     kernel is tuned on its first launch (``tilewise.autotune`` over :func:`plan`'s choice
@@ -300,7 +329,9 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     B.T`` without a copy); the kernel loads K-major B tiles, the tensor cores' other
     operand form, and is the same otherwise. ``loose_b=True`` (what :class:`Padded` builds):
     B's row count is a size of its own, not N (``transB``) or K; TMA reads the rows past it
-    as zeros."""
+    as zeros. ``streamk=True``: whole waves of tiles, then the K blocks of the tiles left
+    over shared out over every SM (:class:`StreamK`, which keeps the partial sums' workspace);
+    the tuner also times that form where the last wave of tiles is ragged."""
     if dtype not in ("bfloat16", "float16"):
         raise config_error(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     if any(v is not None and v % 8 for v in (N_, K_)):
@@ -310,7 +341,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                                "which needs all of M, N and K given")
         kw = dict(dtype=dtype, num_sms=num_sms, stages=stages, producer=producer, bn=bn,
                   bm=bm, splits=splits, multicast=multicast, swap=swap,
-                  persistent=persistent, transB=transB, loose_b=True)
+                  persistent=persistent, transB=transB, loose_b=True, streamk=streamk)
         return Padded(make_gemm(M_, _up8(N_), _up8(K_), **kw), M_, N_, K_, transB)
     if producer not in ("warpgroup", "warp"):
         raise config_error(f"producer={producer!r}: 'warpgroup' or 'warp'")
@@ -319,19 +350,104 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         raise config_error(f"bn={bn}: the tile's columns are {', '.join(map(str, widths[:-1]))} "
                            f"or {widths[-1]} (swap=True: {', '.join(map(str, SWAP_COLS))})")
     sms = num_sms or runtime.sm_count(default=H200_SMS)
-    if persistent is False:  # the form without a cluster, unless a split is asked for
+    if persistent is False or streamk:  # the forms without a cluster
         splits, multicast = splits or 1, multicast or 1
     cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast, swap)
     if persistent is not None:
         cfg["persistent"] = persistent
-    forced = (bm, bn, splits, stages, multicast, swap, persistent) != (None,) * 7
+    forced = (bm, bn, splits, stages, multicast, swap, persistent, streamk) != (None,) * 8
     if not forced and None not in (M_, N_, K_):
         return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer,
                                                    transB=bool(transB),
                                                    loose_b=bool(loose_b)),
                                  configs=tune_configs(M_, N_, K_, sms, cfg),
-                                 timer=CudaTimer(heat_s=TUNE_HEAT_S))
-    return _kernel(dtype, sms, producer, **cfg, transB=bool(transB), loose_b=bool(loose_b))
+                                 timer=CudaTimer(heat_s=TUNE_HEAT_S), wrap=_streamk_wrap)
+    kernel = _kernel(dtype, sms, producer, **cfg, transB=bool(transB), loose_b=bool(loose_b),
+                     streamk=bool(streamk))
+    return StreamK(kernel, cfg) if streamk else kernel
+
+
+def _streamk_wrap(config: dict, kernel):
+    """The tuner's launcher of a compiled candidate: stream-K ones with their workspace."""
+    return StreamK(kernel, config) if config.get("streamk") else None
+
+
+class StreamK:
+    """``make_gemm``'s kernel with ``streamk=True``, launched as ``k(A, B, C)``. The kernel
+    itself takes two more arrays, which this object keeps per stream (and device): each
+    CTA's float32 partial-sum slot ``W`` (grid, 2, 64, tile columns per consumer), and
+    ``F`` (grid, 2) int32, the flag of each stream-K tile's consumer half, zero between
+    launches (each finisher puts its flags back to zero). Calls on one stream run in
+    order, so they may share them; another stream gets its own. ``tw.simulate`` passes
+    fresh ones (:meth:`__tilewise_simulate__`)."""
+
+    def __init__(self, kernel, cfg: dict):
+        self.kernel = kernel
+        wn = cfg["bn"] if cfg["bm"] == 128 else cfg["bn"] // 2
+        grid = _streamk_grid(kernel)
+        self.w_shape, self.f_shape = (grid, 2, 64, wn), (grid, 2)
+        self._bufs: dict = {}
+
+    def __tilewise_prim_func__(self):
+        return as_prim_func(self.kernel)
+
+    def __repr__(self) -> str:
+        return f"<make_gemm stream-K kernel, workspace {self.w_shape} float32>"
+
+    def __call__(self, A, B, C, stream=None):
+        W, F = self._buffers(A, stream)
+        self.kernel(A, B, C, W, F, stream=stream)
+
+    def _buffers(self, A, stream):
+        if hasattr(A, "new_empty"):  # torch
+            import torch
+
+            key = (_stream_key(torch, A) if stream is None else _raw(stream, A), A.device)
+            bufs = self._bufs.get(key)
+            if bufs is None:
+                bufs = (A.new_empty(self.w_shape, dtype=torch.float32),
+                        A.new_zeros(self.f_shape, dtype=torch.int32))
+                torch.cuda.synchronize(A.device)  # the zeros land before any stream reads
+                self._bufs[key] = bufs
+            return bufs
+        cupy = sys.modules.get("cupy")
+        if cupy is not None and isinstance(A, cupy.ndarray):
+            key = (_raw(stream, A), A.device.id)
+            bufs = self._bufs.get(key)
+            if bufs is None:
+                bufs = (cupy.empty(self.w_shape, cupy.float32),
+                        cupy.zeros(self.f_shape, cupy.int32))
+                cupy.cuda.Device(A.device.id).synchronize()
+                self._bufs[key] = bufs
+            return bufs
+        raise tilewise.LaunchError(f"a stream-K GEMM keeps its workspace as arrays of the "
+                                   f"inputs' library; it takes torch or CuPy arrays, not "
+                                   f"{type(A).__name__}",
+                                   hint="pass torch tensors or CuPy arrays (tw.simulate "
+                                   "takes numpy), or make the kernel without streamk=True")
+
+    def __tilewise_simulate__(self, simulate, A, B, C, **kw):
+        import numpy as np
+
+        W = np.full(self.w_shape, np.nan, np.float32)  # poisoned: every read must be written
+        F = np.zeros(self.f_shape, np.int32)
+        report = simulate(self.kernel, A, B, C, W, F, **kw)
+        if F.any():
+            raise tilewise.TilewiseError(f"a stream-K launch left flags set: {F.tolist()}")
+        return report
+
+
+def _streamk_grid(kernel) -> int:
+    """The CTAs of a stream-K kernel (compiled, or a PrimFunc): W's first extent."""
+    sig = getattr(kernel, "launch_signature", None)
+    func = sig.func if sig is not None else as_prim_func(kernel)
+    return int(func.param_buffers()[3].shape[0])
+
+
+def _raw(stream, arrays) -> int:
+    from tilewise.runtime.launch import stream_handle
+
+    return stream if isinstance(stream, int) else stream_handle(stream, arrays)
 
 
 def _up8(v: int) -> int:
@@ -504,7 +620,7 @@ def _torch_stream(stream, arrays):
 
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,
-            persistent=True, group_m=GROUP_M, transB=False, loose_b=False):
+            persistent=True, group_m=GROUP_M, transB=False, loose_b=False, streamk=False):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -528,21 +644,33 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
         raise config_error(f"persistent=False with splits={S}, multicast={P}: one CTA per "
                            "tile is the form without a cluster (a split or a multicast pair "
                            "already launches one cluster per tile or walks tiles in pairs)")
+    if streamk and (S > 1 or P > 1 or not persistent):
+        raise config_error(f"streamk=True with splits={S}, multicast={P}, persistent="
+                           f"{persistent}: stream-K is a persistent grid of single CTAs (it "
+                           "splits the K blocks of the last wave's tiles itself)")
     grid = sms // P * P
 
     @T.prim_func
-    def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle,
+             F_ptr: T.handle):
         A = T.match_buffer(A_ptr, (M, K), dtype)
         # loose_b (the padded kernel's): B's row count is its own size, not N or K; TMA
         # reads its rows past it (up to the padded N or K) as zeros
         B = T.match_buffer(B_ptr, ((NB if loose_b else N), K) if transB else
                            ((KB if loose_b else K), N), dtype)
         C = T.match_buffer(C_ptr, (M, N), dtype)
+        if streamk:  # each CTA's partial-sum slot, and a flag per stream-K tile
+            W = T.match_buffer(W_ptr, (grid, 2, 64, wn), "float32")
+            F = T.match_buffer(F_ptr, (grid, 2), "int32")
         T.device_entry()
         m_tiles = T.meta_var(T.ceildiv(ROWS, bm))  # expressions of the sizes (the grid's too)
         n_tiles = T.meta_var(T.ceildiv(COLS, bn))
         crank = 0  # the CTA's rank in a multicast pair
-        if S == 1 and P == 1 and persistent:  # one CTA per SM walks the tiles
+        if streamk:  # whole waves of tiles, then the rest by K blocks (sched.HybridStreamK)
+            bx = T.cta_id([grid])
+            sched = HybridStreamK(m_tiles, n_tiles, T.ceildiv(K, BK), first=bx, ctas=grid,
+                                  group_m=group_m, min_blocks=STREAMK_MIN_BLOCKS)
+        elif S == 1 and P == 1 and persistent:  # one CTA per SM walks the tiles
             bx = T.cta_id([grid])
             sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=grid, group_m=group_m)
         elif S == 1 and P == 1:  # one CTA per tile: the hardware hands out the tiles
@@ -596,6 +724,101 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
             kb = 0
             ke = T.ceildiv(K, BK)
 
+        @T.inline
+        def produce(m0, n0, k_begin, k_end, it):
+            """Load K blocks k_begin .. k_end - 1 of the tile at (m0, n0) into the ring;
+            ``it`` counts the stages filled so far (returned advanced)."""
+            for kt in range(k_begin, k_end):
+                s = it % stages
+                k0 = kt * BK
+                T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
+                T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
+                if swap:  # m0: the tile's first column of B, n0: row of A
+                    Tx.thread.copy_async(As[s, :, :], A[n0:n0 + bn, k0:k0 + BK],
+                                         dispatch="tma", mbar=T.address_of(full[s]))
+                else:
+                    Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
+                                         dispatch="tma", mbar=T.address_of(full[s]))
+                c0 = m0 if swap else n0  # B's first column (its row with transB)
+                if P == 1 and transB:
+                    Tx.thread.copy_async(Bs[s, :, :], B[c0:c0 + b_cols, k0:k0 + BK],
+                                         dispatch="tma", mbar=T.address_of(full[s]))
+                elif P == 1:
+                    Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, c0:c0 + b_cols],
+                                         dispatch="tma", mbar=T.address_of(full[s]))
+                elif transB:  # this CTA's half of the tile's B rows (N), to both
+                    h = bn // P
+                    Tx.thread.copy_async(
+                        Bs[s, crank * h:crank * h + h, :],
+                        B[n0 + crank * h:n0 + crank * h + h, k0:k0 + BK],
+                        dispatch="tma", mbar=T.address_of(full[s]),
+                        cta_mask=(1 << P) - 1)
+                else:  # this CTA's rows of the B tile, into every CTA of the pair
+                    h = BK // P
+                    Tx.thread.copy_async(
+                        Bs[s, crank * h:crank * h + h, :],
+                        B[k0 + crank * h:k0 + crank * h + h, n0:n0 + bn],
+                        dispatch="tma", mbar=T.address_of(full[s]),
+                        cta_mask=(1 << P) - 1)
+                it = it + 1
+            return it
+
+        @T.inline
+        def consume(acc, r0, c0, k_begin, k_end, it, leader):
+            """Multiply K blocks k_begin .. k_end - 1 from the ring into ``acc`` (zeroed
+            first), release each stage, wait for the last wgmma; ``it`` returned advanced.
+            bm=128: rows r0.. of A against all of B; bm=64: all of A against columns c0..
+            of B."""
+            Tx.wg.zero(acc[:, :])  # the last tile's values are dead: registers free up
+            for kt in range(k_begin, k_end):
+                s = it % stages
+                T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
+                T.ptx.wgmma.fence()
+                if swap and transB:  # B's rows r0.. (K-major) as wgmma's A
+                    Tx.wg.gemm_async(acc[:, :], Bs[s, r0:r0 + 64, :], As[s, c0:c0 + wn, :],
+                                     accum=kt > k_begin, transB=True)
+                elif swap:  # Cᵀ = Bᵀ Aᵀ: B's columns r0.. as wgmma's A, A's rows c0.. as B
+                    Tx.wg.gemm_async(acc[:, :], Bs[s, :, r0:r0 + 64], As[s, c0:c0 + wn, :],
+                                     accum=kt > k_begin, transA=True, transB=True)
+                elif transB:  # B's (bn, BK) tile is K-major: wgmma's transposed B
+                    Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :],
+                                     Bs[s, c0:c0 + wn, :], accum=kt > k_begin, transB=True)
+                else:
+                    Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :],
+                                     Bs[s, :, c0:c0 + wn], accum=kt > k_begin)
+                T.ptx.wgmma.commit_group()
+                T.ptx.wgmma.wait_group(1)  # the previous stage's wgmma has finished
+                if kt > k_begin and leader:
+                    release(empty, (it + stages - 1) % stages, P, crank)
+                it = it + 1
+            T.ptx.wgmma.wait_group(0)
+            if k_end > k_begin and leader:
+                release(empty, (it + stages - 1) % stages, P, crank)
+            return it
+
+        @T.inline
+        def store(acc, out, cw, m0, n0, leader):
+            """Epilogue: registers -> shared -> TMA store of the tile at (m0, n0)."""
+            Tx.wg.cast(out[:, :], acc[:, :])
+            if leader:
+                T.ptx.cp_async.bulk.wait_group_read(0)  # the last store left Cs[cw]
+            T.ptx.bar.sync(1 + cw, 128)
+            if swap:  # the (64, wn) tile of Cᵀ written transposed: C's (wn, 64)
+                Ct = Cs.view(2, 64, wn, layout=c_view)
+                Tx.wg.copy(Ct[cw, :, :], out[:, :])
+            else:
+                Tx.wg.copy(Cs[cw, :, :], out[:, :])
+            T.ptx.fence.proxy_async()
+            T.ptx.bar.sync(1 + cw, 128)
+            if leader:
+                if swap:
+                    Tx.thread.copy_async(C[n0:n0 + wn, m0:m0 + 64], Cs[cw, :, :],
+                                         dispatch="tma")
+                else:
+                    Tx.thread.copy_async(C[m0:m0 + 64, n0:n0 + wn], Cs[cw, :, :],
+                                         dispatch="tma")
+                T.ptx.cp_async.bulk.commit_group()
+
         if wg == 2:  # ---------------------------------------------------- producer
             if producer == "warpgroup":
                 T.ptx.setmaxnreg(False, 40)
@@ -604,40 +827,11 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                 for j in sched.tiles():
                     mt, nt = sched.coords(j)
                     m0 = (mt * P + crank) * bm if P > 1 else mt * bm
-                    n0 = nt * bn
-                    for kt in range(kb, ke):
-                        s = it % stages
-                        k0 = kt * BK
-                        T.ptx.mbarrier.try_wait(T.address_of(empty[s]), (it // stages + 1) % 2)
-                        T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
-                        if swap:  # m0: the tile's first column of B, n0: row of A
-                            Tx.thread.copy_async(As[s, :, :], A[n0:n0 + bn, k0:k0 + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
-                        else:
-                            Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
-                        c0 = m0 if swap else n0  # B's first column (its row with transB)
-                        if P == 1 and transB:
-                            Tx.thread.copy_async(Bs[s, :, :], B[c0:c0 + b_cols, k0:k0 + BK],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
-                        elif P == 1:
-                            Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, c0:c0 + b_cols],
-                                                 dispatch="tma", mbar=T.address_of(full[s]))
-                        elif transB:  # this CTA's half of the tile's B rows (N), to both
-                            h = bn // P
-                            Tx.thread.copy_async(
-                                Bs[s, crank * h:crank * h + h, :],
-                                B[n0 + crank * h:n0 + crank * h + h, k0:k0 + BK],
-                                dispatch="tma", mbar=T.address_of(full[s]),
-                                cta_mask=(1 << P) - 1)
-                        else:  # this CTA's rows of the B tile, into every CTA of the pair
-                            h = BK // P
-                            Tx.thread.copy_async(
-                                Bs[s, crank * h:crank * h + h, :],
-                                B[k0 + crank * h:k0 + crank * h + h, n0:n0 + bn],
-                                dispatch="tma", mbar=T.address_of(full[s]),
-                                cta_mask=(1 << P) - 1)
-                        it = it + 1
+                    it = produce(m0, nt * bn, kb, ke, it)
+                if streamk:
+                    for g in sched.segments():
+                        _, mt, nt, skb, ske = sched.segment(g)
+                        it = produce(mt * bm, nt * bn, skb, ske, it)
         else:  # ------------------------------------------------------------ consumers
             if producer == "warpgroup":
                 T.ptx.setmaxnreg(True, 232)
@@ -652,61 +846,37 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                 mt, nt = sched.coords(j)
                 m0 = ((mt * P + crank) * bm if P > 1 else mt * bm) + r0
                 n0 = nt * bn + c0
-                Tx.wg.zero(acc[:, :])  # the last tile's values are dead: registers free up
-                for kt in range(kb, ke):
-                    s = it % stages
-                    T.ptx.mbarrier.try_wait(T.address_of(full[s]), it // stages % 2)
-                    T.ptx.wgmma.fence()
-                    # bm=128: rows r0.. of A against all of B; bm=64: all of A against
-                    # columns c0.. of B
-                    if swap and transB:  # B's rows r0.. (K-major) as wgmma's A
-                        Tx.wg.gemm_async(acc[:, :], Bs[s, r0:r0 + 64, :], As[s, c0:c0 + wn, :],
-                                         accum=kt > kb, transB=True)
-                    elif swap:  # Cᵀ = Bᵀ Aᵀ: B's columns r0.. as wgmma's A, A's rows c0.. as B
-                        Tx.wg.gemm_async(acc[:, :], Bs[s, :, r0:r0 + 64], As[s, c0:c0 + wn, :],
-                                         accum=kt > kb, transA=True, transB=True)
-                    elif transB:  # B's (bn, BK) tile is K-major: wgmma's transposed B
-                        Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :],
-                                         Bs[s, c0:c0 + wn, :], accum=kt > kb, transB=True)
-                    else:
-                        Tx.wg.gemm_async(acc[:, :], As[s, r0:r0 + 64, :],
-                                         Bs[s, :, c0:c0 + wn], accum=kt > kb)
-                    T.ptx.wgmma.commit_group()
-                    T.ptx.wgmma.wait_group(1)  # the previous stage's wgmma has finished
-                    if kt > kb and leader:
-                        release(empty, (it + stages - 1) % stages, P, crank)
-                    it = it + 1
-                T.ptx.wgmma.wait_group(0)
-                if ke > kb and leader:
-                    release(empty, (it + stages - 1) % stages, P, crank)
+                it = consume(acc, r0, c0, kb, ke, it, leader)
                 if S > 1:  # add the partial sums along the cluster: rank S-1 first
                     split_reduce(acc, R, rbar, cw, rank, leader, S)
-                if S == 1 or rank == 0:  # epilogue: registers -> shared -> TMA store
-                    Tx.wg.cast(out[:, :], acc[:, :])
-                    if leader:
-                        T.ptx.cp_async.bulk.wait_group_read(0)  # the last store left Cs[cw]
-                    T.ptx.bar.sync(1 + cw, 128)
-                    if swap:  # the (64, wn) tile of Cᵀ written transposed: C's (wn, 64)
-                        Ct = Cs.view(2, 64, wn, layout=c_view)
-                        Tx.wg.copy(Ct[cw, :, :], out[:, :])
-                    else:
-                        Tx.wg.copy(Cs[cw, :, :], out[:, :])
-                    T.ptx.fence.proxy_async()
-                    T.ptx.bar.sync(1 + cw, 128)
-                    if leader:
-                        if swap:
-                            Tx.thread.copy_async(C[n0:n0 + wn, m0:m0 + 64], Cs[cw, :, :],
-                                                 dispatch="tma")
-                        else:
-                            Tx.thread.copy_async(C[m0:m0 + 64, n0:n0 + wn], Cs[cw, :, :],
-                                                 dispatch="tma")
-                        T.ptx.cp_async.bulk.commit_group()
+                if S == 1 or rank == 0:
+                    store(acc, out, cw, m0, n0, leader)
+            if streamk:
+                for g in sched.segments():
+                    t, mt, nt, skb, ske = sched.segment(g)
+                    it = consume(acc, r0, c0, skb, ske, it, leader)
+                    if skb > 0:  # a helper: the partial sum to this CTA's slot, then flag it
+                        Tx.wg.copy(W[bx, cw, :, :], acc[:, :])
+                        T.ptx.red.add(T.address_of(F[t, cw]), T.uint32(1))
+                    else:  # the finisher: add the helpers' partial sums, in range order
+                        lo, hi = sched.helpers(t)
+                        if hi > lo:
+                            T.ptx.wait_flag(T.address_of(F[t, cw]), T.uint32(128 * (hi - lo)))
+                            for r in range(lo, hi):
+                                Tx.wg.add(acc[:, :], acc[:, :], W[grid - 1 - r, cw, :, :])
+                        store(acc, out, cw, mt * bm + r0, nt * bn + c0, leader)
+                        if hi > lo and leader:  # every thread passed the wait (store's
+                            F[t, cw] = 0  # barrier): ready for the next launch
             if leader:
                 T.ptx.cp_async.bulk.wait_group(0)
         if S > 1 or P > 1:  # no CTA leaves while a peer's copy may touch its shared memory
             T.cuda.cluster_sync()
 
-    return gemm
+    if streamk:
+        return gemm
+    # without stream-K the workspace parameters are unused: the kernel takes (A, B, C)
+    return dataclasses.replace(gemm, params=tuple(p for p in gemm.params
+                                                  if p.name not in ("W_ptr", "F_ptr")))
 
 
 @T.inline

@@ -5,11 +5,11 @@ count or grid a problem wants), bf16, CUDA-graph replays as in ``bench_gemm.py -
     PYTHONPATH=src python scripts/gemm_probe.py 1x28672x8192 -- T128x8s1/8 T128x8s1/4@264
     PROBE_ONLY=T128x8s1/8 ncu ... python scripts/gemm_probe.py 1x28672x8192 -- T128x8s1/8
 
-A kernel shape is ``[T]BMxBNsS/STAGES[@GRID][m2][gG]``: ``T`` swap-AB, ``BM`` x ``BN``
+A kernel shape is ``[T]BMxBNsS/STAGES[@GRID][m2][gG][k]``: ``T`` swap-AB, ``BM`` x ``BN``
 tiles, ``S`` CTAs of a cluster splitting K, the ring's stages, ``@GRID`` the persistent grid
 (default: the SM count; ``@0``: one CTA per tile, not persistent), ``m2`` a multicast pair
-sharing B, ``gG`` tile rows walked together (default ``GROUP_M``). Each result is checked
-against torch.matmul first.
+sharing B, ``gG`` tile rows walked together (default ``GROUP_M``), ``k`` stream-K. Each
+result is checked against torch.matmul first.
 """
 import functools
 import os
@@ -25,17 +25,18 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_gemm  # noqa: E402
 from timing import timed_all  # noqa: E402
 
-SPEC = re.compile(r"(T?)(\d+)x(\d+)s(\d+)/(\d+)(?:@(\d+))?(m2)?(?:g(\d+))?$")
+SPEC = re.compile(r"(T?)(\d+)x(\d+)s(\d+)/(\d+)(?:@(\d+))?(m2)?(?:g(\d+))?(k)?$")
 
 
 def parse(spec: str, sms: int) -> dict:
     m = SPEC.match(spec)
     if not m:
-        raise SystemExit(f"{spec!r}: a kernel shape is [T]BMxBNsS/STAGES[@GRID][m2][gG]")
-    t, bm, bn, s, st, grid, mc, g = m.groups()
+        raise SystemExit(f"{spec!r}: a kernel shape is [T]BMxBNsS/STAGES[@GRID][m2][gG][k]")
+    t, bm, bn, s, st, grid, mc, g, sk = m.groups()
     return dict(sms=int(grid or 0) or sms, bm=int(bm), bn=int(bn), splits=int(s),
                 stages=int(st), swap=bool(t), persistent=grid != "0",
-                multicast=2 if mc else 1, **({"group_m": int(g)} if g else {}))
+                multicast=2 if mc else 1, **({"group_m": int(g)} if g else {}),
+                **({"streamk": True} if sk else {}))
 
 
 def main(argv):
@@ -57,9 +58,12 @@ def main(argv):
         jobs.append((functools.partial(G._kernel, "bfloat16", kw.pop("sms"), "warpgroup", **kw),
                      {}))
     built = compile_many(jobs, target)
-    kernels = {}
+    kernels, reasons = {}, {}
     for s, b in zip(specs, built):
+        reasons[s] = b.reason
         kernels[s] = None if b.blob is None else pickle.loads(b.blob)
+        if kernels[s] is not None and s.endswith("k"):  # stream-K: with its workspace
+            kernels[s] = G.StreamK(kernels[s], parse(s, sms))
     tri = None if only else bench_gemm.triton_matmul()
     for M, N, K in shapes:
         A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
@@ -72,7 +76,7 @@ def main(argv):
             runs["triton"] = functools.partial(tri, A, B, Ct)
         for s, k in kernels.items():
             if k is None:
-                print(f"{s}: did not compile", flush=True)
+                print(f"{s}: did not compile: {reasons[s]}", flush=True)
                 continue
             C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
             k(A, B, C)

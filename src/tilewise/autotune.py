@@ -67,13 +67,18 @@ KEEP_FIRST_WITHIN = 0.02  # the first config wins unless another beats it by mor
 
 
 def autotune(factory=None, *, configs, key=None, timer=None, target=None, device=None,
-             restore=()):
+             restore=(), wrap=None):
     """Wrap ``factory`` (``factory(**config) -> PrimFunc``) in an :class:`Autotuned`
     kernel; without ``factory``, a decorator for ``f(*args, **config)``: ``f(*args)`` then
     returns the tuned kernel, ``configs`` may be a function of ``args``. See the module
     doc. ``timer(kernel, args) -> seconds`` replaces the GPU timer (tests), ``target`` the
-    device's target, ``device`` the device name in the key."""
-    opts = dict(key=key, timer=timer, target=target, device=device, restore=restore)
+    device's target, ``device`` the device name in the key. ``wrap(config, kernel)``, when
+    given, returns what launches a compiled candidate as ``run(*args, stream=...)``: for a
+    config whose kernel takes more than the user's arguments (a stream-K GEMM's
+    workspace), the wrapper supplies them; it is timed, and returned by launches, in the
+    kernel's place (``None`` from it: the kernel as it is)."""
+    opts = dict(key=key, timer=timer, target=target, device=device, restore=restore,
+                wrap=wrap)
     if factory is None:
         def decorate(f):
             @functools.wraps(f)
@@ -130,7 +135,7 @@ class Autotuned:
     ``k.report()`` lists the candidates of the tunings so far."""
 
     def __init__(self, factory, configs, key=None, timer=None, target=None, device=None,
-                 restore=()):
+                 restore=(), wrap=None):
         configs = list(configs) if configs is not None else []
         if not configs or not all(isinstance(c, dict) for c in configs):
             raise TilewiseError("tilewise.autotune needs a non-empty list of configs, each a "
@@ -140,6 +145,7 @@ class Autotuned:
         self._key_fn, self._timer, self._target = key or default_key, timer, target
         self._fast_key = key or _fast_key  # the in-process lookup: no conversions
         self._device, self.restore = device, tuple(restore)
+        self._wrap = wrap
         self._funcs: dict[int, object] = {}
         self._kernels: dict = {}  # key(*args) -> compiled kernel
         self._fhash: str | None = None
@@ -192,10 +198,17 @@ class Autotuned:
             try:
                 k = pickle.loads(blob)
                 _rewarn(r.warnings)
-                return k
+                return self._wrapped(r.winner, k)
             except Exception:  # noqa: BLE001 - a stale or damaged entry: compile it again
                 pass
-        return tw_compile(self.kernel(r.winner), self._target_obj())
+        return self._wrapped(r.winner, tw_compile(self.kernel(r.winner), self._target_obj()))
+
+    def _wrapped(self, i: int, kernel):
+        """What launches config ``i``'s compiled kernel (``wrap``'s, when it has one)."""
+        if self._wrap is None:
+            return kernel
+        run = self._wrap(self.configs[i], kernel)
+        return kernel if run is None else run
 
     def _result(self, args, full: str) -> TuneResult:
         r = self.results.get(full)
@@ -306,7 +319,7 @@ class Autotuned:
             if b.blob is None:
                 continue
             try:
-                kernels[n] = pickle.loads(b.blob)
+                kernels[n] = self._wrapped(n, pickle.loads(b.blob))
                 timer.prepare(kernels[n], args)
             except TilewiseError as e:
                 kernels.pop(n, None)

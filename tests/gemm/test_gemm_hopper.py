@@ -295,6 +295,59 @@ def test_split_k_adds_the_partial_sums_in_rank_order_across_the_cluster():
     assert LaunchConfig.of(lowered.func).cluster == (4, 1, 1)
 
 
+STREAMK_CASES = [  # (shape, kernel shape, CTAs): each leaves tiles for stream-K, some
+    # split over three CTAs (helpers of lower index), a CTA finishing one tile after
+    # helping another, ragged M, N and K
+    pytest.param((200, 328, 1000), {"bm": 128, "bn": 64, "stages": 4}, 5, id="bn64-5ctas"),
+    pytest.param((130, 136, 1000), {"bm": 128, "bn": 128, "stages": 4}, 3,
+                 id="one-tile-three-ctas"),
+    pytest.param((70, 264, 712), {"bm": 64, "bn": 128, "stages": 4}, 4, id="bm64"),
+    pytest.param((20, 296, 520), {"bm": 128, "bn": 16, "stages": 4, "swap": True}, 4,
+                 id="swap", marks=pytest.mark.slow),
+    pytest.param((200, 328, 520), {"bm": 128, "bn": 64, "stages": 4, "transB": True}, 5,
+                 id="transB", marks=pytest.mark.slow),
+    pytest.param((130, 296, 264), {"bm": 128, "bn": 256, "stages": 3}, 3, id="bn256",
+                 marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("shape,kw,ctas", STREAMK_CASES)
+def test_stream_k_adds_the_helpers_partial_sums_through_flags(shape, kw, ctas):
+    """streamk=True: whole waves, then the last tiles' K blocks over every CTA; a finisher
+    waits on its flag for the helpers' partial sums (workspace poisoned with NaN: a slot
+    read before it is written shows), and every flag is back at zero after the launch
+    (the wrapper checks). The simulator's race check passes only because the flags order
+    the workspace's writes before its reads (tests/sim/test_flags.py)."""
+    a, b, c = G.inputs(np.random.default_rng(5), shape, "bfloat16")
+    k = G.make_gemm(*shape, num_sms=ctas, streamk=True, **kw)
+    assert isinstance(k, G.StreamK) and k.w_shape[0] == ctas
+    bk = np.ascontiguousarray(b.T) if kw.get("transB") else b
+    assert tw.simulate(k, a, bk, c).ok
+    _check(c, a, b)
+
+
+def test_stream_k_is_timed_where_the_last_wave_is_ragged():
+    """The tuner adds stream-K twins of the best single-CTA tiles where whole tiles leave
+    the last wave ragged (777 x 11008: 301 tiles of 128 x 256 are 2.3 waves), not where
+    it is nearly full or K is too short to share out; stream-K is never the untuned
+    choice (what tw.simulate runs)."""
+    cfg = G.plan(777, 11008, 4096, 132)
+    sk = [c for c in G.tune_configs(777, 11008, 4096, 132, cfg) if c.get("streamk")]
+    assert {(c["bm"], c["bn"]) for c in sk} >= {(128, 256)} and len(sk) <= G.TUNE_STREAMK
+    assert all(c["splits"] == 1 and c["multicast"] == 1 for c in sk)
+    assert not G.streamk_configs(264 * 128, 256, 4096, 132)  # whole waves: nothing to share
+    assert not G.streamk_configs(777, 11008, 256, 132)  # 4 K blocks: too few to cut
+    assert not cfg.get("streamk")
+    with pytest.raises(tw.TilewiseError, match="stream-K is a persistent grid of single CTAs"):
+        G.make_gemm(256, 256, 512, streamk=True, splits=2)
+
+
+def test_stream_k_refuses_arrays_it_cannot_keep_a_workspace_for():
+    k = G.make_gemm(256, 256, 512, num_sms=4, bm=128, bn=128, streamk=True)
+    a, b, c = G.inputs(np.random.default_rng(5), (256, 256, 512), "bfloat16")
+    with pytest.raises(tw.LaunchError, match="takes torch or CuPy arrays, not ndarray"):
+        k(a, b, c)
+
+
 @pytest.mark.parametrize("shape,dtype,transB,copied", [
     ((37, 1001, 100), "bfloat16", False, "A, B and C"),
     ((130, 136, 100), "float16", False, "A into"),  # B (100, 136) read as it is
@@ -462,6 +515,43 @@ def test_swap_ab_on_the_gpu_matches_torch(shape, cfg, torch):
     C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
     _matches_twice(torch, G.make_gemm(M, N, K, dtype="float16", swap=True,
                                       **{"bm": 128, **cfg}), A, B, C)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{"bm": 128, "bn": 256}, {"bm": 128, "bn": 128},
+                                 {"bm": 64, "bn": 256}, {"bm": 128, "bn": 192},
+                                 {"bm": 128, "bn": 16, "swap": True},
+                                 {"bm": 128, "bn": 256, "transB": True}])
+@pytest.mark.parametrize("shape", [(777, 11008, 4096), (200, 5120, 5120), (3000, 1000, 2560),
+                                   (96, 768, 3072), (1000, 3000, 520), (5, 4096, 4096)])
+def test_stream_k_on_the_gpu_matches_torch(shape, cfg, torch):
+    """streamk=True on the H200 against float64, three launches in a row on one stream
+    (the flags must be back at zero for the next) and one on a second stream (its own
+    workspace), all with C poisoned."""
+    M, N, K = shape
+    cfg = dict(cfg)
+    transB = cfg.pop("transB", False)
+    A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    ref = A.double() @ B.double()
+    k = G.make_gemm(M, N, K, streamk=True, transB=transB, **cfg)
+    Bk = B.t().contiguous() if transB else B
+    side = torch.cuda.Stream()
+    for launch in range(4):
+        C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        if launch == 3:
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                k(A, Bk, C)
+            torch.cuda.current_stream().wait_stream(side)
+        else:
+            k(A, Bk, C)
+        err = (C.double() - ref).abs()
+        assert not torch.isnan(C).any(), launch
+        assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
+            (launch, float(err.max()))
+    assert len(k._bufs) == 2
+    assert all(not bool(F.any()) for _, F in k._bufs.values())
 
 
 def test_calling_the_kernel_without_a_gpu_says_so():

@@ -1,0 +1,170 @@
+"""Look for cliffs on shapes no benchmark lists: every example kernel family on a handful
+of shapes a user might bring (decode attention, odd GEMM sizes, odd row widths, fp8 at odd
+M), each checked against torch first, then timed interleaved with its torch peer (CUDA
+graph replays) and printed as a ratio. A design probe, not a benchmark table.
+
+    PYTHONPATH=src python scripts/shape_probe.py [attn] [gemm] [rows] [fp8]
+"""
+import importlib.util
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from timing import timed_all  # noqa: E402
+
+F = torch.nn.functional
+
+
+def example(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def timed(fns, reps=20, samples=7):
+    return timed_all(torch, fns, reps, samples, warmup=3, graph=True)
+
+
+def line(*parts):
+    print(" | ".join(str(p) for p in parts), flush=True)
+
+
+def guard(fn, *args):
+    t0 = time.time()
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - a probe reports and goes on
+        print(f"FAILED {fn.__name__}{args}:\n{traceback.format_exc()}", flush=True)
+    print(f"  ({time.time() - t0:.1f} s)", flush=True)
+
+
+def attn(A, b, h, kvh, sq, sk, d, causal):
+    q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, kvh, sk, d, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, kvh, sk, d, device="cuda", dtype=torch.bfloat16)
+    o = torch.full_like(q, float("nan"))
+    kern = A.make_attention(b, h, sq, sk, d, causal=causal, dtype="bfloat16",
+                            kv_heads=None if kvh == h else kvh)
+    kern(q, k, v, o)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=kvh != h)
+    err = float((o.float() - ref.float()).abs().max())
+    t = timed({"tw": lambda: kern(q, k, v, o),
+               "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                               enable_gqa=kvh != h)})
+    gb = (q.numel() * 2 + k.numel() * 4) / 1e9
+    line("attn", f"b{b} h{h}/{kvh} sq{sq} sk{sk} d{d}{' causal' if causal else ''}",
+         f"err {err:.1e}", f"tw {t['tw'] * 1e6:.1f} us", f"sdpa {t['sdpa'] * 1e6:.1f} us",
+         f"ratio {t['sdpa'] / t['tw']:.2f}", f"tw {gb / t['tw']:.0f} GB/s")
+
+
+def gemm(G, M, N, K, dtype):
+    dt = getattr(torch, dtype)
+    a = torch.randn(M, K, device="cuda", dtype=dt)
+    b = torch.randn(K, N, device="cuda", dtype=dt)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+    kern = G.make_gemm(M, N, K, dtype)
+    kern(a, b, c)
+    ref = a.float() @ b.float()
+    err = float((c.float() - ref).norm() / ref.norm())
+    t = timed({"tw": lambda: kern(a, b, c), "torch": lambda: torch.matmul(a, b, out=c)})
+    fl = 2 * M * N * K
+    line("gemm", dtype, f"{M}x{N}x{K}", f"err {err:.1e}",
+         f"tw {fl / t['tw'] / 1e12:.0f} TF", f"cuBLAS {fl / t['torch'] / 1e12:.0f} TF",
+         f"ratio {t['torch'] / t['tw']:.2f}")
+
+
+def rows(S, R, name, r, c, dtype):
+    dt = getattr(torch, dtype)
+    x = torch.randn(r, c, device="cuda").mul_(3).to(dt)
+    y = torch.full_like(x, float("nan"))
+    if name == "softmax":
+        kern = S.make_softmax(r, c, dtype)
+        kern(x, y)
+        ref = torch.softmax(x.float(), -1)
+        peer = lambda: torch.softmax(x, -1)  # noqa: E731
+        run = lambda: kern(x, y)  # noqa: E731
+    else:
+        w = torch.randn(c, device="cuda").to(dt)
+        kern = R.make_rmsnorm(r, c, dtype)
+        kern(x, w, y)
+        ref = F.rms_norm(x.float(), (c,), w.float(), 1e-6)
+        peer = lambda: F.rms_norm(x, (c,), w, 1e-6)  # noqa: E731
+        run = lambda: kern(x, w, y)  # noqa: E731
+    err = float((y.float() - ref).abs().max())
+    z = torch.empty_like(x)
+    t = timed({"tw": run, "torch": peer, "copy": lambda: z.copy_(x)})
+    gb = 2 * x.numel() * x.element_size() / 1e9
+    line(name, dtype, f"{r}x{c}", f"err {err:.1e}", f"tw {gb / t['tw']:.0f} GB/s",
+         f"torch {gb / t['torch']:.0f}", f"copy {gb / t['copy']:.0f}",
+         f"of copy {t['copy'] / t['tw']:.2f}", f"vs torch {t['torch'] / t['tw']:.2f}")
+
+
+def fp8(E, Q, M, N, K, mode):
+    a, b, sa, sb, ref = Q.problem(torch, M, N, K, mode)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    kern = E.make_gemm_fp8(M, N, K, mode)
+    kern(a, b, sa, sb, c)
+    err = Q.rel_err(torch, c, ref)
+    peer = Q.cublas(torch, mode, a, b, sa, sb)
+    fns = {"tw": lambda: kern(a, b, sa, sb, c)}
+    if peer is not None:
+        fns["lt"] = peer
+    t = timed(fns)
+    fl = 2 * M * N * K
+    line("fp8", mode, f"{M}x{N}x{K}", f"err {err:.1e}", f"tw {fl / t['tw'] / 1e12:.0f} TF",
+         f"cuBLASLt {fl / t['lt'] / 1e12:.0f} TF" if "lt" in t else "cuBLASLt -",
+         f"ratio {t['lt'] / t['tw']:.2f}" if "lt" in t else "")
+
+
+def main(which):
+    print(torch.cuda.get_device_name(), flush=True)
+    if "attn" in which:
+        A = example("attention")
+        for args in [(8, 32, 8, 1, 8192, 128, False), (8, 32, 8, 16, 4096, 128, False),
+                     (1, 32, 32, 1, 32768, 128, False), (32, 32, 8, 1, 2048, 128, False),
+                     (4, 32, 8, 128, 8192, 128, True), (2, 16, 16, 1000, 1000, 64, True),
+                     (1, 8, 8, 3000, 3000, 128, False), (16, 12, 12, 197, 197, 64, False),
+                     (1, 32, 8, 2048, 2048, 128, True)]:
+            guard(attn, A, *args)
+    if "gemm" in which:
+        G = example("gemm_hopper")
+        for M, N, K in [(3, 4096, 4096), (200, 5120, 5120), (777, 11008, 4096),
+                        (3000, 1000, 2560), (5000, 3072, 768), (2048, 2048, 128),
+                        (4096, 1024, 16384), (96, 768, 3072), (8192, 8192, 512),
+                        (33, 49152, 4096)]:
+            guard(gemm, G, M, N, K, "bfloat16")
+        guard(gemm, G, 1536, 6144, 1536, "float16")
+    if "rows" in which:
+        S, R = example("softmax"), example("rmsnorm")
+        for name in ("softmax", "rmsnorm"):
+            for r, c, dt in [(7, 100, "bfloat16"), (4096, 2000, "bfloat16"),
+                             (1, 100000, "bfloat16"), (8192, 12288, "bfloat16"),
+                             (30000, 777, "bfloat16"), (2048, 4096, "float32"),
+                             (512, 24576, "float16"), (100000, 96, "bfloat16")]:
+                guard(rows, S, R, name, r, c, dt)
+    if "fp8" in which:
+        E = example("gemm_fp8")
+        Q = _bench_fp8()
+        for M, N, K, mode in [(1000, 3072, 1024, "row"), (2000, 5120, 5120, "block"),
+                              (300, 7168, 2048, "block"), (8192, 8192, 8192, "tensor"),
+                              (16, 18432, 7168, "block")]:
+            guard(fp8, E, Q, M, N, K, mode)
+
+
+def _bench_fp8():
+    spec = importlib.util.spec_from_file_location(
+        "bench_gemm_fp8", ROOT / "benchmarks" / "bench_gemm_fp8.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or ["attn", "gemm", "rows", "fp8"])
