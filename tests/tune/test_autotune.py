@@ -286,3 +286,31 @@ def test_candidates_compile_once_per_factory_and_config(cache, monkeypatch):
     k.select(*_arrays(96))
     k.select(np.zeros(96, np.float32), np.zeros(96, np.float32), 1)  # another key
     assert calls == [3] and len(k.results) == 2
+
+
+def test_wrap_launches_candidates_that_need_more_than_the_users_arguments(cache):
+    """wrap(config, kernel): what times and launches a candidate (a stream-K GEMM's
+    workspace keeper); None from it leaves the kernel as it is."""
+    class Keeper:
+        def __init__(self, config, kernel):
+            self.config, self.kernel = config, kernel
+
+        @property
+        def launch_config(self):  # what FakeTimer reads, seen through the wrapper
+            return self.kernel.launch_config
+
+    wrapped = []
+
+    def wrap(config, kernel):
+        if config["threads"] == 64:
+            return None
+        wrapped.append(config["threads"])
+        return Keeper(config, kernel)
+
+    timer = FakeTimer()
+    k = _tuned(timer, wrap=wrap)
+    a, b = _arrays()
+    assert k.select(a, b) == {"threads": 256} and sorted(timer.calls) == [64, 128, 256]
+    assert sorted(wrapped) == [128, 256]  # timed through the wrapper; 64 as it is
+    run = k.compiled(a, b)
+    assert isinstance(run, Keeper) and run.config == {"threads": 256}
