@@ -163,14 +163,18 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
                    causal: bool = False, dtype: str = "bfloat16", kv_heads: int | None = None,
                    scale: float | None = None, return_lse: bool = False, *,
                    block_n: int | None = None, stages: int | None = None,
-                   consumers: int | None = None, num_sms: int | None = None):
+                   consumers: int | None = None, num_sms: int | None = None,
+                   splits: bool | None = None):
     """The attention kernel ``k(Q, K, V, O)`` (``k(Q, K, V, O, LSE)`` with ``return_lse``);
     see the module docstring. ``block_n`` (keys per block), ``stages`` (K/V ring depth),
     ``consumers`` (2 or 3 warpgroups of 64 query rows per tile) and ``num_sms`` (persistent
     CTAs) tune it. The batch and the sequence lengths are checked
     here and left symbolic in the kernel, so calls that differ only in them share one
-    compiled kernel."""
+    compiled kernel. ``splits`` (without a causal mask and LSE): the keys shared out over
+    several CTAs per tile (:class:`SplitKeys`, decoding's flash-decoding form); by
+    default where the tiles are too few to occupy the SMs and the keys are many."""
     _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads)
+    consumers_given = consumers
     consumers = consumers or default_consumers(head_dim, causal, seq_q)
     BN, stages, o_in_q, consumers = plan(head_dim, block_n, stages, causal, consumers)
     if BN % 16 or not 16 <= BN <= 256 or stages < 1:
@@ -187,6 +191,16 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
     key = (heads, head_dim, bool(causal), dtype, kv_heads or heads, float(scale),
            bool(return_lse), BN, stages, o_in_q, consumers,
            num_sms or runtime.sm_count(default=H200_SMS))
+    group = heads // (kv_heads or heads)
+    if splits is None and not return_lse and not causal and group * seq_q <= 128 and (
+            group > 1 or batch * heads < key[-1]) and block_n is None and consumers_given is None:
+        splits = True  # a few rows a head: group the heads' rows, cut the keys if need be
+    if splits:
+        if causal or return_lse:
+            raise config_error("splits=True (keys shared out over several CTAs, their partial "
+                               "outputs combined after) is for attention without a causal "
+                               "mask and without return_lse")
+        return SplitKeys(key, batch, heads, seq_q, kv_heads or heads, consumers)
     if key not in _KERNELS:  # built once: the same kernel object compiles once
         _KERNELS[key] = _build(*key)
     return _KERNELS[key]
@@ -194,8 +208,178 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
 
 _KERNELS: dict = {}
 
+#: The keys are shared out over several CTAs (:class:`SplitKeys`) when a launch's tiles are
+#: fewer than the SMs and the keys at least this many: a decode step (seq_q 1) of 8 x 8
+#: key/value heads is 64 tiles for 132 SMs, each walking every key alone.
+SPLIT_MIN_KEYS = 1024
+SPLIT_MAX = 32  # ranges a tile's keys are cut into at most
+SPLIT_WAVES = 2  # items per SM the ranges aim at (the snake deal balances the rest)
 
-def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C, ctas):
+
+class SplitKeys:
+    """``make_attention``'s kernel for a few query rows per head and no causal mask (a
+    decode step, speculative or chunked decoding), launched as ``k(Q, K, V, O)`` like the
+    others. Two things change, both invisible to the caller:
+
+    * **Query heads that share a key/value head are one tile's rows.** Q (batch, heads,
+      seq_q, d) is viewed as (batch, kv_heads, group · seq_q, d) (heads ``h`` of one group
+      are adjacent; no copy), and O likewise: without a causal mask each row's softmax is
+      its own, so the group reads its K and V once instead of ``group`` times.
+    * **The keys are cut into ranges** (flash-decoding) when the tiles are fewer than the
+      SMs: ``splits`` ranges a tile (enough for :data:`SPLIT_WAVES` items per SM, at most
+      :data:`SPLIT_MAX` and half the key blocks), each range's CTA writing its normalised O
+      and its log-sum-exp in float32 (``OP``, ``LSEP``, kept per stream, shape and device),
+      and a second kernel (:func:`_build_combine`) adding them with weights
+      ``2^(lse_s - max) / sum``, in range order.
+
+    The split count is chosen per call from the arrays' sizes, so one object serves every
+    batch and length, as the other kernels do; ``tw.simulate`` runs the same two kernels
+    on numpy arrays."""
+
+    def __init__(self, key, batch, heads, seq_q, kv_heads, consumers):
+        self.key = key
+        (self.heads, self.DT, _, self.dtype, self.Hk, scale, _, self.BN, stages, o_in_q,
+         _, self.ctas) = key
+        self.group = self.heads // self.Hk
+        # packed: kv_heads query heads of group * seq_q rows; two consumers (128-row tiles)
+        self.base = (self.Hk, self.DT, False, self.dtype, self.Hk, scale, False, self.BN,
+                     stages, o_in_q, 2, self.ctas)
+        self._bufs: dict = {}
+
+    def __repr__(self) -> str:
+        return (f"<make_attention split-keys kernel: {self.heads} heads in {self.Hk} groups, "
+                f"head_dim {self.DT}>")
+
+    def splits_for(self, batch: int, seq_q: int, seq_k: int) -> int:
+        """The ranges each tile's keys are cut into for these sizes (1: not cut)."""
+        items = batch * self.Hk * -(-(self.group * seq_q) // 128)
+        blocks = -(-seq_k // self.BN)
+        if items >= self.ctas or seq_k < SPLIT_MIN_KEYS:
+            return 1
+        return max(1, min(-(-SPLIT_WAVES * self.ctas // items), SPLIT_MAX, blocks // 2))
+
+    def kernel(self, splits: int):
+        key = self.base + (splits,)
+        if key not in _KERNELS:
+            _KERNELS[key] = _build(*key)
+        return _KERNELS[key]
+
+    def combine(self, splits: int):
+        key = ("combine", self.Hk, self.DT, splits, self.dtype)
+        if key not in _KERNELS:
+            _KERNELS[key] = _build_combine(*key[1:])
+        return _KERNELS[key]
+
+    def __tilewise_prim_func__(self):
+        """The kernel of the same contract without either change (what ``tw.compile`` and
+        a torch op's signature take; launches and ``tw.simulate`` go through this object)."""
+        if self.key not in _KERNELS:
+            _KERNELS[self.key] = _build(*self.key)
+        return _KERNELS[self.key]
+
+    def _packed(self, Q, O):  # noqa: E741
+        b, h, sq, d = Q.shape
+        shape = (b, self.Hk, self.group * sq, d)
+        if hasattr(Q, "view") and hasattr(Q, "new_empty"):  # torch
+            return Q.view(shape), O.view(shape)
+        return Q.reshape(shape), O.reshape(shape)  # numpy: views of contiguous arrays
+
+    def _check(self, Q, K, V, O):  # noqa: E741
+        import tilewise
+
+        b, h, sq, d = Q.shape
+        want_kv = (b, self.Hk, K.shape[2], self.DT)
+        if (h, d) != (self.heads, self.DT) or tuple(K.shape) != want_kv or \
+                tuple(V.shape) != want_kv or tuple(O.shape) != tuple(Q.shape):
+            raise tilewise.LaunchError(
+                f"this attention kernel takes Q and O (batch, {self.heads}, seq_q, {self.DT}) "
+                f"and K, V (batch, {self.Hk}, seq_k, {self.DT}); got Q {tuple(Q.shape)}, K "
+                f"{tuple(K.shape)}, V {tuple(V.shape)}, O {tuple(O.shape)}",
+                hint="make the kernel for these heads and head_dim")
+
+    def __call__(self, Q, K, V, O, stream=None):  # noqa: E741
+        self._check(Q, K, V, O)
+        Qp, Op = self._packed(Q, O)
+        b, _, rows, _ = Qp.shape
+        n = self.splits_for(b, Q.shape[2], K.shape[2])
+        if n == 1:
+            self.kernel(1)(Qp, K, V, Op, stream=stream)
+            return
+        OP, LSEP = self._buffers(Qp, n, stream)
+        self.kernel(n)(Qp, K, V, OP, LSEP, stream=stream)
+        self.combine(n)(OP, LSEP, Op, stream=stream)
+
+    def _buffers(self, Qp, n, stream):
+        import torch
+
+        from tilewise.runtime.launch import stream_handle
+
+        b, hk, rows, d = Qp.shape
+        raw = stream if isinstance(stream, int) else (
+            torch.cuda.current_stream(Qp.device).cuda_stream if stream is None else
+            stream_handle(stream, (Qp,)))
+        key = (raw, Qp.device, b, rows, n)
+        bufs = self._bufs.get(key)
+        if bufs is None:
+            if len(self._bufs) > 16:
+                self._bufs.clear()
+            bufs = self._bufs[key] = (
+                Qp.new_empty((b, hk, n, rows, d), dtype=torch.float32),
+                Qp.new_empty((b, hk, n, rows), dtype=torch.float32))
+        return bufs
+
+    def __tilewise_simulate__(self, simulate, Q, K, V, O, **kw):  # noqa: E741
+        import numpy as np
+
+        self._check(Q, K, V, O)
+        Qp, Op = self._packed(Q, O)
+        b, hk, rows, d = Qp.shape
+        n = self.splits_for(b, Q.shape[2], K.shape[2])
+        if n == 1:
+            return simulate(self.kernel(1), Qp, K, V, Op, **kw)
+        OP = np.full((b, hk, n, rows, d), np.nan, np.float32)  # poisoned
+        LSEP = np.full((b, hk, n, rows), np.nan, np.float32)
+        simulate(self.kernel(n), Qp, K, V, OP, LSEP, **kw)
+        return simulate(self.combine(n), OP, LSEP, Op, **kw)
+
+
+def _build_combine(heads, DT, splits, dtype):
+    """O = sum over the ranges s of 2^(LSEP_s - max) / sum_s' 2^(LSEP_s' - max) · OP_s (each
+    range's O already normalised by its own sum; LSEP in log2 units): one warp a row, each
+    lane a column every 32, the ranges added in order."""
+    batch, seq_q = BATCH, SEQ_Q
+
+    @T.prim_func
+    def combine(OP_ptr: T.handle, LSEP_ptr: T.handle, O_ptr: T.handle):
+        OP = T.match_buffer(OP_ptr, (batch, heads, splits, seq_q, DT), "float32")
+        LSEP = T.match_buffer(LSEP_ptr, (batch, heads, splits, seq_q), "float32")
+        O = T.match_buffer(O_ptr, (batch, heads, seq_q, DT), dtype)  # noqa: E741
+        T.device_entry()
+        bx = T.cta_id([T.ceildiv(batch * heads * seq_q, 4)])
+        tid = T.thread_id([128])
+        row = bx * 4 + tid // 32
+        lane = tid % 32
+        if row < batch * heads * seq_q:
+            b = row // (heads * seq_q)
+            h = row // seq_q % heads
+            i = row % seq_q
+            top: T.float32 = NEG_INF
+            for s in range(splits):
+                top = T.max(top, LSEP[b, h, s, i])
+            total: T.float32 = 0.0
+            for s in range(splits):
+                total = total + T.exp2(LSEP[b, h, s, i] - top)
+            for c in range(lane, DT, 32):
+                acc: T.float32 = 0.0
+                for s in range(splits):
+                    acc = acc + T.exp2(LSEP[b, h, s, i] - top) * OP[b, h, s, i, c]
+                O[b, h, i, c] = T.cast(acc / total, dtype)
+
+    return combine
+
+
+def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, C, ctas,
+           splits=1):
     D = tile_head_dim(DT)  # TMA reads columns DT.. as zeros and drops them on the store
     batch, seq_q, seq_k = BATCH, SEQ_Q, SEQ_K
     group = heads // Hk
@@ -227,7 +411,11 @@ def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, 
         Q = T.match_buffer(Q_ptr, (batch, heads, seq_q, DT), dtype)
         K = T.match_buffer(K_ptr, (batch, Hk, seq_k, DT), dtype)
         V = T.match_buffer(V_ptr, (batch, Hk, seq_k, DT), dtype)
-        O = T.match_buffer(O_ptr, (batch, heads, seq_q, DT), dtype)  # noqa: E741
+        if splits > 1:  # each split's O (normalised, float32) and LSE, combined after
+            OP = T.match_buffer(O_ptr, (batch, heads, splits, seq_q, DT), "float32")
+            LSEP = T.match_buffer(LSE_ptr, (batch, heads, splits, seq_q), "float32")
+        else:
+            O = T.match_buffer(O_ptr, (batch, heads, seq_q, DT), dtype)  # noqa: E741
         if return_lse:
             LSE = T.match_buffer(LSE_ptr, (batch, heads, seq_q), "float32")
         T.device_entry()
@@ -237,7 +425,7 @@ def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, 
         MB = (seq_q + BM - 1) // BM  # q-blocks per (batch, head)
         NB = (seq_k + BN - 1) // BN  # key blocks
         BH = batch * heads
-        tiles = BH * MB
+        tiles = BH * MB * splits  # splits > 1: each tile's keys in `splits` ranges
         sched = Snake(tiles, first=bx, step=ctas)  # longest first (work_item), dealt in a snake
         Qs = T.alloc_buffer((BM, D), dtype, scope="shared.dyn", layout=q_layout, align=1024)
         Ks = T.alloc_buffer((stages, BN, D), dtype, scope="shared.dyn", layout=kv_layout,
@@ -274,8 +462,9 @@ def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, 
                     t = sched.index(rnd)
                     if t >= tiles:  # this round's units ran out before this CTA
                         continue
-                    b, h, hk, m0, n_blocks = work_item(t, MB, NB, BH, heads, group, seq_k,
-                                                       causal, BM, BN, ctas)
+                    b, h, hk, m0, j0, n_blocks, _ = split_item(t, splits, MB, NB, BH, heads,
+                                                               group, seq_k, causal, BM, BN,
+                                                               ctas)
                     T.ptx.mbarrier.try_wait(T.address_of(q_empty[0]), (tc + 1) % 2)
                     T.ptx.mbarrier.arrive.expect_tx(T.address_of(q_full[0]), q_bytes)
                     Tx.thread.copy_async(Qs[:, :], Q[b, h, m0:m0 + BM, 0:D], dispatch="tma",
@@ -286,14 +475,16 @@ def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, 
                             T.ptx.mbarrier.try_wait(T.address_of(k_empty[s]),
                                                     ((it + j) // stages + 1) % 2)
                             T.ptx.mbarrier.arrive.expect_tx(T.address_of(k_full[s]), kv_bytes)
-                            Tx.thread.copy_async(Ks[s, :, :], K[b, hk, j * BN:j * BN + BN, 0:D],
+                            k0 = (j0 + j) * BN
+                            Tx.thread.copy_async(Ks[s, :, :], K[b, hk, k0:k0 + BN, 0:D],
                                                  dispatch="tma", mbar=T.address_of(k_full[s]))
                         if j > 0:  # V block j - 1: it is read one step after K block j - 1
                             sv = (it + j - 1) % stages
                             T.ptx.mbarrier.try_wait(T.address_of(v_empty[sv]),
                                                     ((it + j - 1) // stages + 1) % 2)
                             T.ptx.mbarrier.arrive.expect_tx(T.address_of(v_full[sv]), kv_bytes)
-                            Tx.thread.copy_async(Vs[sv, :, :], V[b, hk, j * BN - BN:j * BN, 0:D],
+                            v0 = (j0 + j - 1) * BN
+                            Tx.thread.copy_async(Vs[sv, :, :], V[b, hk, v0:v0 + BN, 0:D],
                                                  dispatch="tma", mbar=T.address_of(v_full[sv]))
                     it = it + n_blocks
                     tc = tc + 1
@@ -331,8 +522,8 @@ def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, 
                 t = sched.index(rnd)
                 if t >= tiles:
                     continue
-                b, h, hk, m0, n_blocks = work_item(t, MB, NB, BH, heads, group, seq_k, causal,
-                                                   BM, BN, ctas)
+                b, h, hk, m0, j0, n_blocks, sp = split_item(t, splits, MB, NB, BH, heads, group,
+                                                            seq_k, causal, BM, BN, ctas)
                 r0 = m0 + 64 * cw  # this warpgroup's first row
                 # blocks from n_full on hold a masked score (the diagonal, or keys >= seq_k)
                 if causal:
@@ -374,9 +565,9 @@ def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, 
                             T.ptx.mbarrier.arrive(T.address_of(k_empty[s]))
                             if not o_in_q and j == n_blocks - 1:
                                 T.ptx.mbarrier.arrive(T.address_of(q_empty[0]))  # Q is free
-                        if j >= n_full:  # -inf where the key is past seq_k or above the diagonal
+                        if j0 + j >= n_full:  # -inf: a key past seq_k or above the diagonal
                             for r in T.static_range(BN // 2):
-                                col = j * BN + 8 * (r // 4) + 2 * (lane % 4) + r % 2
+                                col = (j0 + j) * BN + 8 * (r // 4) + 2 * (lane % 4) + r % 2
                                 row = r0 + 16 * (tid // 32 % 4) + lane // 4 + 8 * (r // 2 % 2)
                                 if causal:
                                     sr[r] = T.select((col >= seq_k) | (col > row), NEG_INF,
@@ -427,6 +618,21 @@ def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, 
                         row = r0 + 16 * (tid // 32 % 4) + lane // 4 + 8 * i
                         if lane % 4 == 0 and row < seq_q:
                             LSE[b, h, row] = xr[i]
+                if splits > 1:  # this split's LSE and normalised O, float32, for the combine
+                    Tx.wg.log2(x, lsum)
+                    Tx.wg.fma(x, m, sl2, x)
+                    for i in T.static_range(2):
+                        row = r0 + 16 * (tid // 32 % 4) + lane // 4 + 8 * i
+                        if lane % 4 == 0 and row < seq_q:
+                            LSEP[b, h, sp, row] = xr[i]  # log2 units: the combine's exp2
+                    Tx.wg.reciprocal(lsum, lsum)
+                    Tx.wg.mul(Oacc, Oacc, lsum)
+                    Tx.wg.copy(OP[b, h, sp, r0:r0 + 64, 0:D], Oacc)
+                    if o_in_q and leader:  # no store reads the Q tile: the next Q may land
+                        T.ptx.mbarrier.arrive(T.address_of(q_empty[0]))
+                    it = it + n_blocks
+                    tc = tc + 1
+                    continue
                 Tx.wg.reciprocal(lsum, lsum)
                 Tx.wg.mul(Oacc, Oacc, lsum)
                 Tx.wg.cast(Ob, Oacc)
@@ -448,7 +654,7 @@ def _build(heads, DT, causal, dtype, Hk, scale, return_lse, BN, stages, o_in_q, 
             if leader:
                 T.ptx.cp_async.bulk.wait_group(0)
 
-    return attention if return_lse else _without_lse(attention)
+    return attention if return_lse or splits > 1 else _without_lse(attention)
 
 
 def make_attention_backward(*args, **kwargs):
@@ -529,6 +735,25 @@ def work_item(t, MB, NB, BH, heads, group, seq_k, causal, BM, BN, ctas):
     else:
         n_blocks = NB
     return b, h, h // group, m0, n_blocks
+
+
+@T.inline
+def split_item(t, splits, MB, NB, BH, heads, group, seq_k, causal, BM, BN, ctas):
+    """Work item ``t`` with the keys of each tile cut in ``splits`` ranges -> (batch, head,
+    key/value head, first row, first key block, key blocks, split): the ranges of one tile
+    are consecutive items (CTAs that run together read one head's K and V)."""
+    if splits > 1:
+        b, h, hk, m0, n_all = work_item(t // splits, MB, NB, BH, heads, group, seq_k, causal,
+                                        BM, BN, ctas)
+        sp = t % splits
+        j0 = sp * n_all // splits
+        n_blocks = (sp + 1) * n_all // splits - j0
+    else:
+        b, h, hk, m0, n_blocks = work_item(t, MB, NB, BH, heads, group, seq_k, causal, BM, BN,
+                                           ctas)
+        sp = 0
+        j0 = 0
+    return b, h, hk, m0, j0, n_blocks, sp
 
 
 # ---- `tilewise run examples/attention.py` and the tests: a small causal GQA case ----------

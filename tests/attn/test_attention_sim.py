@@ -155,3 +155,40 @@ def test_sizes_are_checked_before_building(attn):
         attn.make_attention(1, 1, 64, 64, 128, consumers=3)
     with pytest.raises(ValueError, match="positive"):
         attn.make_attention(1, 1, 64, 64, 64, scale=-0.1)
+
+
+@pytest.mark.parametrize("shape,kv_heads,num_sms,splits", [
+    pytest.param((1, 4, 1, 700, 64), 2, 8, 3, id="decode-gqa2-3-ranges"),
+    pytest.param((2, 4, 3, 1000, 128), 1, 16, 4, id="gqa4-3-rows-4-ranges",
+                 marks=pytest.mark.slow),
+    pytest.param((1, 2, 2, 600, 256), 1, 8, 4, id="hd256-o-in-q", marks=pytest.mark.slow),
+    pytest.param((1, 2, 5, 300, 48), 2, 8, 1, id="hd48-packed-not-cut")])
+def test_few_rows_group_the_heads_and_cut_the_keys(attn, monkeypatch, shape, kv_heads,
+                                                   num_sms, splits):
+    """No causal mask and a few rows a head (decoding): the query heads of a key/value head
+    are one tile's rows (a view, no copy), and the keys are cut into ranges whose float32
+    partial O and LSE (poisoned with NaN) a second kernel combines; ragged lengths, head_dim
+    48 (tiles of 64 columns) and 256 (the output tile in Q's place)."""
+    monkeypatch.setattr(attn, "SPLIT_MIN_KEYS", 0)  # small enough to simulate
+    b, h, sq, sk, d = shape
+    k = attn.make_attention(*shape, kv_heads=kv_heads, num_sms=num_sms)
+    assert isinstance(k, attn.SplitKeys) and k.splits_for(b, sq, sk) == splits
+    q, kk, v, o, _ = attn.inputs(np.random.default_rng(1), shape, "bfloat16", kv_heads)
+    assert tw.simulate(k, q, kk, v, o).ok
+    _check(attn, q, kk, v, o, None, False)
+
+
+def test_a_decode_step_takes_the_split_keys_kernel(attn):
+    """8 x 32 query heads on 8 key/value heads, one row each, 8192 keys: 64 tiles for 132
+    SMs, cut into 5 ranges; causal attention, the LSE, or many rows keep the one kernel."""
+    k = attn.make_attention(8, 32, 1, 8192, 128, kv_heads=8, num_sms=132)
+    assert isinstance(k, attn.SplitKeys) and k.splits_for(8, 1, 8192) == 5
+    assert k.splits_for(64, 1, 8192) == 1  # 512 tiles: enough without cutting
+    assert k.splits_for(8, 1, 512) == 1  # few keys
+    for kw in ({"causal": True}, {"return_lse": True}):
+        assert not isinstance(attn.make_attention(8, 32, 1, 8192, 128, kv_heads=8, **kw),
+                              attn.SplitKeys)
+    assert not isinstance(attn.make_attention(1, 16, 4096, 4096, 128), attn.SplitKeys)
+    with pytest.raises(tw.TilewiseError, match="splits=True .* without a causal mask"):
+        attn.make_attention(1, 8, 1, 4096, 128, causal=True, splits=True)
+    assert tw.compile(k).launch_config.block  # tw.compile takes the one kernel's contract
