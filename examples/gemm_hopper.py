@@ -438,10 +438,10 @@ class StreamK:
 
 
 def _streamk_grid(kernel) -> int:
-    """The CTAs of a stream-K kernel (compiled, or a PrimFunc): W's first extent."""
-    sig = getattr(kernel, "launch_signature", None)
-    func = sig.func if sig is not None else as_prim_func(kernel)
-    return int(func.param_buffers()[3].shape[0])
+    """The CTAs of a stream-K kernel (compiled, or a PrimFunc): its persistent grid, which
+    is W's first extent."""
+    config = getattr(kernel, "launch_config", None) or as_prim_func(kernel).launch_config
+    return int(config.grid[0])
 
 
 def _raw(stream, arrays) -> int:

@@ -337,6 +337,13 @@ def test_stream_k_is_timed_where_the_last_wave_is_ragged():
     assert not G.streamk_configs(264 * 128, 256, 4096, 132)  # whole waves: nothing to share
     assert not G.streamk_configs(777, 11008, 256, 132)  # 4 K blocks: too few to cut
     assert not cfg.get("streamk")
+    # the tuner launches a compiled candidate through StreamK: the workspace by its grid
+    # (a compiled kernel's buffers are flattened: 528 GiB were asked for on the H200 once)
+    c = {**sk[0], "stages": 2}
+    run = G._streamk_wrap(c, tw.compile(G._kernel("bfloat16", 132, "warpgroup", **c),
+                                        target="sm_90a"))
+    assert run.w_shape == (132, 2, 64, 256) and run.f_shape == (132, 2)
+    assert G._streamk_wrap({**c, "streamk": False}, None) is None
     with pytest.raises(tw.TilewiseError, match="stream-K is a persistent grid of single CTAs"):
         G.make_gemm(256, 256, 512, streamk=True, splits=2)
 
