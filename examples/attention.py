@@ -213,7 +213,7 @@ _KERNELS: dict = {}
 #: key/value heads is 64 tiles for 132 SMs, each walking every key alone.
 SPLIT_MIN_KEYS = 1024
 SPLIT_MAX = 32  # ranges a tile's keys are cut into at most
-SPLIT_WAVES = 2  # items per SM the ranges aim at (the snake deal balances the rest)
+SPLIT_EVEN = 0.03  # fewer ranges win unless more fill the SMs' last round this much better
 
 
 class SplitKeys:
@@ -226,8 +226,8 @@ class SplitKeys:
       are adjacent; no copy), and O likewise: without a causal mask each row's softmax is
       its own, so the group reads its K and V once instead of ``group`` times.
     * **The keys are cut into ranges** (flash-decoding) when the tiles are fewer than the
-      SMs: ``splits`` ranges a tile (enough for :data:`SPLIT_WAVES` items per SM, at most
-      :data:`SPLIT_MAX` and half the key blocks), each range's CTA writing its normalised O
+      SMs: ``splits`` ranges a tile (:meth:`splits_for`: the fewest that fill the SMs'
+      last round best), each range's CTA writing its normalised O
       and its log-sum-exp in float32 (``OP``, ``LSEP``, kept per stream, shape and device),
       and a second kernel (:func:`_build_combine`) adding them with weights
       ``2^(lse_s - max) / sum``, in range order.
@@ -251,12 +251,23 @@ class SplitKeys:
                 f"head_dim {self.DT}>")
 
     def splits_for(self, batch: int, seq_q: int, seq_k: int) -> int:
-        """The ranges each tile's keys are cut into for these sizes (1: not cut)."""
+        """The ranges each tile's keys are cut into for these sizes (1: not cut): the
+        fewest whose items (tiles x ranges, all of one length) fill their last round of
+        the SMs best, within :data:`SPLIT_EVEN` (64 tiles on 132 SMs: 2 ranges, 128 items
+        in one round, rather than 5, 320 items in 2.4 rounds); at most :data:`SPLIT_MAX`
+        and half the key blocks."""
         items = batch * self.Hk * -(-(self.group * seq_q) // 128)
         blocks = -(-seq_k // self.BN)
         if items >= self.ctas or seq_k < SPLIT_MIN_KEYS:
             return 1
-        return max(1, min(-(-SPLIT_WAVES * self.ctas // items), SPLIT_MAX, blocks // 2))
+        options = range(1, max(1, min(SPLIT_MAX, blocks // 2)) + 1)
+
+        def filled(n):  # the busy share of the SMs over the rounds n ranges take
+            rounds = items * n / self.ctas
+            return rounds / math.ceil(rounds)
+
+        best = max(filled(n) for n in options)
+        return min(n for n in options if filled(n) >= best - SPLIT_EVEN)
 
     def kernel(self, splits: int):
         key = self.base + (splits,)

@@ -180,9 +180,12 @@ def test_few_rows_group_the_heads_and_cut_the_keys(attn, monkeypatch, shape, kv_
 
 def test_a_decode_step_takes_the_split_keys_kernel(attn):
     """8 x 32 query heads on 8 key/value heads, one row each, 8192 keys: 64 tiles for 132
-    SMs, cut into 5 ranges; causal attention, the LSE, or many rows keep the one kernel."""
+    SMs, cut into 2 ranges (128 items: one round, 97 % of the SMs; 5 ranges would be 2.4
+    rounds); causal attention, the LSE, or many rows keep the one kernel."""
     k = attn.make_attention(8, 32, 1, 8192, 128, kv_heads=8, num_sms=132)
-    assert isinstance(k, attn.SplitKeys) and k.splits_for(8, 1, 8192) == 5
+    assert isinstance(k, attn.SplitKeys) and k.splits_for(8, 1, 8192) == 2
+    assert k.splits_for(1, 1, 32768) == 16  # 8 tiles: 128 items in one round
+    assert k.splits_for(2, 1, 32768) == 8  # 16 tiles: 128 items
     assert k.splits_for(64, 1, 8192) == 1  # 512 tiles: enough without cutting
     assert k.splits_for(8, 1, 512) == 1  # few keys
     for kw in ({"causal": True}, {"return_lse": True}):
