@@ -84,6 +84,12 @@ The technique, from the outside in (FlashAttention-3, Shah et al. 2024, §3):
   stored by TMA, which drops rows past ``seq_q``. With head_dim 256 the output tile lives in
   the Q tile (shared memory is short), so the next tile's Q load waits for that store.
 
+* **Decoding: a few rows a head** (:class:`SplitKeys`, taken by default without a causal
+  mask where a key/value head's query rows fit one tile): the query heads of a group become
+  one tile's rows (a view of Q and O), and where the tiles are fewer than the SMs each
+  tile's keys are cut into ranges (flash-decoding) whose float32 partial outputs a second
+  kernel combines.
+
 Correctness: float64 numpy in the simulator (``tests/attn/``, every hazard check on) and
 torch SDPA on the GPU; ``benchmarks/bench_attention.py`` times it against SDPA's flash and
 cuDNN backends and a Triton kernel.
