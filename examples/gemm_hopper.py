@@ -375,7 +375,8 @@ def _streamk_wrap(config: dict, kernel):
 class StreamK:
     """``make_gemm``'s kernel with ``streamk=True``, launched as ``k(A, B, C)``. The kernel
     itself takes two more arrays, which this object keeps per stream (and device): each
-    CTA's float32 partial-sum slot ``W`` (grid, 2, 64, tile columns per consumer), and
+    CTA's float32 partial-sum slot ``W`` (grid, 2, registers, 128: each consumer thread's
+    accumulator registers, in fragment order), and
     ``F`` (grid, 2) int32, the flag of each stream-K tile's consumer half, zero between
     launches (each finisher puts its flags back to zero). Calls on one stream run in
     order, so they may share them; another stream gets its own. ``tw.simulate`` passes
@@ -385,7 +386,7 @@ class StreamK:
         self.kernel = kernel
         wn = cfg["bn"] if cfg["bm"] == 128 else cfg["bn"] // 2
         grid = _streamk_grid(kernel)
-        self.w_shape, self.f_shape = (grid, 2, 64, wn), (grid, 2)
+        self.w_shape, self.f_shape = (grid, 2, wn // 2, 128), (grid, 2)
         self._bufs: dict = {}
 
     def __tilewise_prim_func__(self):
@@ -660,7 +661,7 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                            ((KB if loose_b else K), N), dtype)
         C = T.match_buffer(C_ptr, (M, N), dtype)
         if streamk:  # each CTA's partial-sum slot, and a flag per stream-K tile
-            W = T.match_buffer(W_ptr, (grid, 2, 64, wn), "float32")
+            W = T.match_buffer(W_ptr, (grid, 2, wn // 2, 128), "float32")  # fragment order
             F = T.match_buffer(F_ptr, (grid, 2), "int32")
         T.device_entry()
         m_tiles = T.meta_var(T.ceildiv(ROWS, bm))  # expressions of the sizes (the grid's too)
@@ -839,7 +840,11 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
             r0 = cw * 64 if bm == 128 else 0
             c0 = 0 if bm == 128 else cw * wn
             leader = tid % 128 == 0
-            acc = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
+            if streamk:  # registers by index too: partial sums move in fragment order
+                accr = T.alloc_local((wn // 2,), "float32")
+                acc = accr.view(64, wn, layout=wgmma_accumulator(wn))
+            else:
+                acc = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
             out = T.alloc_local((64, wn), dtype, layout=wgmma_accumulator(wn))
             it = 0
             for j in sched.tiles():
@@ -856,14 +861,19 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                     t, mt, nt, skb, ske = sched.segment(g)
                     it = consume(acc, r0, c0, skb, ske, it, leader)
                     if skb > 0:  # a helper: the partial sum to this CTA's slot, then flag it
-                        Tx.wg.copy(W[bx, cw, :, :], acc[:, :])
+                        # register v of thread i at W[., ., v, i]: each store a warp's 128
+                        # contiguous bytes (a copy by coordinates, 8-byte vectors, made ptxas
+                        # serialise every wgmma of the kernel: C7514)
+                        for v in T.static_range(wn // 2):
+                            W[bx, cw, v, tid % 128] = accr[v]
                         T.ptx.red.add(T.address_of(F[t, cw]), T.uint32(1))
                     else:  # the finisher: add the helpers' partial sums, in range order
                         lo, hi = sched.helpers(t)
                         if hi > lo:
                             T.ptx.wait_flag(T.address_of(F[t, cw]), T.uint32(128 * (hi - lo)))
                             for r in range(lo, hi):
-                                Tx.wg.add(acc[:, :], acc[:, :], W[grid - 1 - r, cw, :, :])
+                                for v in T.static_range(wn // 2):
+                                    accr[v] = accr[v] + W[grid - 1 - r, cw, v, tid % 128]
                         store(acc, out, cw, mt * bm + r0, nt * bn + c0, leader)
                         if hi > lo and leader:  # every thread passed the wait (store's
                             F[t, cw] = 0  # barrier): ready for the next launch
