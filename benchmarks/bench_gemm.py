@@ -230,10 +230,11 @@ def sweep(a):
 def _name(cfg) -> str:
     """A kernel shape as the tables print it: ``64x128s3/7`` (bm x bn, splits, stages), ``T``
     first for swap-AB (bm columns of B x bn rows of A), ``m2`` last for a multicast pair,
-    ``np`` for one CTA per tile (``persistent=False``)."""
+    ``np`` for one CTA per tile (``persistent=False``), ``k`` for stream-K (``streamk``)."""
     return (("T" if cfg.get("swap") else "") + f"{cfg['bm']}x{cfg['bn']}s{cfg['splits']}/"
             f"{cfg['stages']}" + ("m2" if cfg["multicast"] > 1 else "")
-            + ("np" if cfg.get("persistent") is False else ""))
+            + ("np" if cfg.get("persistent") is False else "")
+            + ("k" if cfg.get("streamk") else ""))
 
 
 def _error(torch, c, ref) -> float:
