@@ -175,51 +175,46 @@ def ld_st(ctx, site, args):
     write_bytes(ctx, d[0], d[1], data, tids, site.span)
 
 
-def _flag(ctx, site, ptr, what):
-    """The flags' byte offsets (global, 4-byte aligned) and spaces of the active threads."""
+def _flags(ctx, site, args, what):
+    """Per global space the flags touch: ``(space, offsets, uint32 words of the space, the
+    call's values, thread ids)`` of the active threads (none after a pointer hazard)."""
     spaces = tuple(GLOBAL0 + k for k in range(len(ctx.mem.globals)))
-    return check_pointer(ctx, ptr, 4, site.span, what, spaces)
+    p = check_pointer(ctx, args[0], 4, site.span, what, spaces)
+    if p is None:
+        return
+    tids = ctx.active()
+    values = fit(args[1], tids.shape, np.int64).astype(np.uint32)
+    for s in np.unique(p[0]).tolist():
+        sel = p[0] == s
+        yield s, p[1][sel], ctx.mem.space_bytes(s).view(np.uint32), values[sel], tids[sel]
 
 
 @semantics("ptx.red.add")
 def red_add(ctx, site, args):
-    what = "red.release.gpu.global.add.u32 (T.ptx.red.add)"
-    p = _flag(ctx, site, args[0], what)
-    if p is None:
-        return
-    tids = ctx.active()
-    add = fit(args[1], tids.shape, np.int64).astype(np.uint32)
-    for s in np.unique(p[0]).tolist():
-        sel = p[0] == s
-        words = ctx.mem.space_bytes(s).view(np.uint32)
-        np.add.at(words, p[1][sel] // 4, add[sel])  # atomic: each thread's add lands
-        ctx.mem.races.publish(ctx, s, p[1][sel], tids[sel])
+    for s, offs, words, add, tids in _flags(ctx, site, args, "red.release.gpu.global.add.u32 "
+                                            "(T.ptx.red.add)"):
+        np.add.at(words, offs // 4, add)  # atomic: each thread's add lands
+        ctx.mem.races.publish(ctx, s, offs, tids)
 
 
 @semantics("ptx.wait_flag")
 def wait_flag(ctx, site, args):
     what = "ld.acquire.gpu.global.u32 (T.ptx.wait_flag)"
-    p = _flag(ctx, site, args[0], what)
-    if p is None:
-        return
-    tids = ctx.active()
-    want = fit(args[1], tids.shape, np.int64).astype(np.uint32)
-    for s in np.unique(p[0]).tolist():
-        sel = p[0] == s
-        have = ctx.mem.space_bytes(s).view(np.uint32)[p[1][sel] // 4]
-        short = have < want[sel]
+    for s, offs, words, want, tids in _flags(ctx, site, args, what):
+        have = words[offs // 4]
+        short = have < want
         if short.any():
             k = int(np.argmax(short))
             name = ctx.mem.plan.param_names[s - GLOBAL0]
-            ctx.hazard(f"{what} waits for the flag at offset {int(p[1][sel][k])} of {name} "
-                       f"to reach {int(want[sel][k])}, and it is {int(have[k])}: no CTA that ran "
+            ctx.hazard(f"{what} waits for the flag at offset {int(offs[k])} of {name} "
+                       f"to reach {int(want[k])}, and it is {int(have[k])}: no CTA that ran "
                        "before this one added the rest. CTAs run in index order here, and "
                        "on the GPU a CTA waiting for a later one can hang (it may never be "
                        "scheduled)", site.span,
                        "wait only for flags that lower-numbered CTAs add to (T.ptx.red.add), "
-                       "and check the count the wait expects", tid=int(tids[sel][k]))
+                       "and check the count the wait expects", tid=int(tids[k]))
             return
-        ctx.mem.races.acquire(s, p[1][sel])
+        ctx.mem.races.acquire(s, offs)
 
 
 def _registers(ctx, place, nbytes, tids, span, write):
