@@ -408,7 +408,8 @@ class StreamK:
             if bufs is None:
                 bufs = (A.new_empty(self.w_shape, dtype=torch.float32),
                         A.new_zeros(self.f_shape, dtype=torch.int32))
-                torch.cuda.synchronize(A.device)  # the zeros land before any stream reads
+                if not torch.cuda.is_current_stream_capturing():  # (captured: the zeros
+                    torch.cuda.synchronize(A.device)  # precede the kernel in the graph)
                 self._bufs[key] = bufs
             return bufs
         cupy = sys.modules.get("cupy")
