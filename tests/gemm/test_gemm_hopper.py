@@ -580,6 +580,34 @@ def test_stream_k_on_the_gpu_matches_torch(shape, cfg, torch):
     assert all(not bool(F.any()) for _, F in k._bufs.values())
 
 
+@pytest.mark.gpu
+def test_stream_k_first_called_inside_a_cuda_graph_capture(torch):
+    """The workspace made during a capture (no device synchronize there: the flags' zeros
+    become part of the graph, before the kernel), then replayed twice."""
+    M, N, K = 777, 11008, 4096
+    A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    k = G.make_gemm(M, N, K, bm=128, bn=256, streamk=True)
+    k(A, B, C)  # compiled and loaded outside the capture (its buffers: this stream's)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), torch.cuda.graph(g, stream=side):
+        k(A, B, C)
+    torch.cuda.current_stream().wait_stream(side)
+    ref = A.double() @ B.double()
+    for _ in range(2):
+        C.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        err = (C.double() - ref).abs()
+        assert not torch.isnan(C).any()
+        assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all())
+    assert len(k._bufs) == 2  # the side stream's were made inside the capture
+
+
 def test_calling_the_kernel_without_a_gpu_says_so():
     """``k(A, B, C)`` compiles for the device's target, in a fresh interpreter that imported
     only the example; with no GPU that is a clear LaunchError."""
