@@ -176,9 +176,12 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
     ``consumers`` (2 or 3 warpgroups of 64 query rows per tile) and ``num_sms`` (persistent
     CTAs) tune it. The batch and the sequence lengths are checked
     here and left symbolic in the kernel, so calls that differ only in them share one
-    compiled kernel. ``splits`` (without a causal mask and LSE): the keys shared out over
-    several CTAs per tile (:class:`SplitKeys`, decoding's flash-decoding form); by
-    default where the tiles are too few to occupy the SMs and the keys are many."""
+    compiled kernel. ``splits=True`` (without a causal mask and LSE) takes
+    :class:`SplitKeys`: a group's query heads as one tile's rows, and the keys cut into
+    ranges when the tiles are too few for the SMs (flash-decoding). By default it is taken
+    where a key/value head's query rows fit one 128-row tile (a few rows a head: decoding)
+    and either heads share key/value heads or the heads are fewer than the SMs, unless
+    ``block_n`` or ``consumers`` is given."""
     _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads)
     consumers_given = consumers
     consumers = consumers or default_consumers(head_dim, causal, seq_q)
