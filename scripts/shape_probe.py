@@ -5,7 +5,6 @@ graph replays) and printed as a ratio. A design probe, not a benchmark table.
 
     PYTHONPATH=src python scripts/shape_probe.py [attn] [gemm] [rows] [fp8]
 """
-import importlib.util
 import sys
 import time
 import traceback
@@ -15,17 +14,10 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from rowbench import example  # noqa: E402
 from timing import timed_all  # noqa: E402
 
 F = torch.nn.functional
-
-
-def example(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def timed(fns, reps=20, samples=7):
@@ -151,19 +143,11 @@ def main(which):
                 guard(rows, S, R, name, r, c, dt)
     if "fp8" in which:
         E = example("gemm_fp8")
-        Q = _bench_fp8()
+        import bench_gemm_fp8 as Q  # its quantiser, float64 reference and cuBLASLt call
         for M, N, K, mode in [(1000, 3072, 1024, "row"), (2000, 5120, 5120, "block"),
                               (300, 7168, 2048, "block"), (8192, 8192, 8192, "tensor"),
                               (16, 18432, 7168, "block")]:
             guard(fp8, E, Q, M, N, K, mode)
-
-
-def _bench_fp8():
-    spec = importlib.util.spec_from_file_location(
-        "bench_gemm_fp8", ROOT / "benchmarks" / "bench_gemm_fp8.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 if __name__ == "__main__":
