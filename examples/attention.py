@@ -317,11 +317,14 @@ class SplitKeys:
                 f"{tuple(K.shape)}, V {tuple(V.shape)}, O {tuple(O.shape)}",
                 hint="make the kernel for these heads and head_dim")
 
-    def __call__(self, Q, K, V, O, stream=None):  # noqa: E741
+    def _prepare(self, Q, K, V, O):  # noqa: E741
+        """(Q and O packed, the key ranges) of a call, its arrays checked."""
         self._check(Q, K, V, O)
         Qp, Op = self._packed(Q, O)
-        b, _, rows, _ = Qp.shape
-        n = self.splits_for(b, Q.shape[2], K.shape[2])
+        return Qp, Op, self.splits_for(Q.shape[0], Q.shape[2], K.shape[2])
+
+    def __call__(self, Q, K, V, O, stream=None):  # noqa: E741
+        Qp, Op, n = self._prepare(Q, K, V, O)
         if n == 1:
             self.kernel(1)(Qp, K, V, Op, stream=stream)
             return
@@ -335,9 +338,13 @@ class SplitKeys:
         from tilewise.runtime.launch import stream_handle
 
         b, hk, rows, d = Qp.shape
-        raw = stream if isinstance(stream, int) else (
-            torch.cuda.current_stream(Qp.device).cuda_stream if stream is None else
-            stream_handle(stream, (Qp,)))
+        if stream is None:  # the current stream of Q's device, as the launch looks it up
+            # (torch's own lookup: building a Stream object costs more than the launch)
+            current = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            raw = (current(Qp.device.index) if current is not None else
+                   torch.cuda.current_stream(Qp.device).cuda_stream)
+        else:
+            raw = stream_handle(stream, (Qp,))  # ints pass as they are
         key = (raw, Qp.device, b, rows, n)
         bufs = self._bufs.get(key)
         if bufs is None:
@@ -351,10 +358,8 @@ class SplitKeys:
     def __tilewise_simulate__(self, simulate, Q, K, V, O, **kw):  # noqa: E741
         import numpy as np
 
-        self._check(Q, K, V, O)
-        Qp, Op = self._packed(Q, O)
+        Qp, Op, n = self._prepare(Q, K, V, O)
         b, hk, rows, d = Qp.shape
-        n = self.splits_for(b, Q.shape[2], K.shape[2])
         if n == 1:
             return simulate(self.kernel(1), Qp, K, V, Op, **kw)
         OP = np.full((b, hk, n, rows, d), np.nan, np.float32)  # poisoned

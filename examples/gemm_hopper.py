@@ -400,10 +400,13 @@ class StreamK:
         self.kernel(A, B, C, W, F, stream=stream)
 
     def _buffers(self, A, stream):
+        from tilewise.runtime.launch import stream_handle  # (not at import: CUDA's side)
+
         if hasattr(A, "new_empty"):  # torch
             import torch
 
-            key = (_stream_key(torch, A) if stream is None else _raw(stream, A), A.device)
+            key = (_stream_key(torch, A) if stream is None else stream_handle(stream, (A,)),
+                   A.device)
             bufs = self._bufs.get(key)
             if bufs is None:
                 bufs = (A.new_empty(self.w_shape, dtype=torch.float32),
@@ -414,7 +417,7 @@ class StreamK:
             return bufs
         cupy = sys.modules.get("cupy")
         if cupy is not None and isinstance(A, cupy.ndarray):
-            key = (_raw(stream, A), A.device.id)
+            key = (stream_handle(stream, (A,)), A.device.id)
             bufs = self._bufs.get(key)
             if bufs is None:
                 bufs = (cupy.empty(self.w_shape, cupy.float32),
@@ -444,12 +447,6 @@ def _streamk_grid(kernel) -> int:
     is W's first extent."""
     config = getattr(kernel, "launch_config", None) or as_prim_func(kernel).launch_config
     return int(config.grid[0])
-
-
-def _raw(stream, arrays) -> int:
-    from tilewise.runtime.launch import stream_handle
-
-    return stream if isinstance(stream, int) else stream_handle(stream, arrays)
 
 
 def _up8(v: int) -> int:
