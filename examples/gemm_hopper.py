@@ -90,9 +90,12 @@ TILES = ((128, 256), (128, 192), (128, 128), (128, 64), (64, 256), (64, 128))  #
 MIN_STAGES = {(128, 192): 3}  # stages a tile needs to be a candidate (default 2): a split
 #  128 x 192 fits only 2 (40 KB a stage beside 96 KB of float32 partial sums), a ring too
 #  shallow to keep the wide tile's wgmma fed, and not measured; forced, it still builds
-SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is bm columns of B x bn rows of A
-SWAP_TILES = tuple((bm, c) for bm in (128, 64) for c in SWAP_COLS if bm == 128 or c >= 16)
-SWAP_M = 128  # the largest M swap-AB tiles are tried for
+SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is bm columns of B x bn rows of A; the
+#  widths the plan tries for M <= 128 (the narrowest >= M), beside M rounded up to 8 (16 at
+#  bm=64); any multiple of 8 up to 256 builds (swap_tile_ok)
+SWAP_M = 256  # the largest M swap-AB tiles are tried for: up to 256 rows of A fit wgmma's
+#  N, so one tile row covers M and B is read once (M = 200: 128-row tiles pad it to 256 and
+#  read B twice)
 DECODE_M = 8  # up to this M the plan takes the swapped 128 x 8 tile (M in one column tile)
 
 M = T.int32()
@@ -152,11 +155,9 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
         if options:
             best = min(options, key=lambda c: estimate(M_, N_, K_, sms, **c))
     best.update(forced)
-    if best["swap"] and ((best["bm"], best["bn"]) not in SWAP_TILES
-                         or best["multicast"] != 1):
+    if best["swap"] and (not swap_tile_ok(best["bm"], best["bn"]) or best["multicast"] != 1):
         raise config_error(f"swap=True with bm={best['bm']}, bn={best['bn']}, multicast="
-                           f"{best['multicast']}: a swapped tile is one of {SWAP_TILES} (bm "
-                           "columns of B x bn rows of A), without multicast")
+                           f"{best['multicast']}: {SWAP_RULE}, without multicast")
     if not best["swap"] and (best["bm"], best["bn"]) not in TILES:
         names = ", ".join(f"{m}x{n}" for m, n in TILES)
         raise config_error(f"bm={best['bm']}, bn={best['bn']}: the tile (bm x bn) is one of "
@@ -183,9 +184,8 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     out = []
     k_steps = -(-K_ // BK)
     tiles = [(bm_, bn_, False) for bm_, bn_ in TILES if not M_ <= 64 < bm_]  # measured: 7/8
-    if M_ <= SWAP_M:  # padding costs more than the model says; swap: the narrowest that fits
-        cols = min(c for c in SWAP_COLS if c >= M_)
-        tiles += [(128, cols, True)] + ([(64, cols, True)] if cols >= 32 else [])
+    if M_ <= SWAP_M:  # padding costs more than the model says; swap: M on wgmma's N
+        tiles += [(bm_, c, True) for bm_, c in swap_widths(M_)]
     for bm_, bn_, swap in tiles:
         count = _tile_count(M_, N_, bm_, bn_, swap)
         for s in (1, 2, 3, 4, 6, 8):
@@ -223,7 +223,7 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
         busy = min(units, slots)
         waves = 1.0 / util if units > slots else 1.0  # a last wave streams at a full one's pace
     flops = 2.0 * -(-M_ // bm) * bm * -(-N_ // bn) * bn * K_
-    compute = flops / (PEAK * WGMMA_EFF[wn] * util)
+    compute = flops / (PEAK * wgmma_eff(wn) * util)
     flight = busy * min(8, _stages_that_fit(bm, bn, splits)) * (bm + bn) * BK * 2 / LATENCY
     rate = min(DRAM * min(1.0, busy / (0.75 * sms)), flight)
     memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / rate * waves
@@ -235,6 +235,39 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
         reduce = -(-k_steps // q) * (64 * wn * 4 * 2 / 400e9 + STREAMK_FIXUP)
     # the two overlap, but not perfectly: the smaller still shows a little
     return max(compute, memory) + 0.25 * min(compute, memory) + reduce + 3e-6
+
+
+def wgmma_eff(n: int) -> float:
+    """:data:`WGMMA_EFF` at any wgmma N (a multiple of 8): linear between the listed ones."""
+    if n in WGMMA_EFF:
+        return WGMMA_EFF[n]
+    lo = max(k for k in WGMMA_EFF if k < n)
+    hi = min(k for k in WGMMA_EFF if k > n)
+    return WGMMA_EFF[lo] + (WGMMA_EFF[hi] - WGMMA_EFF[lo]) * (n - lo) / (hi - lo)
+
+
+SWAP_RULE = ("a swapped tile is bm=128 columns of B x bn rows of A, bn a multiple of 8 up "
+             "to 256, or bm=64 x bn a multiple of 16 from 16 to 256 (half to each consumer)")
+
+
+def swap_tile_ok(bm: int, bn: int) -> bool:
+    """Whether ``bm`` x ``bn`` is a swapped tile: wgmma's N is the consumer's share of the
+    ``bn`` rows of A (all of them at bm=128, half at bm=64), a multiple of 8 up to 256."""
+    if bm == 128:
+        return bn % 8 == 0 and 8 <= bn <= 256
+    return bm == 64 and bn % 16 == 0 and 16 <= bn <= 256
+
+
+def swap_widths(M_: int) -> list[tuple[int, int]]:
+    """The swapped tiles (bm, bn) tried for M rows of A: at bm=128 the narrowest of
+    :data:`SWAP_COLS` that holds M (M <= 128) and M rounded up to 8 (any M <= 256: no
+    padding beyond wgmma's N step); at bm=64 the same widths rounded up to 16, from 32."""
+    widths = {-(-M_ // 8) * 8}
+    if M_ <= SWAP_COLS[-1]:
+        widths.add(min(c for c in SWAP_COLS if c >= M_))
+    out = [(128, c) for c in sorted(widths)]
+    out += [(64, c) for c in sorted({-(-c // 16) * 16 for c in widths}) if c >= 32]
+    return out
 
 
 def _tile_count(M_: int, N_: int, bm: int, bn: int, swap: bool) -> int:
@@ -253,6 +286,7 @@ TUNE_ALTERNATIVES = 3  # kernel shapes the tuner times beside the plan's
 TUNE_STREAMK = 2  # stream-K shapes it times too, where the last wave is ragged
 STREAMK_RAGGED = 0.85  # a last wave fuller than this leaves little for stream-K to gain
 TUNE_ONE_PER_TILE_WAVES = 2  # tiles per SM up to which M <= 128 also times one CTA a tile
+STREAMING_M = 128  # M up to which B streams from DRAM (the one-CTA-a-tile twins' rule)
 
 
 def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]:
@@ -292,12 +326,12 @@ def streamk_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
 def _one_per_tile(M_: int, N_: int, sms: int, c: dict) -> bool:
     """Whether a non-persistent twin of kernel shape ``c`` is worth timing: one wave of
     tiles (the persistent grid would leave CTAs idle where the hardware places them), or
-    for M <= :data:`SWAP_M` up to :data:`TUNE_ONE_PER_TILE_WAVES` waves (one tile a CTA,
+    for M <= :data:`STREAMING_M` up to :data:`TUNE_ONE_PER_TILE_WAVES` waves (one tile a CTA,
     handed out as SMs free up, balances the last wave of tiles that stream B). Two waves
     of compute-bound tiles lose the persistent kernel's overlap of one tile's epilogue
     with the next one's loads: 2-6 % slower on the H200 (2048 x 4096 x 4096 at 128 x 256)."""
     tiles = _tile_count(M_, N_, c["bm"], c["bn"], c["swap"])
-    waves = TUNE_ONE_PER_TILE_WAVES if M_ <= SWAP_M else 1
+    waves = TUNE_ONE_PER_TILE_WAVES if M_ <= STREAMING_M else 1
     return (c["splits"] == 1 and c["multicast"] == 1 and c.get("persistent", True)
             and tiles <= waves * sms)
 
@@ -346,9 +380,11 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     if producer not in ("warpgroup", "warp"):
         raise config_error(f"producer={producer!r}: 'warpgroup' or 'warp'")
     widths = sorted({bn_ for _, bn_ in TILES})
-    if bn is not None and bn not in widths and not (swap and bn in SWAP_COLS):
+    if bn is not None and bn not in widths and not swap:
         raise config_error(f"bn={bn}: the tile's columns are {', '.join(map(str, widths[:-1]))} "
-                           f"or {widths[-1]} (swap=True: {', '.join(map(str, SWAP_COLS))})")
+                           f"or {widths[-1]} (swap=True: a multiple of 8 up to 256)")
+    if swap and bn is not None and not swap_tile_ok(bm or 128, bn):
+        raise config_error(f"swap=True with bm={bm or 128}, bn={bn}: {SWAP_RULE}")
     sms = num_sms or runtime.sm_count(default=H200_SMS)
     if persistent is False or streamk:  # the forms without a cluster
         splits, multicast = splits or 1, multicast or 1
@@ -633,8 +669,9 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
     c_layout = TileLayout(S_[c_shape]) if swap else swizzled_tile(64, wn, 16, 128, stages=2)
     c_view = TileLayout(S_[(2, 64, wn):(64 * wn, 1, 64)])  # swap: Cs read as Cᵀ
     ROWS, COLS = (N, M) if swap else (M, N)  # what the tile grid's rows and columns cut
-    if swap and ((bm, bn) not in SWAP_TILES or multicast != 1):
-        raise config_error(f"swap=True takes (bm, bn) in {SWAP_TILES} and no multicast")
+    if swap and (not swap_tile_ok(bm, bn) or multicast != 1):
+        raise config_error(f"swap=True with bm={bm}, bn={bn}, multicast={multicast}: "
+                           f"{SWAP_RULE}, without multicast")
     S = splits
     P = multicast  # CTAs of a cluster sharing one B tile (each loads 1/P, multicast to all)
     if P not in (1, 2) or (P == 2 and S > 1):

@@ -47,6 +47,10 @@ def _check(c, a, b):
                  id="swap-M20-two-column-tiles", marks=pytest.mark.slow),
     pytest.param((40, 72, 264), "bfloat16", {"swap": True, "bm": 64, "bn": 32, "splits": 2},
                  id="swap-bm64-split2", marks=pytest.mark.slow),
+    pytest.param((200, 136, 128), "bfloat16", {"swap": True, "bm": 128, "bn": 200},
+                 id="swap-M200-exact-width"),
+    pytest.param((150, 72, 264), "float16", {"swap": True, "bm": 64, "bn": 160, "splits": 2},
+                 id="swap-bm64-M150-split2", marks=pytest.mark.slow),
     pytest.param((200, 136, 72), "bfloat16", {"bn": 256}, id="200x136x72-tails",
                  marks=pytest.mark.slow),
     pytest.param((136, 520, 200), "float16", {"producer": "warp", "bn": 256},
@@ -153,8 +157,10 @@ def test_a_ragged_last_wave_takes_128x192_tiles():
     with pytest.raises(ValueError, match="bm=64, bn=192: the tile .bm x bn. is one of "
                                          "128x256, 128x192"):
         G.make_gemm(512, 6144, 4096, bm=64, bn=192)
-    with pytest.raises(ValueError, match="a swapped tile is one of"):
-        G.make_gemm(16, 6144, 4096, bn=192, swap=True)
+    with pytest.raises(ValueError, match="bn=196: a swapped tile is bm=128"):
+        G.make_gemm(16, 6144, 4096, bn=196, swap=True)
+    with pytest.raises(ValueError, match="multicast=2: a swapped tile .* without multicast"):
+        G.make_gemm(16, 6144, 4096, bn=192, swap=True, multicast=2)
     with pytest.raises(ValueError, match="stages=5: 2 to 4 stages fit .* 128x192 tile"):
         G.make_gemm(512, 6144, 4096, bn=192, stages=5)
     with pytest.raises(ValueError, match="bn=160: the tile's columns are 64, 128, 192 or 256"):
@@ -292,10 +298,14 @@ def test_decode_shapes_take_swap_ab_tiles_as_narrow_as_m():
                                                 splits=2, num_sms=132), "sm_90a").dispatch_log
            if "gemm_async" in d.call]
     assert log == ["4 x wgmma m64n8k16 (A MN-major, swizzle 128; B K-major, swizzle 128)"], log
-    with pytest.raises(ValueError, match="a swapped tile is one of"):
+    with pytest.raises(ValueError, match="a swapped tile is bm=128"):
         G.make_gemm(1, 256, 256, bm=64, bn=8, swap=True)
-    with pytest.raises(ValueError, match="swap=True: 8, 16"):
+    with pytest.raises(ValueError, match="bn a multiple of 8 up to 256"):
         G.make_gemm(1, 256, 256, bn=12, swap=True)
+    with pytest.raises(ValueError, match="swap=True: a multiple of 8 up to 256"):
+        G.make_gemm(1, 256, 256, bn=200)
+    with pytest.raises(ValueError, match="bm=64 x bn a multiple of 16"):
+        G.make_gemm(1, 256, 256, bm=64, bn=200, swap=True)
 
 
 def test_split_k_adds_the_partial_sums_in_rank_order_across_the_cluster():
@@ -326,7 +336,9 @@ STREAMK_CASES = [  # (shape, kernel shape, CTAs): each leaves tiles for stream-K
     pytest.param((200, 328, 520), {"bm": 128, "bn": 64, "stages": 4, "transB": True}, 5,
                  id="transB", marks=pytest.mark.slow),
     pytest.param((130, 296, 264), {"bm": 128, "bn": 256, "stages": 3}, 3, id="bn256",
-                 marks=pytest.mark.slow)]
+                 marks=pytest.mark.slow),
+    pytest.param((200, 264, 520), {"bm": 128, "bn": 200, "stages": 3, "swap": True}, 4,
+                 id="swap-M200", marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("shape,kw,ctas", STREAMK_CASES)
@@ -541,6 +553,24 @@ def test_swap_ab_on_the_gpu_matches_torch(shape, cfg, torch):
     C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
     _matches_twice(torch, G.make_gemm(M, N, K, dtype="float16", swap=True,
                                       **{"bm": 128, **cfg}), A, B, C)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{"bn": 208, "splits": 1}, {"bm": 64, "bn": 208, "splits": 1},
+                                 {"bn": 96, "splits": 3}, {"bn": 256, "splits": 1},
+                                 {"bm": 64, "bn": 160, "splits": 2}, {"bn": 40, "splits": 1},
+                                 {"bn": 200, "streamk": True},
+                                 {"bm": 64, "bn": 144, "streamk": True}])
+@pytest.mark.parametrize("shape", [(200, 5120, 5120), (96, 768, 3072), (129, 2056, 520),
+                                   (256, 1000, 1048), (33, 3000, 4096)])
+def test_swap_ab_tiles_of_any_width_on_the_gpu_match_torch(shape, cfg, torch):
+    """Swapped tiles whose width is M rounded up to 8 (16 at bm=64), up to 256 rows of A:
+    M past one column tile and inside one, a split, stream-K; C poisoned, twice."""
+    M, N, K = shape
+    A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    _matches_twice(torch, G.make_gemm(M, N, K, swap=True, **{"bm": 128, **cfg}), A, B, C)
 
 
 @pytest.mark.gpu

@@ -36,7 +36,7 @@ from ..errors import CompileError
 from ..passes.shared_plan import SharedPlan, plan_shared
 from ..ir import expr as E
 from ..ir import stmt as S
-from ..ir.dtype import DataType, bool_
+from ..ir.dtype import DataType, bool_, int32
 from ..ir.launch import thread_value
 from ..ir.visitor import walk
 from ..ir import alu
@@ -318,12 +318,22 @@ class Emitter(ControlFlow):
         if len(indices) != 1:
             raise self.error(f"buffer {buf.name!r} is indexed with {len(indices)} indices; the "
                              f"code generator needs flat IR", node)
-        idx = self.expr(indices[0])
-        if isinstance(idx, ir.Constant) and idx.constant == 0:
+        etype = ty.storage_type(buf.dtype)
+        index = indices[0]
+        rest, offset = _constant_term(index) if index.dtype == int32 else (index, 0)
+        if rest is None:  # a constant element offset
+            return self.b.gep(base.ptr, [ir.Constant(ty.I64, offset)], source_etype=etype)
+        idx = self.expr(rest)
+        if isinstance(idx, ir.Constant) and idx.constant == 0 and not offset:
             return base.ptr
         if idx.type.width < 64:
-            idx = (self.b.zext if self.is_nonneg(indices[0]) else self.b.sext)(idx, ty.I64)
-        return self.b.gep(base.ptr, [idx], source_etype=ty.storage_type(buf.dtype))
+            idx = (self.b.zext if self.is_nonneg(rest) else self.b.sext)(idx, ty.I64)
+        ptr = self.b.gep(base.ptr, [idx], source_etype=etype)
+        if offset:  # a 32-bit index's constant term, added after the widening: LLVM keeps it
+            # an immediate of the access instead of a 64-bit address register per constant
+            # (unrolled stores W[x + 128 * v] otherwise hoisted ~100 addresses and spilled)
+            ptr = self.b.gep(ptr, [ir.Constant(ty.I64, offset)], source_etype=etype)
+        return ptr
 
     def address(self, e, want_space: int | None = None) -> tuple[ir.Value, int]:
         """The pointer of a pointer operand (``AddressOf``), optionally cast to a space."""
@@ -455,6 +465,24 @@ class Emitter(ControlFlow):
             return fn(self, e)
         finally:
             self.span = old
+
+
+def _constant_term(e: E.Expr, depth: int = 0) -> tuple[E.Expr | None, int]:
+    """``e`` as ``rest + offset`` with ``offset`` the integer literals of its outer sums
+    (``rest`` None when ``e`` is a literal). Widening ``rest`` and adding ``offset`` after
+    gives the same address as widening ``e`` (the index does not wrap in 32 bits: buffers
+    are indexed in range), and lets LLVM fold the offset into the access."""
+    if isinstance(e, E.IntImm):
+        return None, e.value
+    if depth < 16 and isinstance(e, E.BinOp) and e.op in ("+", "-"):
+        sign = 1 if e.op == "+" else -1
+        if isinstance(e.b, E.IntImm):
+            rest, c = _constant_term(e.a, depth + 1)
+            return rest, c + sign * e.b.value
+        if e.op == "+" and isinstance(e.a, E.IntImm):
+            rest, c = _constant_term(e.b, depth + 1)
+            return rest, c + e.a.value
+    return e, 0
 
 
 def _has_effects(e) -> bool:
