@@ -258,11 +258,18 @@ def swap_tile_ok(bm: int, bn: int) -> bool:
     return bm == 64 and bn % 16 == 0 and 16 <= bn <= 256
 
 
+SWAP_CUTS = 4  # M is cut into up to this many column tiles of swapped tiles (each >= 32)
+
+
 def swap_widths(M_: int) -> list[tuple[int, int]]:
     """The swapped tiles (bm, bn) tried for M rows of A: at bm=128 the narrowest of
-    :data:`SWAP_COLS` that holds M (M <= 128) and M rounded up to 8 (any M <= 256: no
-    padding beyond wgmma's N step); at bm=64 the same widths rounded up to 16, from 32."""
-    widths = {-(-M_ // 8) * 8}
+    :data:`SWAP_COLS` that holds M (M <= 128), and M cut into ``j`` equal column tiles
+    rounded up to 8 (j = 1: no padding beyond wgmma's N step; for M > :data:`STREAMING_M`
+    also j <= :data:`SWAP_CUTS` where each is >= 32 rows: j times the tiles, the SMs filled without splitting K, as
+    cuBLAS's 128 x 72 tiles do at M = 200); at bm=64 the same widths rounded up to 16,
+    from 32."""
+    cuts = SWAP_CUTS if M_ > STREAMING_M else 1  # (M <= 128: the measured decode plans)
+    widths = {-(-M_ // (8 * j)) * 8 for j in range(1, cuts + 1) if j == 1 or -(-M_ // j) >= 32}
     if M_ <= SWAP_COLS[-1]:
         widths.add(min(c for c in SWAP_COLS if c >= M_))
     out = [(128, c) for c in sorted(widths)]
@@ -298,9 +305,10 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
     best = {}  # each tile's best split, in rank order: different tiles first
     for c in ranked:
         best.setdefault((c["bm"], c["bn"], c["swap"]), c)
-    others = [c for t, c in best.items() if t != (first["bm"], first["bn"], first["swap"])]
-    others = others[:TUNE_ALTERNATIVES]
+    tiles = [c for t, c in best.items() if t != (first["bm"], first["bn"], first["swap"])]
+    others = tiles[:TUNE_ALTERNATIVES]
     others += [c for c in ranked if c not in others][:TUNE_ALTERNATIVES - len(others)]
+    others += _other_orientation([first] + others, tiles)
     out = [first] + [plan(M_, N_, K_, sms, **c) for c in others]
     # one CTA per tile beside the persistent shapes where it measured faster (the H200,
     # 2026-12-02: 1-8 % for M <= 128, where B streams; benchmarks/RESULTS.md)
@@ -320,7 +328,18 @@ def streamk_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     ragged = [c for c in tiles if 0 < _tile_count(M_, N_, c["bm"], c["bn"], c["swap"]) % sms
               < STREAMK_RAGGED * sms]
     ranked = sorted(ragged, key=lambda c: estimate(M_, N_, K_, sms, **c, streamk=True))
-    return [{**plan(M_, N_, K_, sms, **c), "streamk": True} for c in ranked[:TUNE_STREAMK]]
+    picked = ranked[:TUNE_STREAMK]
+    return [{**plan(M_, N_, K_, sms, **c), "streamk": True}
+            for c in picked + _other_orientation(picked, ranked)]
+
+
+def _other_orientation(chosen: list[dict], ranked: list[dict]) -> list[dict]:
+    """The best of ``ranked`` in the orientation (swapped or not) that ``chosen`` lacks, if
+    any: the estimate counts each operand's bytes once, not the L2 re-reads of narrow
+    swapped tiles (M cut into column tiles re-reads B), so the tuner always times both."""
+    have = {c["swap"] for c in chosen}
+    return [next(c for c in ranked if c["swap"] == o) for o in (False, True)
+            if o not in have and any(c["swap"] == o for c in ranked)][:1]
 
 
 def _one_per_tile(M_: int, N_: int, sms: int, c: dict) -> bool:
