@@ -93,9 +93,9 @@ MIN_STAGES = {(128, 192): 3}  # stages a tile needs to be a candidate (default 2
 SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is bm columns of B x bn rows of A; the
 #  widths the plan tries for M <= 128 (the narrowest >= M), beside M rounded up to 8 (16 at
 #  bm=64); any multiple of 8 up to 256 builds (swap_tile_ok)
-SWAP_M = 256  # the largest M swap-AB tiles are tried for: up to 256 rows of A fit wgmma's
-#  N, so one tile row covers M and B is read once (M = 200: 128-row tiles pad it to 256 and
-#  read B twice)
+SWAP_M = 512  # the largest M swap-AB tiles are tried for: up to 256 rows of A fit wgmma's
+#  N, so one or two tile rows cover M (M = 200: 128-row tiles pad it to 256; M = 300: two
+#  swapped 128 x 152 tiles, what cuBLAS runs there, 0.98 x cuBLAS against 0.65 for 128 x 128)
 DECODE_M = 8  # up to this M the plan takes the swapped 128 x 8 tile (M in one column tile)
 
 M = T.int32()
@@ -269,7 +269,8 @@ def swap_widths(M_: int) -> list[tuple[int, int]]:
     cuBLAS's 128 x 72 tiles do at M = 200); at bm=64 the same widths rounded up to 16,
     from 32."""
     cuts = SWAP_CUTS if M_ > STREAMING_M else 1  # (M <= 128: the measured decode plans)
-    widths = {-(-M_ // (8 * j)) * 8 for j in range(1, cuts + 1) if j == 1 or -(-M_ // j) >= 32}
+    widths = {w for j in range(1, cuts + 1) for w in [-(-M_ // (8 * j)) * 8]
+              if w <= 256 and (j == 1 or -(-M_ // j) >= 32)}
     if M_ <= SWAP_COLS[-1]:
         widths.add(min(c for c in SWAP_COLS if c >= M_))
     out = [(128, c) for c in sorted(widths)]
@@ -306,9 +307,12 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
     for c in ranked:
         best.setdefault((c["bm"], c["bn"], c["swap"]), c)
     tiles = [c for t, c in best.items() if t != (first["bm"], first["bn"], first["swap"])]
-    others = tiles[:TUNE_ALTERNATIVES]
-    others += [c for c in ranked if c not in others][:TUNE_ALTERNATIVES - len(others)]
-    others += _other_orientation([first] + others, tiles)
+    if M_ > STREAMING_M:  # the best normal tiles, and one swapped: both are timed
+        others = _by_orientation(tiles, TUNE_ALTERNATIVES, 1)
+    else:
+        others = tiles[:TUNE_ALTERNATIVES]
+        others += [c for c in ranked if c not in others][:TUNE_ALTERNATIVES - len(others)]
+        others += _other_orientation([first] + others, tiles)
     out = [first] + [plan(M_, N_, K_, sms, **c) for c in others]
     # one CTA per tile beside the persistent shapes where it measured faster (the H200,
     # 2026-12-02: 1-8 % for M <= 128, where B streams; benchmarks/RESULTS.md)
@@ -328,9 +332,22 @@ def streamk_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     ragged = [c for c in tiles if 0 < _tile_count(M_, N_, c["bm"], c["bn"], c["swap"]) % sms
               < STREAMK_RAGGED * sms]
     ranked = sorted(ragged, key=lambda c: estimate(M_, N_, K_, sms, **c, streamk=True))
-    picked = ranked[:TUNE_STREAMK]
-    return [{**plan(M_, N_, K_, sms, **c), "streamk": True}
-            for c in picked + _other_orientation(picked, ranked)]
+    if M_ > STREAMING_M:
+        picked = _by_orientation(ranked, TUNE_STREAMK, 1)
+    else:
+        picked = ranked[:TUNE_STREAMK]
+        picked += _other_orientation(picked, ranked)
+    return [{**plan(M_, N_, K_, sms, **c), "streamk": True} for c in picked]
+
+
+def _by_orientation(ranked: list[dict], normal: int, swapped: int) -> list[dict]:
+    """The first ``normal`` unswapped and ``swapped`` swapped shapes of ``ranked``. For M >
+    :data:`STREAMING_M` the estimate ranks a swapped tile like its transposed twin (128 x
+    128 both ways at M = 256), so taking the best four whatever their orientation crowded
+    out the normal tiles that won (256 x 4096 x 14336: 1.06 x cuBLAS with them, 0.91
+    without, the H200)."""
+    return ([c for c in ranked if not c["swap"]][:normal]
+            + [c for c in ranked if c["swap"]][:swapped])
 
 
 def _other_orientation(chosen: list[dict], ranked: list[dict]) -> list[dict]:

@@ -559,13 +559,14 @@ def test_swap_ab_on_the_gpu_matches_torch(shape, cfg, torch):
 @pytest.mark.parametrize("cfg", [{"bn": 208, "splits": 1}, {"bm": 64, "bn": 208, "splits": 1},
                                  {"bn": 96, "splits": 3}, {"bn": 256, "splits": 1},
                                  {"bm": 64, "bn": 160, "splits": 2}, {"bn": 40, "splits": 1},
-                                 {"bn": 200, "streamk": True},
+                                 {"bn": 200, "streamk": True}, {"bn": 152, "splits": 1},
                                  {"bm": 64, "bn": 144, "streamk": True}])
 @pytest.mark.parametrize("shape", [(200, 5120, 5120), (96, 768, 3072), (129, 2056, 520),
-                                   (256, 1000, 1048), (33, 3000, 4096)])
+                                   (256, 1000, 1048), (33, 3000, 4096), (300, 1000, 2000)])
 def test_swap_ab_tiles_of_any_width_on_the_gpu_match_torch(shape, cfg, torch):
-    """Swapped tiles whose width is M rounded up to 8 (16 at bm=64), up to 256 rows of A:
-    M past one column tile and inside one, a split, stream-K; C poisoned, twice."""
+    """Swapped tiles of any width (a multiple of 8; 16 at bm=64) up to 256 rows of A, as
+    the plan takes them for M <= 512 (M rounded up, or cut into 2-4 column tiles): M past
+    one column tile and inside one, a split, stream-K; C poisoned, twice."""
     M, N, K = shape
     A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
@@ -695,3 +696,24 @@ def test_transB_on_the_gpu_matches_torch(shape, cfg, torch):
     assert not torch.isnan(C).any()
     assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
         float(err.max())
+
+
+def test_m_up_to_512_takes_swapped_tiles_cut_to_fit_m():
+    """Above M = 128 the swapped tiles are M rounded up to 8, or cut into 2-4 equal column
+    tiles (>= 32 rows each, at most 256): M = 200 tries 200, 104, 72 and 56 rows of A; the
+    tuner times the three best normal tiles and one swapped beside the plan (the estimate
+    ranks a swapped 128 x 128 like the normal one at M = 256, and the normal ones won
+    there on the H200); M <= 128 keeps the measured decode widths."""
+    assert [bn for bm, bn in G.swap_widths(200) if bm == 128] == [56, 72, 104, 200]
+    assert [bn for bm, bn in G.swap_widths(300) if bm == 128] == [80, 104, 152]  # 304 > 256
+    assert [bn for bm, bn in G.swap_widths(64) if bm == 128] == [64]
+    assert [bn for bm, bn in G.swap_widths(20) if bm == 128] == [24, 32]
+    assert all(bn % 16 == 0 for bm, bn in G.swap_widths(200) if bm == 64)
+    for shape in ((200, 5120, 5120), (256, 4096, 14336), (300, 8192, 8192), (512, 4096, 4096)):
+        first = G.plan(*shape, 132)
+        cs = [c for c in G.tune_configs(*shape, 132, first) if c.get("persistent", True)
+              and not c.get("streamk")]
+        normal = {(c["bm"], c["bn"]) for c in cs[1:] if not c["swap"]}
+        assert len(normal) == 3 and sum(c["swap"] for c in cs[1:]) == 1, (shape, cs)
+    assert all(not c["swap"] for c in G.candidates(600, 4096, 4096, 132))
+    assert G.wgmma_eff(72) == pytest.approx(0.7 + 0.15 * 8 / 64)
