@@ -14,6 +14,9 @@ from .operands import Param
 from .traits import async_op, completing
 
 
+FENCE_OPERANDS = 64  # registers one fence_operand takes (larger sets: several calls)
+
+
 def _wgmma_regs(values) -> int:
     return wgmma.acc_regs(values["n"], values["acc"])
 
@@ -106,6 +109,15 @@ ROWS = [
           "wgmma.wait_group.sync.aligned n", "wgmma", traits=completing("wgmma_group"),
           doc="wait until at most n wgmma groups of the warpgroup are pending; then their "
               "accumulators may be read and their shared operands reused"),
+    PtxOp("ptx.wgmma.fence_operand", (_p("count", "imm", lo=1, hi=FENCE_OPERANDS),),
+          "(no instruction: the registers pass through an empty inline asm)", None,
+          regs=_p("regs", "regs_inout", count=lambda v: v["count"]),
+          doc="a compiler barrier on `count` 32-bit registers (CUTLASS's "
+              "warpgroup_fence_operand): code reading them stays after it. LLVM does not "
+              "know that wgmma writes its accumulators until wait_group, and may move "
+              "reads of them (a bitcast, a pack into a vector store) above the wait; "
+              "ptxas then serialises every wgmma of the kernel (C7514). Placed after the "
+              "wait, before the reads; the simulator's semantics: none"),
     _wgmma_row("ptx.wgmma.mma_async", _WGMMA,
                "wgmma.mma_async.sync.aligned.m64n<n>k<K>.<acc>.<ab>.<ab> {d}, a-desc, b-desc, "
                "scale-d, 1, 1{, trans-a, trans-b}", _wgmma_check,

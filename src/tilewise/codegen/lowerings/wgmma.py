@@ -11,8 +11,10 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ...ir import dtype as dt
-from ...ir.expr import IntImm
+from ...ir.expr import BufferLoad, Call, IntImm
+from ...ir.visitor import walk
 from ...ptx import wgmma
+from ...ptx.rows_mma import FENCE_OPERANDS
 from .. import types as ty
 from ..registry import lowering
 from .args import bits32, imm
@@ -20,8 +22,67 @@ from .args import bits32, imm
 
 @lowering("ptx.wgmma.wait_group")
 def _wait_group(em, c):
+    """The wait, then every wgmma accumulator register of the kernel (those declared by
+    now) through a fence: LLVM sees the accumulators written by the wgmma's inline asm at
+    its issue, so it could move their reads (a bitcast, packing into a vector store, an
+    add) above the wait; ptxas then serialises every wgmma of the kernel (C7514: a
+    stream-K GEMM copying its accumulator to global memory by coordinates ran 16-32 %
+    slower on the H200). CUTLASS fences its accumulators after each wait the same way.
+    The fence is no instruction, so registers of wgmmas still in flight are not read."""
     em.call("llvm.nvvm.wgmma.wait_group.sync.aligned", ty.VOID,
             [ir.Constant(ty.I64, imm(em, c.args[0]))])
+    ptrs = [em.element_ptr(buf, (IntImm(i),), c) for buf, i in _accumulators(em)
+            if id(buf) in em.bufs]
+    for k in range(0, len(ptrs), FENCE_OPERANDS):
+        _fence(em, ptrs[k:k + FENCE_OPERANDS])
+
+
+def _accumulators(em) -> list:
+    """(buffer, register) of every accumulator register a wgmma of the kernel names (local
+    buffers at constant indices; one per storage location), found once per kernel."""
+    found = getattr(em, "_wgmma_accumulators", None)
+    if found is None:
+        seen, found = set(), []
+
+        def visit(n):
+            if isinstance(n, Call) and n.op in _MMA_OPS:
+                first = 8 if n.op == "ptx.wgmma.mma_async" else wgmma.A_REGS + 6
+                for r in n.args[first:]:
+                    if (isinstance(r, BufferLoad) and r.buffer.scope == "local"
+                            and len(r.indices) == 1 and isinstance(r.indices[0], IntImm)):
+                        base = r.buffer
+                        while base.view_of is not None:
+                            base = base.view_of
+                        key = (id(base), r.indices[0].value)
+                        if key not in seen:
+                            seen.add(key)
+                            found.append((r.buffer, r.indices[0].value))
+
+        walk(em.func.body, visit)
+        em._wgmma_accumulators = found
+    return found
+
+
+_MMA_OPS = ("ptx.wgmma.mma_async", "ptx.wgmma.mma_async.rs")
+
+
+@lowering("ptx.wgmma.fence_operand")
+def _fence_operand(em, c):
+    _fence(em, [em.element_ptr(r.buffer, r.indices, c) for r in c.args[1:]])
+
+
+def _fence(em, ptrs) -> None:
+    """The registers at ``ptrs`` through an empty side-effecting inline asm (``+r`` each):
+    LLVM keeps their reads after it, and it after the calls with side effects before it;
+    ptxas sees no instruction."""
+    vals = [em.b.load(p, typ=ty.I32, align=4) for p in ptrs]
+    n = len(vals)
+    out_t = ty.I32 if n == 1 else ir.LiteralStructType([ty.I32] * n)
+    cons = ",".join(["=r"] * n + [str(i) for i in range(n)])
+    res = em.b.call(ir.InlineAsm(ir.FunctionType(out_t, [ty.I32] * n), "", cons,
+                                 side_effect=True), vals)
+    for i, p in enumerate(ptrs):
+        em.b.store(res if n == 1 else em.b.extract_value(res, i), p, align=4)
 
 
 def mma_async_text(n: int, ab: str, acc: str, trans_a: bool, trans_b: bool, nregs: int) -> str:

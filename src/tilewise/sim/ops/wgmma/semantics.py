@@ -43,6 +43,12 @@ def fence(ctx, site, args):
     wgmma_of(ctx).fence(ctx.active())
 
 
+@semantics("ptx.wgmma.fence_operand")
+def fence_operand(ctx, site, args):
+    """A compiler barrier only: nothing happens on the machine (the registers keep their
+    values; a read of an in-flight accumulator is reported by the read that follows)."""
+
+
 @semantics("ptx.wgmma.commit_group")
 def commit_group(ctx, site, args):
     wgmma_of(ctx).commit(whole_groups(ctx, site.span, "wgmma.commit_group", WARPGROUP,
