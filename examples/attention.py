@@ -100,6 +100,7 @@ from __future__ import annotations
 import math
 
 from tilewise import T, Tx, config_error, runtime
+from tilewise.runtime.scratch import Scratch
 from tilewise.sched import Snake
 from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmma_accumulator,
                              wgmma_accumulator_rows, wid_in_wg, widest_swizzle)
@@ -253,7 +254,7 @@ class SplitKeys:
         # packed: kv_heads query heads of group * seq_q rows; two consumers (128-row tiles)
         self.base = (self.Hk, self.DT, False, self.dtype, self.Hk, scale, False, self.BN,
                      stages, o_in_q, 2, self.ctas)
-        self._bufs: dict = {}
+        self._bufs = Scratch("split-key attention's partial outputs")
 
     def __repr__(self) -> str:
         return (f"<make_attention split-keys kernel: {self.heads} heads in {self.Hk} groups, "
@@ -333,27 +334,12 @@ class SplitKeys:
         self.combine(n)(OP, LSEP, Op, stream=stream)
 
     def _buffers(self, Qp, n, stream):
-        import torch
-
-        from tilewise.runtime.launch import stream_handle
-
+        """OP and LSEP for ``n`` ranges, made on the launch's stream (safe to let go of
+        there: :class:`tilewise.runtime.scratch.Scratch` keeps the 16 latest)."""
         b, hk, rows, d = Qp.shape
-        if stream is None:  # the current stream of Q's device, as the launch looks it up
-            # (torch's own lookup: building a Stream object costs more than the launch)
-            current = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-            raw = (current(Qp.device.index) if current is not None else
-                   torch.cuda.current_stream(Qp.device).cuda_stream)
-        else:
-            raw = stream_handle(stream, (Qp,))  # ints pass as they are
-        key = (raw, Qp.device, b, rows, n)
-        bufs = self._bufs.get(key)
-        if bufs is None:
-            if len(self._bufs) > 16:
-                self._bufs.clear()
-            bufs = self._bufs[key] = (
-                Qp.new_empty((b, hk, n, rows, d), dtype=torch.float32),
-                Qp.new_empty((b, hk, n, rows), dtype=torch.float32))
-        return bufs
+        return self._bufs.get(Qp, stream, (b, rows, n), lambda lib: (
+            lib.empty(Qp, (b, hk, n, rows, d), "float32"),
+            lib.empty(Qp, (b, hk, n, rows), "float32")))
 
     def __tilewise_simulate__(self, simulate, Q, K, V, O, **kw):  # noqa: E741
         import numpy as np

@@ -68,13 +68,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 
 import tilewise
 from tilewise import T, Tx, config_error, runtime
 from tilewise.ir.stmt import as_prim_func
 from tilewise.layout import S as S_
 from tilewise.layout import TileLayout, swizzled_tile, wgmma_accumulator
+from tilewise.runtime.scratch import Scratch, on_stream
 from tilewise.runtime.timer import CudaTimer
 from tilewise.sched import GroupedTiles, HybridStreamK
 
@@ -265,9 +265,9 @@ def swap_widths(M_: int) -> list[tuple[int, int]]:
     """The swapped tiles (bm, bn) tried for M rows of A: at bm=128 the narrowest of
     :data:`SWAP_COLS` that holds M (M <= 128), and M cut into ``j`` equal column tiles
     rounded up to 8 (j = 1: no padding beyond wgmma's N step; for M > :data:`STREAMING_M`
-    also j <= :data:`SWAP_CUTS` where each is >= 32 rows: j times the tiles, the SMs filled without splitting K, as
-    cuBLAS's 128 x 72 tiles do at M = 200); at bm=64 the same widths rounded up to 16,
-    from 32."""
+    also j <= :data:`SWAP_CUTS` where each is >= 32 rows: j times the tiles, the SMs
+    filled without splitting K, as cuBLAS's 128 x 72 tiles do at M = 200), at most 256;
+    at bm=64 the same widths rounded up to 16, from 32."""
     cuts = SWAP_CUTS if M_ > STREAMING_M else 1  # (M <= 128: the measured decode plans)
     widths = {w for j in range(1, cuts + 1) for w in [-(-M_ // (8 * j)) * 8]
               if w <= 256 and (j == 1 or -(-M_ // j) >= 32)}
@@ -459,7 +459,7 @@ class StreamK:
         wn = cfg["bn"] if cfg["bm"] == 128 else cfg["bn"] // 2
         grid = _streamk_grid(kernel)
         self.w_shape, self.f_shape = (grid, 2, wn // 2, 128), (grid, 2)
-        self._bufs: dict = {}
+        self._bufs = Scratch("a stream-K GEMM's workspace")
 
     def __tilewise_prim_func__(self):
         return as_prim_func(self.kernel)
@@ -472,36 +472,10 @@ class StreamK:
         self.kernel(A, B, C, W, F, stream=stream)
 
     def _buffers(self, A, stream):
-        from tilewise.runtime.launch import stream_handle  # (not at import: CUDA's side)
-
-        if hasattr(A, "new_empty"):  # torch
-            import torch
-
-            key = (_stream_key(torch, A) if stream is None else stream_handle(stream, (A,)),
-                   A.device)
-            bufs = self._bufs.get(key)
-            if bufs is None:
-                bufs = (A.new_empty(self.w_shape, dtype=torch.float32),
-                        A.new_zeros(self.f_shape, dtype=torch.int32))
-                if not torch.cuda.is_current_stream_capturing():  # (captured: the zeros
-                    torch.cuda.synchronize(A.device)  # precede the kernel in the graph)
-                self._bufs[key] = bufs
-            return bufs
-        cupy = sys.modules.get("cupy")
-        if cupy is not None and isinstance(A, cupy.ndarray):
-            key = (stream_handle(stream, (A,)), A.device.id)
-            bufs = self._bufs.get(key)
-            if bufs is None:
-                bufs = (cupy.empty(self.w_shape, cupy.float32),
-                        cupy.zeros(self.f_shape, cupy.int32))
-                cupy.cuda.Device(A.device.id).synchronize()
-                self._bufs[key] = bufs
-            return bufs
-        raise tilewise.LaunchError(f"a stream-K GEMM keeps its workspace as arrays of the "
-                                   f"inputs' library; it takes torch or CuPy arrays, not "
-                                   f"{type(A).__name__}",
-                                   hint="pass torch tensors or CuPy arrays (tw.simulate "
-                                   "takes numpy), or make the kernel without streamk=True")
+        """W and F for a launch on ``stream``, made on that stream: F's zeros precede the
+        kernel in stream order (and in a CUDA graph being captured)."""
+        return self._bufs.get(A, stream, (), lambda lib: (
+            lib.empty(A, self.w_shape, "float32"), lib.zeros(A, self.f_shape, "int32")))
 
     def __tilewise_simulate__(self, simulate, A, B, C, **kw):
         import numpy as np
@@ -550,7 +524,7 @@ class Padded:
         self.N8, self.K8 = _up8(N_), _up8(K_)
         self.pad_a, self.pad_c = self.K8 != K_, self.N8 != N_
         self.pad_b = self.K8 != K_ if transB else self.N8 != N_  # B's rows too short
-        self._bufs: dict = {}
+        self._bufs = Scratch("a padded GEMM's arrays")
         import warnings
 
         from tilewise import TilewisePerformanceWarning
@@ -601,10 +575,8 @@ class Padded:
             self.inner(A8, B8, C8, stream=stream)
             self._unpad(C, C8)
             return
-        import torch
-
-        with _torch_stream(stream, (A, B, C)):
-            A8, B8, C8, a_in, b_in, c_out = self._buffers(A, B, C, _stream_key(torch, A))
+        with on_stream(A, stream):
+            A8, B8, C8, a_in, b_in, c_out = self._buffers(A, B, C, stream)
             for view, x in ((a_in, A), (b_in, B)):
                 if view is not None:
                     view.copy_(x)
@@ -613,23 +585,22 @@ class Padded:
             if c_out is not None:
                 C.copy_(c_out)
 
-    def _buffers(self, A, B, C, stream_key):
+    def _buffers(self, A, B, C, stream):
         """The padded arrays of calls on this stream (device, dtype), allocated once with
         their padding zeroed, and the views of them a call copies into and out of: a call
         copies only the data (one kernel an array) and the kernel sees the same addresses
         every time. Calls on one stream run in order, so they may share them; another
         stream gets its own. (None where that array is used as it is.)"""
-        key = (stream_key, A.device, A.dtype)
-        bufs = self._bufs.get(key)
-        if bufs is None:
+
+        def make(lib):
             A8 = A.new_zeros((self.M, self.K8)) if self.pad_a else None
             B8 = B.new_zeros(self._b_padded_shape()) if self.pad_b else None
             C8 = C.new_empty((self.M, self.N8)) if self.pad_c else None
-            bufs = self._bufs[key] = (
-                A8, B8, C8, None if A8 is None else A8[:, :self.K],
-                None if B8 is None else B8[:B.shape[0], :B.shape[1]],
-                None if C8 is None else C8[:, :self.N])
-        return bufs
+            return (A8, B8, C8, None if A8 is None else A8[:, :self.K],
+                    None if B8 is None else B8[:B.shape[0], :B.shape[1]],
+                    None if C8 is None else C8[:, :self.N])
+
+        return self._bufs.get(A, stream, A.dtype, make)
 
     def __tilewise_simulate__(self, simulate, A, B, C, **kw):
         self._check(A, B, C)
@@ -661,33 +632,6 @@ def _padded(x, shape, fill=True):
     import numpy as np
 
     return np.pad(x, ((0, grow[0]), (0, grow[1]))) if fill else np.empty(shape, x.dtype)
-
-
-def _stream_key(torch, a):
-    """Which stream is current on ``a``'s device (a key, not a handle): torch's own
-    lookup without building a Stream object, which costs more than a launch here."""
-    get = getattr(torch._C, "_cuda_getCurrentStream", None)
-    if get is None:
-        return torch.cuda.current_stream(a.device).cuda_stream
-    got = get(a.device.index)  # (stream id, device, device type)
-    return got[0] if isinstance(got, tuple) else got
-
-
-def _torch_stream(stream, arrays):
-    """The context in which the padding copies run on ``stream`` (torch's current stream
-    when None, as the launch does)."""
-    import contextlib
-    import sys
-
-    torch = sys.modules.get("torch")
-    if stream is None or torch is None or not any(isinstance(a, torch.Tensor)
-                                                  for a in arrays):
-        return contextlib.nullcontext()
-    if not isinstance(stream, torch.cuda.Stream):
-        from tilewise.runtime.launch import stream_handle
-
-        stream = torch.cuda.ExternalStream(stream_handle(stream, arrays))
-    return torch.cuda.stream(stream)
 
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,

@@ -153,20 +153,25 @@ def test_backward_matches_autograd(attn, torch, case):
                                   (32, 32, 1, 2048, 128, 8), (3, 12, 2, 1500, 80, 4)])
 def test_decoding_shapes_match_sdpa(attn, torch, case):
     """A few rows a head, no causal mask: the split-keys kernel (grouped heads, key ranges
-    combined after), twice on one stream and once on another, against float64 and SDPA."""
+    combined after), twice on one stream, once on another made current and once on a third
+    named by stream= (its partial outputs made on that stream), against float64 and SDPA."""
     b, h, sq, sk, d, hk = case
     q, k, v = _inputs(torch, b, h, sq, sk, d, hk, "bfloat16", seed=7)
     kern = attn.make_attention(b, h, sq, sk, d, kv_heads=hk)
     assert isinstance(kern, attn.SplitKeys)
     ref_o, _ = reference(torch, q, k, v, False)
-    side = torch.cuda.Stream()
-    for launch in range(3):
+    side, named = torch.cuda.Stream(), torch.cuda.Stream()
+    for launch in range(4):
         o = torch.full_like(q, float("nan"))
         if launch == 2:
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 kern(q, k, v, o)
             torch.cuda.current_stream().wait_stream(side)
+        elif launch == 3:
+            named.wait_stream(torch.cuda.current_stream())
+            kern(q, k, v, o, stream=named)
+            torch.cuda.current_stream().wait_stream(named)
         else:
             kern(q, k, v, o)
         assert not torch.isnan(o).any()
