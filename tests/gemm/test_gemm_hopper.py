@@ -417,7 +417,7 @@ def test_stream_k_is_timed_where_the_last_wave_is_ragged():
 def test_stream_k_refuses_arrays_it_cannot_keep_a_workspace_for():
     k = G.make_gemm(256, 256, 512, num_sms=4, bm=128, bn=128, streamk=True)
     a, b, c = G.inputs(np.random.default_rng(5), (256, 256, 512), "bfloat16")
-    with pytest.raises(tw.LaunchError, match="takes torch or CuPy arrays, not ndarray"):
+    with pytest.raises(tw.LaunchError, match="takes torch tensors or CuPy arrays, not ndarray"):
         k(a, b, c)
 
 

@@ -110,7 +110,8 @@ ROWS = [
           doc="wait until at most n wgmma groups of the warpgroup are pending; then their "
               "accumulators may be read and their shared operands reused"),
     PtxOp("ptx.wgmma.fence_operand", (_p("count", "imm", lo=1, hi=FENCE_OPERANDS),),
-          "(no instruction: the registers pass through an empty inline asm)", None,
+          "// begin inline asm // end inline asm (empty: no instruction; the registers "
+          "tied in and out)", None,
           regs=_p("regs", "regs_inout", count=lambda v: v["count"]),
           doc="a compiler barrier on `count` 32-bit registers (CUTLASS's "
               "warpgroup_fence_operand): code reading them stays after it. LLVM does not "
