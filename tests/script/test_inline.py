@@ -389,3 +389,37 @@ class Bad:
     assert info.value.span.line == marked_line(src)
     assert info.value.span.file == str(path)
     assert "called at" in str(info.value)
+
+
+def test_every_id_the_parser_keys_on_belongs_to_a_live_object(monkeypatch):
+    """The parser keys locals, fields and adoptable helper results by id(); each such object
+    is kept alive for the parse (Parser.pinned). A freed Var's id was soon another's, and the
+    GEMM example parsed one way or the other from run to run (an inline helper's argument
+    adopted as a finished helper's result, or copied): about one process in eight got
+    another launch-cache key (tests/gpu/test_deploy_gpu.py failed that way)."""
+    import importlib.util
+    import pathlib
+
+    from tilewise.ir.stmt import as_prim_func
+    from tilewise.script.parser import Parser
+
+    made = []
+    init = Parser.__init__
+
+    def recording(self, *a, **kw):
+        init(self, *a, **kw)
+        made.append(self)
+
+    monkeypatch.setattr(Parser, "__init__", recording)
+    root = pathlib.Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("gemm_ids", root / "examples" /
+                                                  "gemm_hopper.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    texts = {as_prim_func(mod.make_gemm(dtype="bfloat16", streamk=s)).script()
+             for s in (False, True, False)}
+    assert len(texts) == 2 and made
+    for p in made:
+        live = {id(o) for o in p.pinned} | {id(v) for v in p.params} | set(p.size_vars)
+        keyed = set(p.mutable) | p.orphans | p.field_vars | set(p.meta_depth)
+        assert keyed <= live, f"{len(keyed - live)} ids of objects the parser let go"

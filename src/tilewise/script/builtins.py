@@ -356,6 +356,7 @@ def _local_scalar(p, args, kwargs):
     init = tr.coerce(p, kwargs.get("init", 0), t, "T.local_scalar's init=")
     var = Var(p.assign_name or "scalar", t, span=p.span())
     p.mutable[id(var)] = len(p.scopes)
+    p.pinned.append(var)
     p.field_vars.add(id(var))
     p.emit(LetStmt(var, init, span=p.span()))
     return var

@@ -102,6 +102,7 @@ class ControlFlow:
             tr.literal(self, 0, t, f"local {name!r}"))
         var = Var(name, t, span=self.span())
         self.mutable[id(var)] = len(self.scopes)
+        self.pinned.append(var)
         return var, init, values
 
     # ------------------------------------------------------------------ loops

@@ -428,6 +428,7 @@ class InlineParsing:
     def new_meta_object(self, cls, args, kwargs):
         obj = cls.__new__(cls)
         self.meta_depth[id(obj)] = self.rt_depth
+        self.pinned.append(obj)
         prefix, self.assign_name = self.assign_name or cls.__name__.lower(), None
         init = cls.__init__
         if isinstance(init, InlineFunction):
@@ -473,6 +474,7 @@ class InlineParsing:
             var = Var(f"{type(obj).__name__.lower()}_{target.attr}", value.dtype,
                       span=self.span(node))
             self.mutable[id(var)] = len(self.scopes)
+            self.pinned.append(var)
             self.emit(LetStmt(var, value, span=self.span(node)))
             value = var
         if isinstance(value, Var) and id(value) in self.mutable:

@@ -63,6 +63,11 @@ class Parser(Expressions, InlineParsing, ControlFlow):
         self.meta_depth: dict[int, int] = {}  # id(meta-class object) -> rt_depth it was made at
         self.field_vars: set[int] = set()  # ids of run-time locals held by object fields
         self.orphans: set[int] = set()  # ids of locals of finished helpers (adoptable)
+        # every object whose id the maps above hold, kept alive while parsing: a freed
+        # object's id is soon another's (CPython reuses the memory), and a stale id made
+        # the same source parse differently from run to run (an inline helper's argument
+        # taken for an orphan and aliased, or not: one launch-cache key in ~8 processes)
+        self.pinned: list = []
 
     # ------------------------------------------------------------------ plumbing
     def span(self, node: ast.AST | None = None) -> Span | None:
@@ -243,6 +248,7 @@ class Parser(Expressions, InlineParsing, ControlFlow):
             return value
         var = Var(name, t or value.dtype, span=self.span(node))
         self.mutable[id(var)] = len(self.scopes)
+        self.pinned.append(var)
         if self.frames:
             self.frames[-1].declared.add(id(var))
         self.emit(LetStmt(var, value, span=self.span(node)))
