@@ -33,11 +33,7 @@ class _Torch:
     def __init__(self, torch):
         self.t = torch
 
-    def raw_stream(self, like, stream) -> int:
-        if stream is not None:
-            from .launch import stream_handle
-
-            return stream_handle(stream, (like,))
+    def current_stream(self, like) -> int:
         get = getattr(self.t._C, "_cuda_getCurrentRawStream", None)  # no Stream object
         if get is not None:
             return int(get(like.device.index))
@@ -66,11 +62,7 @@ class _CuPy:
     def __init__(self, cupy):
         self.c = cupy
 
-    def raw_stream(self, like, stream) -> int:
-        if stream is not None:
-            from .launch import stream_handle
-
-            return stream_handle(stream, (like,))
+    def current_stream(self, like) -> int:
         with self.c.cuda.Device(like.device.id):
             return int(self.c.cuda.get_current_stream().ptr)
 
@@ -104,13 +96,23 @@ def library_of(like):
     return None
 
 
+def _raw_stream(lib, like, stream) -> int:
+    """The raw ``CUstream`` a launch on ``stream`` uses: the given one's handle, else the
+    current stream of ``like``'s device in its library."""
+    if stream is None:
+        return lib.current_stream(like)
+    from .launch import stream_handle
+
+    return stream_handle(stream, (like,))
+
+
 def on_stream(like, stream):
     """The context in which work for a launch on ``stream`` (None: the current one) runs
     in ``like``'s library: padding copies, scratch zeros."""
     lib = library_of(like)
     if lib is None:
         return contextlib.nullcontext()
-    return lib.on(like, stream, lib.raw_stream(like, stream))
+    return lib.on(like, stream, _raw_stream(lib, like, stream))
 
 
 class Scratch:
@@ -137,7 +139,7 @@ class Scratch:
                               f"torch tensors or CuPy arrays, not {type(like).__name__}",
                               hint="pass torch tensors or CuPy arrays (tw.simulate takes "
                               "numpy)")
-        raw = lib.raw_stream(like, stream)
+        raw = _raw_stream(lib, like, stream)
         full = (lib.name, raw, lib.device(like), key)
         got = self._sets.get(full)
         if got is not None:
