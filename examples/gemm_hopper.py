@@ -762,17 +762,12 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                 elif P == 1:
                     Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, c0:c0 + b_cols],
                                          dispatch="tma", mbar=T.address_of(full[s]))
-                elif transB:  # this CTA's half of the tile's B rows (N), to both
-                    h = bn // P
+                else:  # this CTA's share of the B tile's rows (N with transB, else K),
+                    # into every CTA of the pair
+                    h = (bn if transB else BK) // P
                     Tx.thread.copy_async(
                         Bs[s, crank * h:crank * h + h, :],
-                        B[n0 + crank * h:n0 + crank * h + h, k0:k0 + BK],
-                        dispatch="tma", mbar=T.address_of(full[s]),
-                        cta_mask=(1 << P) - 1)
-                else:  # this CTA's rows of the B tile, into every CTA of the pair
-                    h = BK // P
-                    Tx.thread.copy_async(
-                        Bs[s, crank * h:crank * h + h, :],
+                        B[n0 + crank * h:n0 + crank * h + h, k0:k0 + BK] if transB else
                         B[k0 + crank * h:k0 + crank * h + h, n0:n0 + bn],
                         dispatch="tma", mbar=T.address_of(full[s]),
                         cta_mask=(1 << P) - 1)
