@@ -93,9 +93,14 @@ MIN_STAGES = {(128, 192): 3}  # stages a tile needs to be a candidate (default 2
 SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is bm columns of B x bn rows of A; the
 #  widths the plan tries for M <= 128 (the narrowest >= M), beside M rounded up to 8 (16 at
 #  bm=64); any multiple of 8 up to 256 builds (swap_tile_ok)
-SWAP_M = 512  # the largest M swap-AB tiles are tried for: up to 256 rows of A fit wgmma's
-#  N, so one or two tile rows cover M (M = 200: 128-row tiles pad it to 256; M = 300: two
-#  swapped 128 x 152 tiles, what cuBLAS runs there, 0.98 x cuBLAS against 0.65 for 128 x 128)
+SWAP_M = 512  # the largest M the plan takes a swap-AB tile for: up to 256 rows of A fit
+#  wgmma's N, so one or two tile rows cover M (M = 200: 128-row tiles pad it to 256; M = 300:
+#  two swapped 128 x 152 tiles, what cuBLAS runs there, 0.98 x cuBLAS against 0.65 for
+#  128 x 128). Above it the tuner alone times them: M cut into tiles of 128-256 rows
+#  (swap_widths), where that fits the SMs better than the normal tiles (SWAP_GAIN)
+SWAP_GAIN = 0.97  # above SWAP_M a swapped tile is timed only where the estimate puts it
+#  this far below the best normal one: M cut to fit (3000 x 1000: 128 tiles of 128 x 192
+#  for 132 SMs, against 96 of 128 x 256), not the transposed twins of large squares
 DECODE_M = 8  # up to this M the plan takes the swapped 128 x 8 tile (M in one column tile)
 
 M = T.int32()
@@ -152,6 +157,8 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
                    if all(c[k] == v for k, v in forced.items())]
         if M_ <= DECODE_M and "swap" not in forced:  # decode: see the docstring
             options = [c for c in options if c["swap"]] or options
+        if M_ > SWAP_M and "swap" not in forced:  # the tuner's alone up there (SWAP_M)
+            options = [c for c in options if not c["swap"]] or options
         if options:
             best = min(options, key=lambda c: estimate(M_, N_, K_, sms, **c))
     best.update(forced)
@@ -184,8 +191,7 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     out = []
     k_steps = -(-K_ // BK)
     tiles = [(bm_, bn_, False) for bm_, bn_ in TILES if not M_ <= 64 < bm_]  # measured: 7/8
-    if M_ <= SWAP_M:  # padding costs more than the model says; swap: M on wgmma's N
-        tiles += [(bm_, c, True) for bm_, c in swap_widths(M_)]
+    tiles += [(bm_, c, True) for bm_, c in swap_widths(M_)]  # swap: M on wgmma's N
     for bm_, bn_, swap in tiles:
         count = _tile_count(M_, N_, bm_, bn_, swap)
         for s in (1, 2, 3, 4, 6, 8):
@@ -267,7 +273,13 @@ def swap_widths(M_: int) -> list[tuple[int, int]]:
     rounded up to 8 (j = 1: no padding beyond wgmma's N step; for M > :data:`STREAMING_M`
     also j <= :data:`SWAP_CUTS` where each is >= 32 rows: j times the tiles, the SMs
     filled without splitting K, as cuBLAS's 128 x 72 tiles do at M = 200), at most 256;
-    at bm=64 the same widths rounded up to 16, from 32."""
+    at bm=64 the same widths rounded up to 16, from 32. Above :data:`SWAP_M`, M cut into
+    equal column tiles of 128 to 256 rows (bm=128 only: the tile rows of a large M already
+    fill the SMs), which only the tuner times (:data:`SWAP_GAIN`)."""
+    if M_ > SWAP_M:  # M cut into tiles of 128-256 rows (wgmma's widest N)
+        return [(128, w) for w in sorted({-(-M_ // (8 * j)) * 8 for j in
+                                          range(-(-M_ // 256), -(-M_ // 128) + 1)})
+                if 128 <= w <= 256]
     cuts = SWAP_CUTS if M_ > STREAMING_M else 1  # (M <= 128: the measured decode plans)
     widths = {w for j in range(1, cuts + 1) for w in [-(-M_ // (8 * j)) * 8]
               if w <= 256 and (j == 1 or -(-M_ // j) >= 32)}
@@ -308,7 +320,8 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
         best.setdefault((c["bm"], c["bn"], c["swap"]), c)
     tiles = [c for t, c in best.items() if t != (first["bm"], first["bn"], first["swap"])]
     if M_ > STREAMING_M:  # the best normal tiles, and one swapped: both are timed
-        others = _by_orientation(tiles, TUNE_ALTERNATIVES, 1)
+        others = _by_orientation(tiles, TUNE_ALTERNATIVES,
+                                 _swap_timed(M_, N_, K_, sms))
     else:
         others = tiles[:TUNE_ALTERNATIVES]
         others += [c for c in ranked if c not in others][:TUNE_ALTERNATIVES - len(others)]
@@ -333,7 +346,8 @@ def streamk_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
               < STREAMK_RAGGED * sms]
     ranked = sorted(ragged, key=lambda c: estimate(M_, N_, K_, sms, **c, streamk=True))
     if M_ > STREAMING_M:
-        picked = _by_orientation(ranked, TUNE_STREAMK, 1)
+        picked = _by_orientation(ranked, TUNE_STREAMK,
+                                 _swap_timed(M_, N_, K_, sms))
     else:
         picked = ranked[:TUNE_STREAMK]
         picked += _other_orientation(picked, ranked)
@@ -348,6 +362,20 @@ def _by_orientation(ranked: list[dict], normal: int, swapped: int) -> list[dict]
     without, the H200)."""
     return ([c for c in ranked if not c["swap"]][:normal]
             + [c for c in ranked if c["swap"]][:swapped])
+
+
+def _swap_timed(M_: int, N_: int, K_: int, sms: int) -> int:
+    """How many swapped shapes the tuner times beside the normal ones (and how many
+    swapped stream-K shapes): one up to :data:`SWAP_M`; above it one only where the best
+    swapped shape's estimate, with stream-K or without, is below :data:`SWAP_GAIN` x the
+    best normal one's (M cut to fit the SMs)."""
+    if M_ <= SWAP_M:
+        return 1
+    best = {}
+    for c in candidates(M_, N_, K_, sms):
+        t = min(estimate(M_, N_, K_, sms, **c, streamk=sk) for sk in (False, c["splits"] == 1))
+        best[c["swap"]] = min(best.get(c["swap"], t), t)
+    return int(len(best) == 2 and best[True] < SWAP_GAIN * best[False])
 
 
 def _other_orientation(chosen: list[dict], ranked: list[dict]) -> list[dict]:

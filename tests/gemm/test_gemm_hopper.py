@@ -398,7 +398,8 @@ def test_stream_k_is_timed_where_the_last_wave_is_ragged():
     choice (what tw.simulate runs)."""
     cfg = G.plan(777, 11008, 4096, 132)
     sk = [c for c in G.tune_configs(777, 11008, 4096, 132, cfg) if c.get("streamk")]
-    assert {(c["bm"], c["bn"]) for c in sk} >= {(128, 256)} and len(sk) <= G.TUNE_STREAMK
+    assert {(c["bm"], c["bn"]) for c in sk} >= {(128, 256)}
+    assert len([c for c in sk if not c["swap"]]) <= G.TUNE_STREAMK and len(sk) <= G.TUNE_STREAMK + 1
     assert all(c["splits"] == 1 and c["multicast"] == 1 for c in sk)
     assert not G.streamk_configs(264 * 128, 256, 4096, 132)  # whole waves: nothing to share
     assert not G.streamk_configs(777, 11008, 256, 132)  # 4 K blocks: too few to cut
@@ -556,12 +557,12 @@ def test_128x192_tiles_on_the_gpu_match_torch(shape, cfg, torch):
     _matches_twice(torch, G.make_gemm(M, N, K, **cfg), A, B, C)
 
 
-def _matches_twice(torch, k, A, B, C):
-    """k(A, B, C) is A @ B within bf16/fp16 rounding, with the same bits on a second run
-    (split K adds its partial sums in rank order)."""
+def _matches_twice(torch, k, A, B, C, ref=None):
+    """k(A, B, C) is A @ B (or ``ref``) within bf16/fp16 rounding, with the same bits on a
+    second run (split K adds its partial sums in rank order)."""
     K = A.shape[1]
     k(A, B, C)
-    ref = A.double() @ B.double()
+    ref = A.double() @ B.double() if ref is None else ref
     assert not torch.isnan(C).any()
     err = (C.double() - ref).abs()
     assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
@@ -607,6 +608,29 @@ def test_swap_ab_tiles_of_any_width_on_the_gpu_match_torch(shape, cfg, torch):
     B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
     C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
     _matches_twice(torch, G.make_gemm(M, N, K, swap=True, **{"bm": 128, **cfg}), A, B, C)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,cfg", [
+    ((3000, 1000, 2560), {"bn": 192}), ((3000, 1000, 2560), {"bn": 232, "streamk": True}),
+    ((777, 11008, 4096), {"bn": 136}), ((777, 11008, 4096), {"bn": 200, "streamk": True}),
+    ((600, 8192, 4096), {"bn": 152}), ((1037, 520, 1048), {"bn": 176}),
+    ((5000, 3072, 768), {"bn": 232, "transB": True})])
+def test_swapped_tiles_above_m_512_on_the_gpu_match_torch(shape, cfg, torch):
+    """The tuner's swapped tiles for M > SWAP_M: M cut into column tiles of 128-256 rows,
+    many tile columns (M past several column tiles, a ragged last one), stream-K, B as
+    (N, K); C poisoned, twice."""
+    M, N, K = shape
+    cfg = dict(cfg)
+    transB = cfg.pop("transB", False)
+    A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(N, K, device="cuda", dtype=torch.bfloat16)
+    C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    k = G.make_gemm(M, N, K, swap=True, bm=128, transB=transB, **cfg)
+    if transB:
+        _matches_twice(torch, k, A, B, C, ref=A.double() @ B.double().t())
+    else:
+        _matches_twice(torch, k, A, B.t().contiguous(), C)
 
 
 @pytest.mark.gpu
@@ -750,5 +774,30 @@ def test_m_up_to_512_takes_swapped_tiles_cut_to_fit_m():
               and not c.get("streamk")]
         normal = {(c["bm"], c["bn"]) for c in cs[1:] if not c["swap"]}
         assert len(normal) == 3 and sum(c["swap"] for c in cs[1:]) == 1, (shape, cs)
-    assert all(not c["swap"] for c in G.candidates(600, 4096, 4096, 132))
+    assert G.wgmma_eff(72) == pytest.approx(0.7 + 0.15 * 8 / 64)
+
+
+def test_above_m_512_the_tuner_times_swapped_tiles_cut_to_fit_m():
+    """Above SWAP_M the swapped candidates are M cut into column tiles of 128-256 rows; the
+    plan (what runs untuned) stays unswapped, and the tuner times the best swapped shape
+    only where the estimate puts it 3 % below the best normal one: a 3000 x 1000 product
+    in 128 tiles of 128 x 192 (132 SMs) against 96 of 128 x 256, not the transposed twins
+    of a large square."""
+    # 3000 rows in 12 ... 24 column tiles, each rounded up to 8
+    assert [bn for bm, bn in G.swap_widths(3000)] == [
+        128, 136, 144, 152, 160, 168, 184, 192, 200, 216, 232, 256]
+    assert all(bm == 128 and 128 <= bn <= 256 for bm, bn in G.swap_widths(777))
+    for shape in ((3000, 1000, 2560), (777, 11008, 4096), (600, 8192, 4096)):
+        first = G.plan(*shape, 132)
+        assert not first["swap"]
+        cs = G.tune_configs(*shape, 132, first)
+        swapped = [c for c in cs if c["swap"] and not c.get("streamk")]
+        assert len(swapped) == 1 + G._one_per_tile(*shape[:2], 132, swapped[0]), cs
+        assert G.estimate(*shape, 132, **{k: swapped[0][k] for k in (
+            "bm", "bn", "splits", "multicast", "swap")}) < G.SWAP_GAIN * G.estimate(
+            *shape, 132, **{k: first[k] for k in ("bm", "bn", "splits", "multicast", "swap")})
+    for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 4096, 14336)):
+        first = G.plan(*shape, 132)
+        assert not any(c["swap"] for c in G.tune_configs(*shape, 132, first)), shape
+    assert G.make_gemm(3000, 1000, 2560, bn=192, swap=True).launch_config is not None
     assert G.wgmma_eff(72) == pytest.approx(0.7 + 0.15 * 8 / 64)
