@@ -16,6 +16,7 @@ scaled; the 4-group contiguous fp8 4096 x 7168): the process ncu profiles.
 
     PYTHONPATH=src python benchmarks/fp8_probe.py [--dense-tiles auto,128x128]
         [--modes block,row,tensor] [--grouped-tiles 128x256] [--launch dense|grouped] [--tile BMxBN]
+        [--shapes 300x7168x2048,1000x3072x1024] [--no-grouped]
 """
 
 import argparse
@@ -37,15 +38,18 @@ def _tile_kw(name):
     return dict(bm=int(bm), bn=int(bn), **({"overlap": True} if name.endswith("o") else {}))
 
 
-def dense(torch, F, tiles, log, mode="block"):
-    for N, K in BG.SHAPES_NK:
-        M = 4096
+def dense(torch, F, tiles, log, mode="block", shapes=None):
+    for M, N, K in shapes or [(4096, N, K) for N, K in BG.SHAPES_NK]:
         a, b, sa, sb, ref = BG.problem(torch, M, N, K, mode)
         flops = 2.0 * M * N * K
         c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
         fns, errs, made = {}, {}, {}
         for name in tiles:
-            k = made[name] = F.make_gemm_fp8(M, N, K, mode, **_tile_kw(name))
+            try:
+                k = made[name] = F.make_gemm_fp8(M, N, K, mode, **_tile_kw(name))
+            except ValueError as e:  # a tile this scaling refuses: say so, go on
+                log(f"{name}: {str(e)[:160]}")
+                continue
             c.fill_(float("nan"))
             k(a, b, sa, sb, c)
             torch.cuda.synchronize()
@@ -123,6 +127,9 @@ def main():
     ap.add_argument("--tile", default="auto")
     ap.add_argument("--no-dense", action="store_true")
     ap.add_argument("--modes", default="block", help="the dense cases' scalings")
+    ap.add_argument("--shapes", default="", help="the dense cases' MxNxK, comma-separated "
+                    "(default: M = 4096 on the six DeepSeek-V3 N x K)")
+    ap.add_argument("--no-grouped", action="store_true")
     opts = ap.parse_args()
     import torch
 
@@ -133,10 +140,12 @@ def main():
         launch(torch, F, GG, opts.launch, opts.tile)
         return
     log(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
-    grouped(torch, GG, [t for t in opts.grouped_tiles.split(",") if t], log)
+    if not opts.no_grouped:
+        grouped(torch, GG, [t for t in opts.grouped_tiles.split(",") if t], log)
+    shapes = [tuple(map(int, s.split("x"))) for s in opts.shapes.split(",") if s]
     if not opts.no_dense:
         for mode in opts.modes.split(","):
-            dense(torch, F, [t for t in opts.dense_tiles.split(",") if t], log, mode)
+            dense(torch, F, [t for t in opts.dense_tiles.split(",") if t], log, mode, shapes)
 
 
 if __name__ == "__main__":

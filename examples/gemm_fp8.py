@@ -156,11 +156,11 @@ def make_gemm_fp8(M_: int | None = None, N_: int | None = None, K_: int | None =
     of m-tiles share B; "a": pairs of n-tiles share A) override :func:`choose_tile`;
     ``num_sms`` the persistent CTA count; ``overlap``: k-blocks in pairs, two partials
     (one-wave tiles; docs/gemm_fp8.md). With the three sizes and none of those shape
-    options (nor ``fast_accum``), from M = 1024 on the kernel is tuned on its first launch
+    options (nor ``fast_accum``), above M = 128 the kernel is tuned on its first launch
     (``tilewise.autotune`` over :func:`tune_configs`: the model's tile, the wide tiles
     and 128 x 128 with ``overlap=True``); ``tw.simulate``, ``tw.compile``,
-    ``TILEWISE_AUTOTUNE=0`` and a machine without a GPU take the first of those (block
-    scaling: the overlapped tile; row / tensor: the model's)."""
+    ``TILEWISE_AUTOTUNE=0`` and a machine without a GPU take the first of those (from
+    M = 1024 with block scaling the overlapped tile; otherwise the model's)."""
     if scaling not in SCALINGS:
         raise config_error(f"scaling={scaling!r}: one of {', '.join(SCALINGS)}")
     if fast_accum and scaling == "block":
@@ -188,6 +188,7 @@ def _build(M_, N_, sms, scaling, fast_accum, bm=None, bn=None, stages=None, clus
 
 
 TUNE_M = 1024  # from this M on a problem has enough tiles that the best one varies by shape
+TUNE_MID_M = 129  # from this M on (to TUNE_M) the model's tile is tuned against a few others
 TUNE_TILES = ((128, 256), (256, 128))  # the wide tiles tuned beside the model's
 TUNE_STRADDLING = ((128, 192),)  # and the straddling one (gemm_fp8_tiles.STRADDLING)
 
@@ -195,26 +196,33 @@ TUNE_STRADDLING = ((128, 192),)  # and the straddling one (gemm_fp8_tiles.STRADD
 def tune_configs(M_: int, N_: int, sms: int, scaling: str) -> list[dict]:
     """What ``make_gemm_fp8(M, N, K)`` tunes over: from :data:`TUNE_M` rows on, the tile
     model's choice (``{}``), the wide tiles of :data:`TUNE_TILES` and
-    :data:`TUNE_STRADDLING` and 128 x 128 with ``overlap=True``; below it (few
-    tiles: the model's narrow tile fills the SMs) the model's alone. Measured on the H200
-    at M = 4096 (benchmarks/RESULTS.md, 2026-12-02) each of the tiles won some DeepSeek-V3
+    :data:`TUNE_STRADDLING` and 128 x 128 with ``overlap=True``. From :data:`TUNE_MID_M`
+    to :data:`TUNE_M` the model's choice first (what runs untuned), then the same tiles of
+    at most 128 rows (256-row tiles pad such M). Up to M = 128 (narrow tiles fill the
+    SMs; 1.04-2.3 x cuBLASLt on the H200) the model's alone. Measured on the H200 at
+    M = 4096 (benchmarks/RESULTS.md, 2026-12-02) each of the tiles won some DeepSeek-V3
     shape in some scaling, by up to 20 %: the last wave's raggedness and K's length
-    decide, which the model does not see.
+    decide, which the model does not see. At M = 300-1000 (eighth session) the model's
+    128 x 128 ran 4-24 % behind the best of 128 x 256, 128 x 192 and the overlapped
+    128 x 128, which one depending on the shape and the scaling.
 
-    The first config is the one the tuner keeps unless another is more than 2 % faster
-    (``tilewise.autotune``): with block scales the overlapped 128 x 128, the fastest tile
-    timed in 8 of 12 block-scaled M = 4096 cases over two interleaved runs on the H200
-    (2026-12-02: 7168 x 16384, 4096 x 7168, 7168 x 2048, 2112 x 7168, 24576 x 1536), where the
-    tuner had kept a wide tile at up to 7 % below it; with row / tensor scales, where the
-    overlapped tile was fastest in 8 of 24, the model's tile."""
-    if M_ < TUNE_M:
+    From :data:`TUNE_M` on the first config is the one the tuner keeps unless another is
+    more than 2 % faster (``tilewise.autotune``): with block scales the overlapped
+    128 x 128, the fastest tile timed in 8 of 12 block-scaled M = 4096 cases over two
+    interleaved runs on the H200 (2026-12-02: 7168 x 16384, 4096 x 7168, 7168 x 2048,
+    2112 x 7168, 24576 x 1536), where the tuner had kept a wide tile at up to 7 % below
+    it; with row / tensor scales, where the overlapped tile was fastest in 8 of 24, the
+    model's tile."""
+    if M_ < TUNE_MID_M:
         return [{}]
     model = _build(M_, N_, sms, scaling, False)
     out = [{}]
     for bm_, bn_ in TUNE_TILES + TUNE_STRADDLING:
-        if (model.bm, model.bn) != (bm_, bn_):
+        if (model.bm, model.bn) != (bm_, bn_) and (M_ >= TUNE_M or bm_ <= 128):
             out.append({"bm": bm_, "bn": bn_})
     overlapped = {"bm": 128, "bn": 128, "overlap": True}
+    if M_ < TUNE_M:
+        return out + [overlapped]
     return [overlapped] + out if scaling == "block" else out + [overlapped]
 
 
@@ -516,7 +524,8 @@ def make_grouped_gemm_fp8(*args, **kwargs):
 # ---------------------------------------------------------------- inputs and reference
 SHAPE = (200, 136, 272)  # M, N, K of `tilewise run`: ragged tails in all three
 TARGET = "sm_90a"
-gemm_fp8 = make_gemm_fp8(*SHAPE, num_sms=4)
+gemm_fp8 = make_gemm_fp8(*SHAPE, num_sms=4, bm=128, bn=128)  # the model's tile, named: one
+#  kernel (unnamed, M = 200 would be tuned among several on a GPU)
 RTOL = 2.0 ** -7  # the bf16 rounding of C (2^-8) plus the float32 promotion order
 ATOL = 2.0 ** -6  # relative to the largest |C|: entries near 0 keep their row's error
 

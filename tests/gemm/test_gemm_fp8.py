@@ -137,8 +137,9 @@ def test_the_grouped_kernels_refuse_the_straddling_tile_and_say_why():
 
 
 @pytest.mark.parametrize("scaling", ["block", "row", "tensor"])
-def test_sizes_from_1024_rows_tune_the_model_tile_the_wide_tiles_and_the_overlap(scaling):
-    """make_gemm_fp8(M, N, K) tunes on its first launch from M = 1024 on, in every scaling:
+def test_sizes_from_129_rows_tune_the_model_tile_the_wide_tiles_and_the_overlap(scaling):
+    """make_gemm_fp8(M, N, K) tunes on its first launch above M = 128, in every scaling
+    (from M = 1024 with the 256-row tile, below it the model's tile first):
     the model's tile (what runs untuned with row / tensor scales), the wide tiles it is not,
     and the overlapped 128 x 128 (first with block scales: what runs untuned there); the
     simulator, forced shapes, fast_accum and small M take one kernel."""
@@ -153,8 +154,12 @@ def test_sizes_from_1024_rows_tune_the_model_tile_the_wide_tiles_and_the_overlap
     assert len({id(k.kernel(i)) for i in range(len(k.configs))}) == len(k.configs)
     assert k.kernel(1) is not k.kernel(0)
     for kw in ({"bm": 128, "bn": 256}, {"overlap": True, "bm": 128, "bn": 128}, {}):
-        shape = (4096, 2112, 7168) if kw else (1000, 2112, 7168)  # M < 1024: the model's
+        shape = (4096, 2112, 7168) if kw else (128, 2112, 7168)  # M <= 128: the model's
         assert isinstance(F.make_gemm_fp8(*shape, scaling, num_sms=132, **kw), PrimFunc), kw
+    # M from 129 to 1023: the model's tile first (untuned), then those of <= 128 rows
+    mid = F.make_gemm_fp8(300, 7168, 2048, scaling, num_sms=132)
+    assert isinstance(mid, Autotuned)
+    assert mid.configs == [{}, {"bm": 128, "bn": 256}, {"bm": 128, "bn": 192}, ovl]
     if scaling != "block":
         assert isinstance(F.make_gemm_fp8(4096, 2112, 7168, scaling, fast_accum=True),
                           PrimFunc)
