@@ -663,7 +663,8 @@ def _padded(x, shape, fill=True):
 
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,
-            persistent=True, group_m=GROUP_M, transB=False, loose_b=False, streamk=False):
+            persistent=True, group_m=GROUP_M, transB=False, loose_b=False, streamk=False,
+            l2_promotion=None):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -693,6 +694,7 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                            f"{persistent}: stream-K is a persistent grid of single CTAs (it "
                            "splits the K blocks of the last wave's tiles itself)")
     grid = sms // P * P
+    promo = {} if l2_promotion is None else {"l2_promotion": l2_promotion}  # TMA's default: 128
 
     @T.prim_func
     def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle,
@@ -779,17 +781,17 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                 T.ptx.mbarrier.arrive.expect_tx(T.address_of(full[s]), stage_bytes)
                 if swap:  # m0: the tile's first column of B, n0: row of A
                     Tx.thread.copy_async(As[s, :, :], A[n0:n0 + bn, k0:k0 + BK],
-                                         dispatch="tma", mbar=T.address_of(full[s]))
+                                         dispatch="tma", mbar=T.address_of(full[s]), **promo)
                 else:
                     Tx.thread.copy_async(As[s, :, :], A[m0:m0 + bm, k0:k0 + BK],
-                                         dispatch="tma", mbar=T.address_of(full[s]))
+                                         dispatch="tma", mbar=T.address_of(full[s]), **promo)
                 c0 = m0 if swap else n0  # B's first column (its row with transB)
                 if P == 1 and transB:
                     Tx.thread.copy_async(Bs[s, :, :], B[c0:c0 + b_cols, k0:k0 + BK],
-                                         dispatch="tma", mbar=T.address_of(full[s]))
+                                         dispatch="tma", mbar=T.address_of(full[s]), **promo)
                 elif P == 1:
                     Tx.thread.copy_async(Bs[s, :, :], B[k0:k0 + BK, c0:c0 + b_cols],
-                                         dispatch="tma", mbar=T.address_of(full[s]))
+                                         dispatch="tma", mbar=T.address_of(full[s]), **promo)
                 else:  # this CTA's share of the B tile's rows (N with transB, else K),
                     # into every CTA of the pair
                     h = (bn if transB else BK) // P

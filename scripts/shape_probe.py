@@ -3,7 +3,7 @@ of shapes a user might bring (decode attention, odd GEMM sizes, odd row widths, 
 M), each checked against torch first, then timed interleaved with its torch peer (CUDA
 graph replays) and printed as a ratio. A design probe, not a benchmark table.
 
-    PYTHONPATH=src python scripts/shape_probe.py [attn] [gemm] [rows] [fp8]
+    PYTHONPATH=src python scripts/shape_probe.py [attn] [gemm] [rows] [fp8] [cliff] [cliff2]
 """
 import sys
 import time
@@ -37,12 +37,13 @@ def guard(fn, *args):
     print(f"  ({time.time() - t0:.1f} s)", flush=True)
 
 
-def attn(A, b, h, kvh, sq, sk, d, causal):
-    q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(b, kvh, sk, d, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(b, kvh, sk, d, device="cuda", dtype=torch.bfloat16)
+def attn(A, b, h, kvh, sq, sk, d, causal, dtype="bfloat16"):
+    dt = getattr(torch, dtype)
+    q = torch.randn(b, h, sq, d, device="cuda", dtype=dt)
+    k = torch.randn(b, kvh, sk, d, device="cuda", dtype=dt)
+    v = torch.randn(b, kvh, sk, d, device="cuda", dtype=dt)
     o = torch.full_like(q, float("nan"))
-    kern = A.make_attention(b, h, sq, sk, d, causal=causal, dtype="bfloat16",
+    kern = A.make_attention(b, h, sq, sk, d, causal=causal, dtype=dtype,
                             kv_heads=None if kvh == h else kvh)
     kern(q, k, v, o)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=kvh != h)
@@ -51,23 +52,24 @@ def attn(A, b, h, kvh, sq, sk, d, causal):
                "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
                                                                enable_gqa=kvh != h)})
     gb = (q.numel() * 2 + k.numel() * 4) / 1e9
-    line("attn", f"b{b} h{h}/{kvh} sq{sq} sk{sk} d{d}{' causal' if causal else ''}",
+    line("attn", dtype, f"b{b} h{h}/{kvh} sq{sq} sk{sk} d{d}{' causal' if causal else ''}",
          f"err {err:.1e}", f"tw {t['tw'] * 1e6:.1f} us", f"sdpa {t['sdpa'] * 1e6:.1f} us",
          f"ratio {t['sdpa'] / t['tw']:.2f}", f"tw {gb / t['tw']:.0f} GB/s")
 
 
-def gemm(G, M, N, K, dtype):
+def gemm(G, M, N, K, dtype, transB=False):
     dt = getattr(torch, dtype)
     a = torch.randn(M, K, device="cuda", dtype=dt)
-    b = torch.randn(K, N, device="cuda", dtype=dt)
+    b = torch.randn(*((N, K) if transB else (K, N)), device="cuda", dtype=dt)
+    bm = b.t() if transB else b  # (K, N) either way, for torch
     c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
-    kern = G.make_gemm(M, N, K, dtype)
+    kern = G.make_gemm(M, N, K, dtype, transB=transB)
     kern(a, b, c)
-    ref = a.float() @ b.float()
+    ref = a.float() @ bm.float()
     err = float((c.float() - ref).norm() / ref.norm())
-    t = timed({"tw": lambda: kern(a, b, c), "torch": lambda: torch.matmul(a, b, out=c)})
+    t = timed({"tw": lambda: kern(a, b, c), "torch": lambda: torch.matmul(a, bm, out=c)})
     fl = 2 * M * N * K
-    line("gemm", dtype, f"{M}x{N}x{K}", f"err {err:.1e}",
+    line("gemm", dtype + (" B(N,K)" if transB else ""), f"{M}x{N}x{K}", f"err {err:.1e}",
          f"tw {fl / t['tw'] / 1e12:.0f} TF", f"cuBLAS {fl / t['torch'] / 1e12:.0f} TF",
          f"ratio {t['torch'] / t['tw']:.2f}")
 
@@ -149,6 +151,41 @@ def main(which):
                               (300, 7168, 2048, "block"), (8192, 8192, 8192, "tensor"),
                               (16, 18432, 7168, "block")]:
             guard(fp8, E, Q, M, N, K, mode)
+
+
+    if "cliff" in which:  # shapes of other models and other dtypes, none in the lists above
+        A, G = example("attention"), example("gemm_hopper")
+        S, R = example("softmax"), example("rmsnorm")
+        for args in [(1, 32, 8, 4096, 4096, 128, True), (2, 16, 16, 513, 513, 96, False),
+                     (4, 8, 8, 1, 100000, 128, False), (1, 28, 4, 1500, 1500, 128, True, "float16"),
+                     (8, 12, 12, 1024, 1024, 64, False, "float16")]:
+            guard(attn, A, *args)
+        bf, f16 = "bfloat16", "float16"
+        for M, N, K, dt, tb in [(4096, 50257, 768, bf, True), (1, 50257, 768, bf, True),
+                                (2000, 2000, 2000, bf, False), (8192, 1000, 1000, f16, False),
+                                (32, 4096, 11008, bf, True), (512, 3000, 1000, f16, False),
+                                (8192, 14336, 4096, f16, True), (1234, 5678, 4321, bf, False)]:
+            guard(gemm, G, M, N, K, dt, tb)
+        for name in ("softmax", "rmsnorm"):
+            for r, c, dt in [(65536, 1000, "float16"), (16, 128256, "bfloat16"),
+                             (4, 262144, "bfloat16"), (65536, 4096, "float32"), (3, 5, "float16")]:
+                guard(rows, S, R, name, r, c, dt)
+        E = example("gemm_fp8")
+        import bench_gemm_fp8 as Q
+        for M, N, K, mode in [(4096, 4096, 4096, "row"), (128, 7168, 16384, "block"),
+                              (2048, 2048, 2048, "tensor"), (600, 1536, 7168, "block")]:
+            guard(fp8, E, Q, M, N, K, mode)
+    if "cliff2" in which:  # narrow N (MoE routers), long K, tiny K; long decode, wide heads
+        A, G = example("attention"), example("gemm_hopper")
+        bf = "bfloat16"
+        for M, N, K, tb in [(8192, 8, 4096, True), (8192, 64, 4096, False),
+                            (16384, 128, 7168, True), (4096, 256, 4096, False),
+                            (512, 512, 8192, False), (256, 256, 16384, False),
+                            (1024, 1024, 1024, False), (65536, 4096, 64, False)]:
+            guard(gemm, G, M, N, K, bf, tb)
+        for args in [(1, 32, 8, 1, 262144, 128, False), (2, 8, 8, 8192, 8192, 256, True),
+                     (1, 64, 8, 16, 16384, 128, False), (4, 16, 16, 2048, 2048, 80, True)]:
+            guard(attn, A, *args)
 
 
 if __name__ == "__main__":
