@@ -108,6 +108,7 @@ N = T.int32()
 K = T.int32()
 NB = T.int32()  # B's rows with transB=True and loose_b=True (the padded kernel)
 KB = T.int32()  # B's rows with loose_b=True
+LDA, LDB, LDC = T.int32(), T.int32(), T.int32()  # row pitches (elements) with strided=True
 
 
 H200_CLUSTERS = {2: 66, 3: 39, 4: 30, 6: 17, 8: 15}  # clusters of S CTAs resident at once
@@ -411,7 +412,8 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
               producer: str = "warpgroup", bn: int | None = None, bm: int | None = None,
               splits: int | None = None, multicast: int | None = None,
               swap: bool | None = None, persistent: bool | None = None,
-              transB: bool = False, loose_b: bool = False, streamk: bool | None = None):
+              transB: bool = False, loose_b: bool = False, streamk: bool | None = None,
+              strided: bool = False):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
     when given, are checked against TMA's alignment rule and choose the kernel's shape: the
     kernel is tuned on its first launch (``tilewise.autotune`` over :func:`plan`'s choice
@@ -429,7 +431,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     B's row count is a size of its own, not N (``transB``) or K; TMA reads the rows past it
     as zeros. ``streamk=True``: whole waves of tiles, then the K blocks of the tiles left
     over shared out over every SM (:class:`StreamK`, which keeps the partial sums' workspace);
-    the tuner also times that form where the last wave of tiles is ragged."""
+    the tuner also times that form where the last wave of tiles is ragged. ``strided=True``:
+    A, B and C may be row-strided views (BLAS's lda, ldb, ldc: each row pitch any multiple of
+    16 bytes at least the row's width, e.g. ``qkv[:, :4096]``); without it they are
+    C-contiguous. The kernel is the same but for three more sizes bound at launch."""
     if dtype not in ("bfloat16", "float16"):
         raise config_error(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     if any(v is not None and v % 8 for v in (N_, K_)):
@@ -440,6 +445,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         kw = dict(dtype=dtype, num_sms=num_sms, stages=stages, producer=producer, bn=bn,
                   bm=bm, splits=splits, multicast=multicast, swap=swap,
                   persistent=persistent, transB=transB, loose_b=True, streamk=streamk)
+        # (strided views are copied into the padded arrays: the inner kernel's are its own)
         return Padded(make_gemm(M_, _up8(N_), _up8(K_), **kw), M_, N_, K_, transB)
     if producer not in ("warpgroup", "warp"):
         raise config_error(f"producer={producer!r}: 'warpgroup' or 'warp'")
@@ -459,11 +465,12 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     if not forced and None not in (M_, N_, K_):
         return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer,
                                                    transB=bool(transB),
-                                                   loose_b=bool(loose_b)),
+                                                   loose_b=bool(loose_b),
+                                                   strided=bool(strided)),
                                  configs=tune_configs(M_, N_, K_, sms, cfg),
                                  timer=CudaTimer(heat_s=TUNE_HEAT_S), wrap=_streamk_wrap)
     kernel = _kernel(dtype, sms, producer, **cfg, transB=bool(transB), loose_b=bool(loose_b),
-                     streamk=bool(streamk))
+                     streamk=bool(streamk), strided=bool(strided))
     return StreamK(kernel, cfg) if streamk else kernel
 
 
@@ -664,7 +671,7 @@ def _padded(x, shape, fill=True):
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,
             persistent=True, group_m=GROUP_M, transB=False, loose_b=False, streamk=False,
-            l2_promotion=None):
+            l2_promotion=None, strided=False):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -695,16 +702,18 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                            "splits the K blocks of the last wave's tiles itself)")
     grid = sms // P * P
     promo = {} if l2_promotion is None else {"l2_promotion": l2_promotion}  # TMA's default: 128
+    # strided=True: row pitches bound at launch (TMA's maps take them)
+    pa, pb, pc = ({"strides": (ld, 1)} if strided else {} for ld in (LDA, LDB, LDC))
 
     @T.prim_func
     def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle,
              F_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (M, K), dtype)
+        A = T.match_buffer(A_ptr, (M, K), dtype, **pa)
         # loose_b (the padded kernel's): B's row count is its own size, not N or K; TMA
         # reads its rows past it (up to the padded N or K) as zeros
         B = T.match_buffer(B_ptr, ((NB if loose_b else N), K) if transB else
-                           ((KB if loose_b else K), N), dtype)
-        C = T.match_buffer(C_ptr, (M, N), dtype)
+                           ((KB if loose_b else K), N), dtype, **pb)
+        C = T.match_buffer(C_ptr, (M, N), dtype, **pc)
         if streamk:  # each CTA's partial-sum slot, and a flag per stream-K tile
             W = T.match_buffer(W_ptr, (grid, 2, wn // 2, 128), "float32")  # fragment order
             F = T.match_buffer(F_ptr, (grid, 2), "int32")

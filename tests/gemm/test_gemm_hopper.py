@@ -463,6 +463,54 @@ def test_sizes_tma_cannot_describe_need_the_sizes_and_bad_options_are_refused():
         G.make_gemm(128, 128, 128, producer="thread")
 
 
+@pytest.mark.parametrize("transB", [False, True], ids=["B-KN", "B-NK"])
+@pytest.mark.parametrize("kw", [{"bm": 128, "bn": 128}, {"bm": 128, "bn": 64, "swap": True},
+                                {"bm": 64, "bn": 128, "splits": 2}],
+                         ids=["128x128", "swapped", "split"])
+def test_strided_views_of_a_b_and_c(transB, kw):
+    """strided=True: A, B and C are row-strided views (BLAS's lda, ldb, ldc), read and
+    written by TMA through their pitches; C's columns past N in its rows stay untouched."""
+    M, N, K = 136, 200, 128
+    rng = np.random.default_rng(3)
+    bf = G.inputs(rng, (8, 8, 8), "bfloat16")[0].dtype
+    A = rng.standard_normal((M, K + 24)).astype(bf)[:, 8:8 + K]  # an offset view, too
+    Bw = rng.standard_normal((N, K + 16) if transB else (K, N + 40)).astype(bf)
+    B = Bw[:, :K] if transB else Bw[:, :N]
+    Cw = np.full((M, N + 56), np.nan, bf)
+    C = Cw[:, :N]
+    k = G.make_gemm(M, N, K, num_sms=4, strided=True, transB=transB, **kw)
+    tw.simulate(k, A, B, C)
+    _check(C, A, B.T if transB else B)
+    assert np.isnan(Cw[:, N:].astype(np.float32)).all()
+    # a pitch TMA cannot take (not a multiple of 16 bytes) is refused, naming the array
+    odd = rng.standard_normal((M, K + 4)).astype(bf)[:, :K]
+    with pytest.raises(tw.LaunchError, match=r"tensor map of 'A'.* 264 bytes; TMA needs a "
+                       "positive multiple of 16"):
+        tw.simulate(k, odd, B, C)
+    # without strided=True a view is refused (the kernel's arrays are C-contiguous)
+    with pytest.raises(tw.LaunchError, match=r"'A' has strides \(152, 1\) \(elements\), the "
+                       r"kernel expects \(128, 1\)"):
+        tw.simulate(G.make_gemm(M, N, K, num_sms=4, transB=transB, **kw), A, B, C)
+
+
+@pytest.mark.gpu
+def test_strided_views_on_the_gpu_match_torch(torch):
+    """A fused projection's slices as they come: A a column slice of a wider activation,
+    B (N, K) rows of a fused weight, C a column slice of a fused output; tuned
+    (strided=True with the sizes), C's other columns untouched."""
+    M, N, K = 777, 1024, 4096
+    X = torch.randn(M, K + 64, device="cuda", dtype=torch.bfloat16)
+    W = torch.randn(3 * N, K + 64, device="cuda", dtype=torch.bfloat16)
+    out = torch.full((M, 3 * N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    A, B, C = X[:, 64:], W[N:2 * N, :K], out[:, N:2 * N]
+    k = G.make_gemm(M, N, K, strided=True, transB=True)
+    k(A, B, C)
+    ref = A.double() @ B.double().t()
+    err = (C.double() - ref).abs()
+    assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all())
+    assert bool(out[:, :N].isnan().all()) and bool(out[:, 2 * N:].isnan().all())
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(256, 256, 128), (200, 136, 72), (1000, 1000, 1000),
                                    (4096, 4096, 4096), (512, 512, 8192), (3000, 264, 520),
