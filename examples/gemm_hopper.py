@@ -108,7 +108,9 @@ N = T.int32()
 K = T.int32()
 NB = T.int32()  # B's rows with transB=True and loose_b=True (the padded kernel)
 KB = T.int32()  # B's rows with loose_b=True
-LDA, LDB, LDC = T.int32(), T.int32(), T.int32()  # row pitches (elements) with strided=True
+LDA = T.int32()  # the row pitches (elements) of A, B and C with strided=True
+LDB = T.int32()
+LDC = T.int32()
 
 
 H200_CLUSTERS = {2: 66, 3: 39, 4: 30, 6: 17, 8: 15}  # clusters of S CTAs resident at once
@@ -702,18 +704,18 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                            "splits the K blocks of the last wave's tiles itself)")
     grid = sms // P * P
     promo = {} if l2_promotion is None else {"l2_promotion": l2_promotion}  # TMA's default: 128
-    # strided=True: row pitches bound at launch (TMA's maps take them)
-    pa, pb, pc = ({"strides": (ld, 1)} if strided else {} for ld in (LDA, LDB, LDC))
 
     @T.prim_func
     def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle,
              F_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (M, K), dtype, **pa)
+        # strided=True: row pitches bound at launch (TMA's maps take them)
+        A = T.match_buffer(A_ptr, (M, K), dtype, strides=(LDA, 1) if strided else None)
         # loose_b (the padded kernel's): B's row count is its own size, not N or K; TMA
         # reads its rows past it (up to the padded N or K) as zeros
         B = T.match_buffer(B_ptr, ((NB if loose_b else N), K) if transB else
-                           ((KB if loose_b else K), N), dtype, **pb)
-        C = T.match_buffer(C_ptr, (M, N), dtype, **pc)
+                           ((KB if loose_b else K), N), dtype,
+                           strides=(LDB, 1) if strided else None)
+        C = T.match_buffer(C_ptr, (M, N), dtype, strides=(LDC, 1) if strided else None)
         if streamk:  # each CTA's partial-sum slot, and a flag per stream-K tile
             W = T.match_buffer(W_ptr, (grid, 2, wn // 2, 128), "float32")  # fragment order
             F = T.match_buffer(F_ptr, (grid, 2), "int32")

@@ -479,6 +479,8 @@ def test_strided_views_of_a_b_and_c(transB, kw):
     Cw = np.full((M, N + 56), np.nan, bf)
     C = Cw[:, :N]
     k = G.make_gemm(M, N, K, num_sms=4, strided=True, transB=transB, **kw)
+    # the pitches are sizes the launcher binds by name (an unnamed one failed to compile)
+    assert {"LDA", "LDB", "LDC"} <= {p.name for p in k.params}
     tw.simulate(k, A, B, C)
     _check(C, A, B.T if transB else B)
     assert np.isnan(Cw[:, N:].astype(np.float32)).all()
