@@ -104,3 +104,21 @@ def test_a_lambda_or_a_non_function_is_not_a_kernel():
         T.prim_func(3)
     with pytest.raises(tw.ScriptError, match="decorates a Python function, not type"):
         T.prim_func(dict)
+
+
+def test_a_symbolic_size_without_a_name_is_refused_at_its_line():
+    """A size reached through a container (a dict of match_buffer options) has no name for
+    the launch to bind it by: before, it was left out of the kernel's parameters, the
+    simulator ran, and the compiled kernel failed with KeyError ''."""
+    from tilewise import T
+
+    LD = T.int32()
+    pitch = {"strides": (LD, 1)}
+    with pytest.raises(tw.ScriptError, match="a symbolic size in the shape of strides= has no "
+                       "name: it came through a container") as info:
+        @T.prim_func
+        def k(A_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (128, 64), "float32", **pitch)  # noqa: F841
+            T.device_entry()
+    assert "write the size's name in the kernel" in str(info.value)
+    assert info.value.span.file == __file__ and "**pitch" in str(info.value)

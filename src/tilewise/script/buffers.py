@@ -47,6 +47,13 @@ def symbolic_extent(p, e, what):
                       f"{_describe(bad[0]) if bad else _describe(e)}",
                       "declare the size with M = T.int32() outside the kernel or before "
                       "T.device_entry()")
+    unnamed = []
+    walk(e, lambda n: unnamed.append(n) if isinstance(n, SizeVar) and not n.name else None)
+    if unnamed:  # reached through a container: the launch binds sizes by their names
+        raise p.error(f"a symbolic size in the shape of {what} has no name: it came through "
+                      "a container (a dict, list or tuple) rather than by its own name",
+                      "write the size's name in the kernel (strides=(LD, 1) where LD = "
+                      "T.int32() is a module-level name)")
     return e
 
 
