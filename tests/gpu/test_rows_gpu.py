@@ -126,8 +126,9 @@ def test_the_tuned_factories_launch_as_kernels(torch, tmp_path, rows, cols):
 
 
 def test_autotune_times_candidates_on_the_gpu_and_caches_the_winner(torch, tmp_path):
-    """Real CUDA-event timing: every candidate gets a positive time, the fastest wins, a
-    second object (as a second process would) reads the winner from disk without timing."""
+    """Real CUDA-event timing: every candidate gets a positive time, the fastest wins (or the
+    first, within 2 % of it), a second object (as a second process would) reads the winner
+    from disk without timing."""
     at = importlib.import_module("tilewise.autotune")
     ex = load_example("softmax")
     rows, cols = 8192, 8192
@@ -138,7 +139,11 @@ def test_autotune_times_candidates_on_the_gpu_and_caches_the_winner(torch, tmp_p
         k(x, y)
         (r,) = k.results.values()
         assert all(t is not None and 1e-7 < t < 1e-1 for t in r.times), k.report()
-        assert r.winner == min(range(len(r.times)), key=lambda i: r.times[i])
+        fastest = min(range(len(r.times)), key=lambda i: r.times[i])
+        # the fastest wins, unless the first config is within KEEP_FIRST_WITHIN of it (on
+        # an H100 the four candidates timed within 1.8 % and the first was kept)
+        keep_first = r.times[0] <= r.times[fastest] * (1 + at.KEEP_FIRST_WITHIN)
+        assert r.winner == (0 if keep_first else fastest), k.report()
         assert _softmax_ok(torch, x, y)
 
         def refuse(kernel, args):
