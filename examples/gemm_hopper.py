@@ -446,8 +446,8 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                                "which needs all of M, N and K given")
         kw = dict(dtype=dtype, num_sms=num_sms, stages=stages, producer=producer, bn=bn,
                   bm=bm, splits=splits, multicast=multicast, swap=swap,
-                  persistent=persistent, transB=transB, loose_b=True, streamk=streamk)
-        # (strided views are copied into the padded arrays: the inner kernel's are its own)
+                  persistent=persistent, transB=transB, loose_b=True, streamk=streamk,
+                  strided=strided)  # (the arrays it copies are contiguous, the others views)
         return Padded(make_gemm(M_, _up8(N_), _up8(K_), **kw), M_, N_, K_, transB)
     if producer not in ("warpgroup", "warp"):
         raise config_error(f"producer={producer!r}: 'warpgroup' or 'warp'")

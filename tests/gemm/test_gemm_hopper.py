@@ -495,6 +495,22 @@ def test_strided_views_of_a_b_and_c(transB, kw):
         tw.simulate(G.make_gemm(M, N, K, num_sms=4, transB=transB, **kw), A, B, C)
 
 
+def test_strided_views_through_the_padded_kernel():
+    """N = 1001 with transB: only C is copied (into a padded array); A and B reach the
+    inner kernel as the caller's views, with their pitches."""
+    M, N, K = 40, 1001, 128
+    rng = np.random.default_rng(4)
+    bf = G.inputs(rng, (8, 8, 8), "bfloat16")[0].dtype
+    A = rng.standard_normal((M, K + 64)).astype(bf)[:, 64:]
+    B = rng.standard_normal((N, K + 8)).astype(bf)[:, :K]
+    Cw = np.full((M, N + 7), np.nan, bf)
+    with pytest.warns(tw.TilewisePerformanceWarning, match="copies C"):
+        k = G.make_gemm(M, N, K, num_sms=8, strided=True, transB=True, bm=64, bn=128)
+    tw.simulate(k, A, B, Cw[:, :N])
+    _check(Cw[:, :N], A, B.T)
+    assert np.isnan(Cw[:, N:].astype(np.float32)).all()
+
+
 @pytest.mark.gpu
 def test_strided_views_on_the_gpu_match_torch(torch):
     """A fused projection's slices as they come: A a column slice of a wider activation,
