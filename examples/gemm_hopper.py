@@ -93,14 +93,15 @@ MIN_STAGES = {(128, 192): 3}  # stages a tile needs to be a candidate (default 2
 SWAP_COLS = (8, 16, 32, 64, 128)  # swap-AB: a tile is bm columns of B x bn rows of A; the
 #  widths the plan tries for M <= 128 (the narrowest >= M), beside M rounded up to 8 (16 at
 #  bm=64); any multiple of 8 up to 256 builds (swap_tile_ok)
-SWAP_M = 512  # the largest M the plan takes a swap-AB tile for: up to 256 rows of A fit
-#  wgmma's N, so one or two tile rows cover M (M = 200: 128-row tiles pad it to 256; M = 300:
-#  two swapped 128 x 152 tiles, what cuBLAS runs there, 0.98 x cuBLAS against 0.65 for
-#  128 x 128). Above it the tuner alone times them: M cut into tiles of 128-256 rows
-#  (swap_widths), where that fits the SMs better than the normal tiles (SWAP_GAIN)
-SWAP_GAIN = 0.97  # above SWAP_M a swapped tile is timed only where the estimate puts it
-#  this far below the best normal one: M cut to fit (3000 x 1000: 128 tiles of 128 x 192
-#  for 132 SMs, against 96 of 128 x 256), not the transposed twins of large squares
+SWAP_M = 512  # up to this M swap-AB tiles are candidates like the others: up to 256 rows of
+#  A fit wgmma's N, so one or two tile rows cover M (M = 200: 128-row tiles pad it to 256;
+#  M = 300: two swapped 128 x 152 tiles, what cuBLAS runs there, 0.98 x cuBLAS against 0.65
+#  for 128 x 128). Above it, M cut into tiles of 128-256 rows (swap_widths), only where that
+#  fits the SMs better than the normal tiles (SWAP_GAIN)
+SWAP_GAIN = 0.97  # above SWAP_M a swapped tile is planned and timed only where the estimate
+#  puts it this far below the best normal one: M cut to fit (3000 x 1000: 128 tiles of
+#  128 x 192 for 132 SMs, against 96 of 128 x 256; measured 621 against 436-477 TFLOP/s on
+#  the H200), not the transposed twins of large squares
 DECODE_M = 8  # up to this M the plan takes the swapped 128 x 8 tile (M in one column tile)
 
 M = T.int32()
@@ -160,8 +161,8 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
                    if all(c[k] == v for k, v in forced.items())]
         if M_ <= DECODE_M and "swap" not in forced:  # decode: see the docstring
             options = [c for c in options if c["swap"]] or options
-        if M_ > SWAP_M and "swap" not in forced:  # the tuner's alone up there (SWAP_M)
-            options = [c for c in options if not c["swap"]] or options
+        if M_ > SWAP_M and "swap" not in forced and not _swap_timed(M_, N_, K_, sms):
+            options = [c for c in options if not c["swap"]] or options  # (SWAP_GAIN)
         if options:
             best = min(options, key=lambda c: estimate(M_, N_, K_, sms, **c))
     best.update(forced)
@@ -278,7 +279,7 @@ def swap_widths(M_: int) -> list[tuple[int, int]]:
     filled without splitting K, as cuBLAS's 128 x 72 tiles do at M = 200), at most 256;
     at bm=64 the same widths rounded up to 16, from 32. Above :data:`SWAP_M`, M cut into
     equal column tiles of 128 to 256 rows (bm=128 only: the tile rows of a large M already
-    fill the SMs), which only the tuner times (:data:`SWAP_GAIN`)."""
+    fill the SMs), taken only where they gain (:data:`SWAP_GAIN`)."""
     if M_ > SWAP_M:  # M cut into tiles of 128-256 rows (wgmma's widest N)
         return [(128, w) for w in sorted({-(-M_ // (8 * j)) * 8 for j in
                                           range(-(-M_ // 256), -(-M_ // 128) + 1)})

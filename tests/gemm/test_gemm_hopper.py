@@ -843,27 +843,29 @@ def test_m_up_to_512_takes_swapped_tiles_cut_to_fit_m():
     assert G.wgmma_eff(72) == pytest.approx(0.7 + 0.15 * 8 / 64)
 
 
-def test_above_m_512_the_tuner_times_swapped_tiles_cut_to_fit_m():
+def test_above_m_512_swapped_tiles_cut_to_fit_m_are_taken_where_they_gain():
     """Above SWAP_M the swapped candidates are M cut into column tiles of 128-256 rows; the
-    plan (what runs untuned) stays unswapped, and the tuner times the best swapped shape
-    only where the estimate puts it 3 % below the best normal one: a 3000 x 1000 product
-    in 128 tiles of 128 x 192 (132 SMs) against 96 of 128 x 256, not the transposed twins
-    of a large square."""
+    plan (what runs untuned) takes the best swapped shape, and the tuner times it, only
+    where the estimate puts it 3 % below the best normal one: a 3000 x 1000 product in 128
+    tiles of 128 x 192 (132 SMs) against 96 of 128 x 256, not the transposed twins of a
+    large square."""
     # 3000 rows in 12 ... 24 column tiles, each rounded up to 8
     assert [bn for bm, bn in G.swap_widths(3000)] == [
         128, 136, 144, 152, 160, 168, 184, 192, 200, 216, 232, 256]
     assert all(bm == 128 and 128 <= bn <= 256 for bm, bn in G.swap_widths(777))
     for shape in ((3000, 1000, 2560), (777, 11008, 4096), (600, 8192, 4096)):
         first = G.plan(*shape, 132)
-        assert not first["swap"]
+        assert first["swap"] and first["bm"] == 128 and 128 <= first["bn"] <= 256, first
+        normal = G.plan(*shape, 132, swap=False)
+        key = ("bm", "bn", "splits", "multicast", "swap")
+        assert G.estimate(*shape, 132, **{k: first[k] for k in key}) < G.SWAP_GAIN * \
+            G.estimate(*shape, 132, **{k: normal[k] for k in key})
         cs = G.tune_configs(*shape, 132, first)
-        swapped = [c for c in cs if c["swap"] and not c.get("streamk")]
-        assert len(swapped) == 1 + G._one_per_tile(*shape[:2], 132, swapped[0]), cs
-        assert G.estimate(*shape, 132, **{k: swapped[0][k] for k in (
-            "bm", "bn", "splits", "multicast", "swap")}) < G.SWAP_GAIN * G.estimate(
-            *shape, 132, **{k: first[k] for k in ("bm", "bn", "splits", "multicast", "swap")})
+        assert sum(not c["swap"] and c.get("persistent", True) and not c.get("streamk")
+                   for c in cs) == G.TUNE_ALTERNATIVES, cs  # the normal tiles are timed too
+    assert G.plan(3000, 1000, 2560, 132)["bn"] == 192  # 128 tiles for 132 SMs
     for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 4096, 14336)):
         first = G.plan(*shape, 132)
-        assert not any(c["swap"] for c in G.tune_configs(*shape, 132, first)), shape
+        assert not any(c["swap"] for c in [first] + G.tune_configs(*shape, 132, first)), shape
     assert G.make_gemm(3000, 1000, 2560, bn=192, swap=True).launch_config is not None
     assert G.wgmma_eff(72) == pytest.approx(0.7 + 0.15 * 8 / 64)
