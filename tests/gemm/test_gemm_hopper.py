@@ -864,6 +864,14 @@ def test_above_m_512_swapped_tiles_cut_to_fit_m_are_taken_where_they_gain():
         assert sum(not c["swap"] and c.get("persistent", True) and not c.get("streamk")
                    for c in cs) == G.TUNE_ALTERNATIVES, cs  # the normal tiles are timed too
     assert G.plan(3000, 1000, 2560, 132)["bn"] == 192  # 128 tiles for 132 SMs
+    # what runs untuned (here, in the simulator) is that swapped shape: 1100 rows in 8
+    # column tiles of 144 for 8 CTAs
+    k = G.make_gemm(1100, 128, 256, num_sms=8)
+    cfg = k.configs[0]
+    assert cfg["swap"] and cfg["bn"] == 144, cfg
+    a, b, c = G.inputs(np.random.default_rng(6), (1100, 128, 256))
+    tw.simulate(k, a, b, c)
+    _check(c, a, b)
     for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 4096, 14336)):
         first = G.plan(*shape, 132)
         assert not any(c["swap"] for c in [first] + G.tune_configs(*shape, 132, first)), shape
