@@ -812,7 +812,7 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                         B[n0 + crank * h:n0 + crank * h + h, k0:k0 + BK] if transB else
                         B[k0 + crank * h:k0 + crank * h + h, n0:n0 + bn],
                         dispatch="tma", mbar=T.address_of(full[s]),
-                        cta_mask=(1 << P) - 1)
+                        cta_mask=(1 << P) - 1, **promo)
                 it = it + 1
             return it
 
