@@ -126,13 +126,17 @@ def test_the_log_shows_tma_wgmma_stmatrix_and_the_tma_store():
 
 
 def test_few_output_tiles_get_narrower_tiles():
-    """512 x 512 makes 8 tiles of 128 x 256 for 132 SMs: the kernel takes 128 x 64 tiles
-    (32 of them) and a 4-stage ring; a size-less kernel keeps 128 x 256."""
+    """1024 x 1024 makes 32 tiles of 128 x 256 for 132 SMs: the kernel takes 128 x 64 tiles
+    (128 of them); 512 x 512 x 8192 (8 such tiles) also splits K, 4 ways on swapped 64 x 176
+    tiles (measured on the H200 at 259 TFLOP/s beside 262 for 128 x 64 tiles split 3 ways,
+    its twin in the estimate); a size-less kernel keeps 128 x 256."""
     def infos(k):
         return [d.info[0] for d in lower(k, "sm_90a").dispatch_log if "gemm_async" in d.call]
 
-    assert infos(G.make_gemm(512, 512, 8192, num_sms=132)) == [
+    assert infos(G.make_gemm(1024, 1024, 1024, num_sms=132)) == [
         "4 x wgmma m64n64k16 (A K-major, swizzle 128; B MN-major, swizzle 128)"]
+    p = G.plan(512, 512, 8192, 132)
+    assert (p["bm"], p["bn"], p["splits"], p["swap"]) == (64, 176, 4, True)
     assert "m64n256k16" in infos(G.make_gemm(num_sms=132))[0]
     with pytest.raises(ValueError, match="bn=96"):
         G.make_gemm(bn=96)
@@ -344,8 +348,8 @@ def test_decode_shapes_take_swap_ab_tiles_as_narrow_as_m():
 
 
 def test_split_k_adds_the_partial_sums_in_rank_order_across_the_cluster():
-    """The split kernel is one cluster of S CTAs per tile: their partial sums travel down
-    the cluster by the copy engine (dsmem), rank 0 stores C."""
+    """The split kernel is one cluster of S CTAs per tile: their partial sums travel up a
+    tree of the cluster's CTAs by the copy engine (dsmem), rank 0 stores C."""
     k = G.make_gemm(64, 256, 1024, bm=64, bn=128, splits=4, num_sms=132)
     lowered = lower(k, "sm_90a")
     log = [d.chosen for d in lowered.dispatch_log if "copy_async" in d.call]
@@ -357,6 +361,32 @@ def test_split_k_adds_the_partial_sums_in_rank_order_across_the_cluster():
     from tilewise.ir.launch import LaunchConfig
 
     assert LaunchConfig.of(lowered.func).cluster == (4, 1, 1)
+
+
+@pytest.mark.parametrize("shape,kw", [
+    pytest.param((40, 72, 520), {"swap": True, "bm": 64, "bn": 32, "splits": 6}, id="six"),
+    pytest.param((20, 64, 1096), {"swap": True, "bm": 128, "bn": 24, "splits": 8},
+                 id="eight", marks=pytest.mark.slow),
+    pytest.param((40, 72, 520), {"swap": True, "bm": 64, "bn": 32, "splits": 5},
+                 id="five-uneven", marks=pytest.mark.slow),
+    pytest.param((48, 128, 264), {"bm": 64, "bn": 128, "splits": 8}, id="more-ranks-than-K-blocks",
+                 marks=pytest.mark.slow)])
+def test_split_k_adds_the_partial_sums_up_a_tree(shape, kw):
+    """Splits of 5-8 CTAs: the partial sums go up a binary tree (rank 0 receives from 1,
+    2 and 4; a rank receives again only after telling the next sender it has read its
+    buffer), checked against float64 with the simulator's race and mbarrier checks on;
+    with 8 ranks and 5 K blocks some ranks add nothing of their own."""
+    a, b, c = G.inputs(np.random.default_rng(11), shape, "bfloat16")
+    assert tw.simulate(G.make_gemm(*shape, num_sms=132, **kw), a, b, c).ok
+    _check(c, a, b)
+
+
+def test_the_tree_takes_log2_hops_where_the_chain_took_one_a_rank():
+    """The estimate counts the tree's levels: splits of 2, 3-4 and 6-8 cost 1, 2 and 3
+    hops (the chain took 1, 2-3 and 5-7), and no split none."""
+    hop = 64 * 32 * 4 * 2 / 200e9 + G.HOP
+    assert [round(G.split_reduce_time(s, 32) / hop, 6) for s in (1, 2, 3, 4, 6, 8)] == [
+        0, 1, 2, 2, 3, 3]
 
 
 STREAMK_CASES = [  # (shape, kernel shape, CTAs): each leaves tiles for stream-K, some
