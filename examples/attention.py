@@ -30,7 +30,8 @@ The technique, from the outside in (FlashAttention-3, Shah et al. 2024, §3):
   third of the SMs idle at the end of a long causal launch (seq 16384, 16 heads). Each
   role decodes the tile by the same ``@T.inline`` helper, ``work_item``.
 * **Warp specialisation.** Warpgroups 0 .. C - 1 are the *consumers* (C = 2, or 3 at
-  head_dim 64: ``default_consumers``, ``consumers=``), each owning 64 of the tile's query
+  head_dim 64 where the rounds of tiles the SMs take cost less with 192-row tiles than
+  with 128-row ones: ``default_consumers``, ``consumers=``), each owning 64 of the tile's query
   rows; warpgroup C is the *producer*. It gives its registers away (``setmaxnreg`` 24) and
   the consumers take them (240 with two, 160 with three: S, P and a 64 x head_dim float32
   O live at once), and one of its threads issues every TMA load: Q once per tile, K and V
@@ -108,9 +109,26 @@ from tilewise.layout import (R, S, laneid, swizzled_tile, wgmma_a_fragment, wgmm
 #: Consumer warpgroups (64 query rows each) per tile. Three at head_dim 64 (192-row tiles;
 #: H200, bf16: 1.04-1.14 x two without a causal mask at seq 1024-16384, and with one from
 #: seq_q 12288 on: 1.14 x at 16384; equal at 4096-8192 and 0.75-0.89 x below, where a
-#: 192-row tile crosses more diagonal blocks); two elsewhere.
-def default_consumers(head_dim: int, causal: bool, seq_q: int) -> int:
-    return 3 if head_dim == 64 and (not causal or seq_q >= 12288) else 2
+#: 192-row tile crosses more diagonal blocks); two elsewhere. Without a causal mask the
+#: tiles are all alike, so the choice also counts the rounds of tiles the SMs take: three
+#: consumers only where ``rounds x 192 x`` :data:`ROW_COST_3` is below ``rounds x 128``
+#: (8 x 12 heads of 1024 rows: 576 tiles of 192 rows are 5 rounds of 132 SMs with the
+#: last a third full, 768 of 128 are 6 nearly full ones; 197 rows: two 192-row tiles a
+#: head, most of the second padding).
+ROW_COST_3 = 0.88  # a query row's time in a 192-row tile over its time in a 128-row one
+#: (H200, bf16, head_dim 64, no mask: 0.855 at seq 1024 and 0.90 at 16384, from 3-consumer
+#: against 2-consumer runs of 512 and 32 heads, their rounds counted out)
+
+
+def default_consumers(head_dim: int, causal: bool, seq_q: int, heads: int | None = None,
+                      sms: int = 132) -> int:
+    """2 or 3 consumer warpgroups for a problem (``heads``: batch x heads, when known)."""
+    if head_dim != 64 or (causal and seq_q < 12288):
+        return 2
+    if causal or heads is None:
+        return 3
+    rounds = {c: -(-heads * -(-seq_q // (64 * c)) // sms) for c in (2, 3)}
+    return 3 if rounds[3] * 192 * ROW_COST_3 < rounds[2] * 128 else 2
 
 
 # keys per block, by head_dim (registers, smem); head_dim 256 without a causal mask takes 80
@@ -185,7 +203,8 @@ def make_attention(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int
     ``block_n`` or ``consumers`` is given."""
     _validate(batch, heads, seq_q, seq_k, head_dim, dtype, kv_heads)
     consumers_given = consumers
-    consumers = consumers or default_consumers(head_dim, causal, seq_q)
+    consumers = consumers or default_consumers(head_dim, causal, seq_q, batch * heads,
+                                               num_sms or runtime.sm_count(default=H200_SMS))
     BN, stages, o_in_q, consumers = plan(head_dim, block_n, stages, causal, consumers)
     if BN % 16 or not 16 <= BN <= 256 or stages < 1:
         raise config_error(f"block_n={BN}, stages={stages}: block_n is a multiple of 16 up to "

@@ -4,6 +4,7 @@ M), each checked against torch first, then timed interleaved with its torch peer
 graph replays) and printed as a ratio. A design probe, not a benchmark table.
 
     PYTHONPATH=src python scripts/shape_probe.py [attn] [gemm] [rows] [fp8] [cliff] [cliff2]
+        [split] [consumers]
 """
 import sys
 import time
@@ -37,14 +38,14 @@ def guard(fn, *args):
     print(f"  ({time.time() - t0:.1f} s)", flush=True)
 
 
-def attn(A, b, h, kvh, sq, sk, d, causal, dtype="bfloat16"):
+def attn(A, b, h, kvh, sq, sk, d, causal, dtype="bfloat16", consumers=None):
     dt = getattr(torch, dtype)
     q = torch.randn(b, h, sq, d, device="cuda", dtype=dt)
     k = torch.randn(b, kvh, sk, d, device="cuda", dtype=dt)
     v = torch.randn(b, kvh, sk, d, device="cuda", dtype=dt)
     o = torch.full_like(q, float("nan"))
     kern = A.make_attention(b, h, sq, sk, d, causal=causal, dtype=dtype,
-                            kv_heads=None if kvh == h else kvh)
+                            kv_heads=None if kvh == h else kvh, consumers=consumers)
     kern(q, k, v, o)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=kvh != h)
     err = float((o.float() - ref.float()).abs().max())
@@ -52,7 +53,8 @@ def attn(A, b, h, kvh, sq, sk, d, causal, dtype="bfloat16"):
                "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal,
                                                                enable_gqa=kvh != h)})
     gb = (q.numel() * 2 + k.numel() * 4) / 1e9
-    line("attn", dtype, f"b{b} h{h}/{kvh} sq{sq} sk{sk} d{d}{' causal' if causal else ''}",
+    line("attn", dtype, f"b{b} h{h}/{kvh} sq{sq} sk{sk} d{d}{' causal' if causal else ''}"
+         + (f" consumers={consumers}" if consumers else ""),
          f"err {err:.1e}", f"tw {t['tw'] * 1e6:.1f} us", f"sdpa {t['sdpa'] * 1e6:.1f} us",
          f"ratio {t['sdpa'] / t['tw']:.2f}", f"tw {gb / t['tw']:.0f} GB/s")
 
@@ -186,6 +188,20 @@ def main(which):
         for args in [(1, 32, 8, 1, 262144, 128, False), (2, 8, 8, 8192, 8192, 256, True),
                      (1, 64, 8, 16, 16384, 128, False), (4, 16, 16, 2048, 2048, 80, True)]:
             guard(attn, A, *args)
+    if "split" in which:  # few output tiles and a long K: the split's tree of partial sums
+        A, G = example("attention"), example("gemm_hopper")
+        for M, N, K in [(512, 512, 8192), (96, 768, 3072), (64, 1024, 8192), (256, 256, 16384),
+                        (128, 128, 65536), (16, 4096, 65536), (1, 4096, 4096), (300, 300, 30000)]:
+            guard(gemm, G, M, N, K, "bfloat16")
+        for dt in ("float16", "bfloat16"):
+            guard(attn, A, 8, 12, 12, 1024, 1024, 64, False, dt)
+    if "consumers" in which:  # head_dim 64 without a mask: 2 or 3 consumers by rounds
+        A = example("attention")
+        for b, h, sq in [(8, 12, 1024), (16, 12, 197), (16, 32, 1024), (4, 16, 2048),
+                         (2, 16, 1000), (1, 32, 16384), (32, 8, 512)]:
+            for dt in ("bfloat16", "float16") if sq == 1024 and b == 8 else ("bfloat16",):
+                for c in (None, 2, 3):
+                    guard(attn, A, b, h, h, sq, sq, 64, False, dt, c)
 
 
 if __name__ == "__main__":

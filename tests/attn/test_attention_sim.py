@@ -195,3 +195,19 @@ def test_a_decode_step_takes_the_split_keys_kernel(attn):
     with pytest.raises(tw.TilewiseError, match="splits=True .* without a causal mask"):
         attn.make_attention(1, 8, 1, 4096, 128, causal=True, splits=True)
     assert tw.compile(k).launch_config.block  # tw.compile takes the one kernel's contract
+
+
+def test_head_dim_64_takes_three_consumers_where_their_rounds_of_tiles_cost_less(attn):
+    """Without a causal mask the tiles are alike, so the consumer count follows the rounds
+    the SMs take: 8 x 12 heads of 1024 rows are 5 rounds of 192-row tiles (the last a third
+    full) or 6 full rounds of 128-row ones; 197 rows are two 192-row tiles a head, mostly
+    padding. The benchmark's 16 x 32 heads of 1024 rows and long sequences keep three."""
+    pick = attn.default_consumers
+    assert pick(64, False, 1024, 8 * 12, 132) == 2
+    assert pick(64, False, 197, 16 * 12, 132) == 2
+    assert pick(64, False, 1024, 16 * 32, 132) == 3
+    assert pick(64, False, 16384, 32, 132) == 3
+    assert pick(64, False, 1024) == 3  # heads unknown: the measured default
+    assert pick(64, True, 1024, 8 * 12, 132) == 2  # causal: by sequence length alone
+    assert pick(64, True, 16384, 32, 132) == 3
+    assert pick(128, False, 4096, 32, 132) == 2
