@@ -68,6 +68,19 @@ def test_remote_arrive_expect_tx_maps_the_address_into_the_cluster():
     assert "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [" in ptx
 
 
+def test_a_remote_arrive_at_cta_scope_drops_the_cluster_release():
+    """scope="cta": the arrive releases at CTA scope (no fence before it: what a consumer
+    freeing a stage for a peer's multicast copy needs, as CUTLASS's ClusterBarrier::arrive);
+    the default keeps the cluster-scope release. The simulator runs both alike."""
+    ptx = ptx_of("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=1, "
+                 "scope='cta')", head=CLUSTER_HEAD)
+    assert "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [" in ptx
+    assert "release.cluster.shared::cluster" not in ptx
+    with pytest.raises(tw.TilewiseError, match="scope"):
+        ptx_of("T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), 0, remote=1, "
+               "scope='gpu')", head=CLUSTER_HEAD)
+
+
 @pytest.mark.parametrize("head,rank,message", [
     (HEAD, 1, "remote= 1 names a CTA of a cluster, but the kernel declares no cluster"),
     (CLUSTER_HEAD, 2, "remote= 2 is outside the cluster of 2 CTA(s) (2, 1, 1)")])

@@ -74,13 +74,19 @@ ROWS = [
           returns=dt.uint64, llvm="llvm.nvvm.mbarrier.arrive.expect.tx.scope.cta.space.cta"),
     PtxOp("ptx.mbarrier.arrive.expect_tx",
           (_shared(), _p("tx_bytes"), _p("remote", "rank", None),
-           _p("pred", "value", None, dtype=dt.bool_)),
-          "mbarrier.arrive.expect_tx{.release.cluster.shared::cluster}.b64 _, [mbar], tx",
+           _p("pred", "value", None, dtype=dt.bool_),
+           _p("scope", "str", "cluster", choices=("cluster", "cta"))),
+          "mbarrier.arrive.expect_tx{.release.cluster}{.shared::cluster}.b64 _, [mbar], tx",
           "mbarrier_tx",
           doc="expect_tx(tx_bytes) then arrive (TIRx's spelling; no state is returned): on "
               "this CTA's mbarrier, or with remote=rank on the mbarrier at the same shared "
               "offset in CTA `rank` of the cluster (a shared::cluster address, by mapa); "
-              "pred: only the threads where it is true arrive"),
+              "pred: only the threads where it is true arrive. A remote arrive releases at "
+              "cluster scope (a fence before it: the arriving thread's writes reach the "
+              "other CTA first); scope=\"cta\" releases at CTA scope, no fence: for "
+              "saying a buffer's reads are done (a consumer freeing a stage that a peer's "
+              "multicast copy refills, as CUTLASS's ClusterBarrier::arrive does), not for "
+              "publishing data written before it"),
     PtxOp("ptx.mbarrier.expect_tx", (_shared(), _p("tx_bytes")),
           "mbarrier.expect_tx.relaxed.cta.shared.b64 [mbar], tx", "mbarrier_tx",
           llvm="llvm.nvvm.mbarrier.expect.tx.scope.cta.space.cta"),

@@ -72,17 +72,19 @@ def _mbar_arrive_tx(em, c):
     """Local: ``mbarrier.arrive.expect_tx.shared.b64`` (the state it returns is dropped).
     Remote: ``mapa.shared::cluster`` turns the CTA-local address into CTA ``remote``'s
     ``shared::cluster`` address, then ``mbarrier.arrive.expect_tx.release.cluster
-    .shared::cluster.b64 _, [addr], tx`` (a remote arrive has no state). ``pred``
-    guards either with a branch (PTX's ``@p``)."""
-    mbar, tx, remote, pred = c.args
+    .shared::cluster.b64 _, [addr], tx`` (a remote arrive has no state; ``scope="cta"``
+    drops ``.release.cluster``: a CTA-scope release, no fence). ``pred`` guards either
+    with a branch (PTX's ``@p``)."""
+    mbar, tx, remote, pred, scope = c.args
+    scope = getattr(scope, "value", scope) or "cluster"
     if pred is None:
-        _arrive_tx(em, mbar, tx, remote)
+        _arrive_tx(em, mbar, tx, remote, scope)
         return
     with em.b.if_then(em.truth(pred)):
-        _arrive_tx(em, mbar, tx, remote)
+        _arrive_tx(em, mbar, tx, remote, scope)
 
 
-def _arrive_tx(em, mbar, tx, remote):
+def _arrive_tx(em, mbar, tx, remote, scope="cluster"):
     bar, _ = em.address(mbar, ty.SHARED)
     tx = em.typed(tx, dt.int32)
     if remote is None:
@@ -90,7 +92,7 @@ def _arrive_tx(em, mbar, tx, remote):
         return
     peer = em.call("llvm.nvvm.mapa.shared.cluster", ty.ptr(SHARED_CLUSTER),
                    [bar, em.typed(remote, dt.int32)])
-    em.call("llvm.nvvm.mbarrier.arrive.expect.tx.scope.cluster.space.cluster", ty.VOID,
+    em.call(f"llvm.nvvm.mbarrier.arrive.expect.tx.scope.{scope}.space.cluster", ty.VOID,
             [peer, tx])
 
 

@@ -55,7 +55,7 @@ def arrive_expect_tx(ctx, site, args):
 def arrive_expect_tx_anywhere(ctx, site, args):
     """TIRx's form: no state; ``remote`` names the CTA of the cluster whose mbarrier (at the
     same shared offset) is arrived on, ``pred`` the threads that arrive."""
-    mbar, tx, remote, pred = args
+    mbar, tx, remote, pred, _scope = args  # the scope orders memory: no state of its own
     if pred is None:
         _arrive_remote(ctx, site, mbar, tx, remote)
         return
