@@ -9,7 +9,8 @@ Triton and every shape is ``bench_gemm_fp8.py``; this one times, against torch._
 * the grouped GEMMs of bench_gemm_fp8.py (contiguous / masked, fp8 / bf16), each with its
   factory's tile and with the tiles of ``--grouped-tiles``.
 
-A tile ``BMxBNo`` is that tile with ``overlap=True`` (fp8 only; bf16 cases skip it).
+A tile ``BMxBNo`` is that tile with ``overlap=True`` (fp8 only; bf16 cases skip it), a
+trailing ``c`` the same with ``cluster=2``.
 
 ``--launch dense|grouped`` instead launches one kernel twice (4096 x 7168 x 4096 block
 scaled; the 4-group contiguous fp8 4096 x 7168): the process ncu profiles.
@@ -31,11 +32,15 @@ GROUPED = BG.GROUPED
 
 
 def _tile_kw(name):
-    """``auto``, ``BMxBN``, or ``BMxBNo`` (with ``overlap=True``) as factory options."""
+    """``auto``, ``BMxBN``, ``BMxBNo`` (with ``overlap=True``), either ending in ``c``
+    (``cluster=2``: CTA pairs multicasting a tile) as factory options."""
     if name == "auto":
         return {}
+    pair = name.endswith("c")
+    name = name.rstrip("c")
     bm, bn = name.rstrip("o").split("x")
-    return dict(bm=int(bm), bn=int(bn), **({"overlap": True} if name.endswith("o") else {}))
+    return dict(bm=int(bm), bn=int(bn), **({"overlap": True} if name.endswith("o") else {}),
+                **({"cluster": 2} if pair else {}))
 
 
 def dense(torch, F, tiles, log, mode="block", shapes=None):

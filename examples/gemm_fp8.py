@@ -390,7 +390,8 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
                 if leader:
                     for r in T.static_range(mc):
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[it % stages]), 0,
-                                                        remote=r if mc == 2 else None)
+                                                        remote=r if mc == 2 else None,
+                                                        scope="cta")  # reads done: no fence
 
             @T.inline
             def step(j, m0, n0, kt):

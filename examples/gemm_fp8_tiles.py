@@ -140,8 +140,10 @@ def choose_tile(M_: int | None, N_: int | None, sms: int = H200_SMS, bm: int | N
             return (0 if (t.bm, t.bn, t.cluster) == (128, 128, 1) or len(cands) == 1 else 1, 0)
         waves = -(-_tiles(M_, N_, t) // sms)
         # Measured on the H200 (benchmarks/RESULTS.md, 2026-12-02, whole-program ptxas):
-        # CTA pairs ran at 370-760 TFLOP/s where the same tile alone ran at 800-1110, so a
-        # pair is not chosen unless asked for; 128 x 256 / 256 x 128 tiles won only for
+        # CTA pairs ran at 370-760 TFLOP/s where the same tile alone ran at 800-1110; with
+        # the consumers' remote frees at CTA scope (no cluster fence, ninth session) at
+        # 0.88-0.99 x the tile alone (block scaling, M = 4096), so a pair is still not
+        # chosen unless asked for; 128 x 256 / 256 x 128 tiles won only for
         # block scaling at M = 4096 (1020-1110 against 840-910 for 128 x 128), so larger
         # tiles than 128 x 128 are taken only when ``wide`` says so.
         if t.cluster > 1 and cluster is None:

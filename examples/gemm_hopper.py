@@ -189,9 +189,9 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
 def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     """Every kernel shape worth trying for a problem: each tile, and for tiles too few to
     fill the SMs, splits of K (each CTA keeping at least 4 K steps), where the ring keeps
-    the tile's :data:`MIN_STAGES` beside the epilogue. Multicast pairs are not among them:
-    measured on the H200 (2026-12-01) they ran at 0.6-0.8 of the same tile alone
-    (benchmarks/RESULTS.md); ``multicast=2`` still builds one."""
+    the tile's :data:`MIN_STAGES` beside the epilogue. Multicast pairs are not among them
+    (the estimate does not model the L2 reads they save): the tuner times the twins of
+    its first shapes (:func:`multicast_configs`)."""
     out = []
     k_steps = -(-K_ // BK)
     tiles = [(bm_, bn_, False) for bm_, bn_ in TILES if not M_ <= 64 < bm_]  # measured: 7/8
@@ -341,7 +341,25 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
     # one CTA per tile beside the persistent shapes where it measured faster (the H200,
     # 2026-12-02: 1-8 % for M <= 128, where B streams; benchmarks/RESULTS.md)
     return (out + [{**c, "persistent": False} for c in out if _one_per_tile(M_, N_, sms, c)]
-            + streamk_configs(M_, N_, K_, sms))
+            + multicast_configs(M_, out) + streamk_configs(M_, N_, K_, sms))
+
+
+TUNE_MULTICAST = 2  # multicast twins of the tuner's first normal shapes it times too
+
+
+def multicast_configs(M_: int, shapes: list[dict]) -> list[dict]:
+    """Multicast pairs worth timing: the twins (``multicast=2``: two tiles of a column,
+    each CTA loading half of their B tile into both) of the first :data:`TUNE_MULTICAST`
+    unswapped, unsplit shapes, where M has at least two row tiles a pair can share. They
+    halve B's reads from L2, which is what binds a mid-size problem whose tiles are too
+    few or too narrow for 128 x 256 (H200, 2026-12-02: 2048 x 1000 x 4096 at 128 x 128,
+    582 TFLOP/s against 489 alone; 1024 x 3000 x 1024 at 128 x 192, 494 against 413);
+    at large squares they run within 2 % of the tile alone. The estimate does not see
+    L2 traffic, so they are timed, never planned."""
+    twins = [{**c, "multicast": 2} for c in shapes
+             if not c["swap"] and c["splits"] == 1 and c["multicast"] == 1
+             and c.get("persistent", True) and M_ >= 2 * c["bm"]]
+    return twins[:TUNE_MULTICAST]
 
 
 def streamk_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
@@ -960,7 +978,8 @@ def release(empty, s, P, crank):
     multicast B the other CTA's too (its copies write into this CTA's stage as well)."""
     T.ptx.mbarrier.arrive(T.address_of(empty[s]))
     if P == 2:
-        T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[s]), 0, remote=1 - crank)
+        T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[s]), 0, remote=1 - crank,
+                                        scope="cta")  # reads done: no cluster fence
 
 
 @T.inline
@@ -1003,7 +1022,7 @@ def tree_reduce(acc, R, rbar, gobar, cw, rank, leader, S, part_bytes):
                     if leader:
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(rbar[cw]), part_bytes)
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(gobar[cw]), 0,
-                                                        remote=rank + 2 * step)
+                                                        remote=rank + 2 * step, scope="cta")
         elif rank % (2 * step) == step:  # the sender at this level (once per rank)
             if lv > 0:  # the receiver has read the partial sum before this one
                 T.ptx.mbarrier.try_wait(T.address_of(gobar[cw]), 0)

@@ -4,7 +4,7 @@ M), each checked against torch first, then timed interleaved with its torch peer
 graph replays) and printed as a ratio. A design probe, not a benchmark table.
 
     PYTHONPATH=src python scripts/shape_probe.py [attn] [gemm] [rows] [fp8] [cliff] [cliff2]
-        [split] [consumers]
+        [split] [consumers] [pitch] [mid]
 """
 import sys
 import time
@@ -202,6 +202,47 @@ def main(which):
             for dt in ("bfloat16", "float16") if sq == 1024 and b == 8 else ("bfloat16",):
                 for c in (None, 2, 3):
                     guard(attn, A, b, h, h, sq, sq, 64, False, dt, c)
+    if "mid" in which:  # mid-size problems, whose L2 reads multicast pairs halve
+        G = example("gemm_hopper")
+        for M, N, K in [(2048, 1000, 4096), (1024, 3000, 1024), (3000, 1000, 2560),
+                        (8192, 1000, 1024), (4096, 3000, 4096), (2000, 2000, 2000),
+                        (1234, 5678, 4321), (777, 11008, 4096), (2048, 2048, 4096),
+                        (1536, 6144, 1536)]:
+            guard(gemm, G, M, N, K, "bfloat16")
+    if "pitch" in which:  # B (K, N) with N = 8 mod 16 (rows an odd multiple of 16 bytes):
+        # the kernel on B as it is, on B copied into rows of N + 8 (a strided view), and
+        # that copy's cost with it
+        G = example("gemm_hopper")
+        for M, N, K in [(8192, 1000, 1024), (8192, 1000, 4096), (4096, 3000, 4096),
+                        (2048, 1000, 4096), (1024, 3000, 1024), (3000, 1000, 2560),
+                        (16384, 1000, 1000)]:
+            guard(pitch, G, M, N, K)
+
+
+def pitch(G, M, N, K):
+    dt = torch.bfloat16
+    a = torch.randn(M, K, device="cuda", dtype=dt)
+    b = torch.randn(K, N, device="cuda", dtype=dt)
+    bp = torch.zeros(K, N + 8, device="cuda", dtype=dt)[:, :N]
+    bp.copy_(b)
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+    k0 = G.make_gemm(M, N, K, "bfloat16")
+    k1 = G.make_gemm(M, N, K, "bfloat16", strided=True)
+    k0(a, b, c)
+    k1(a, bp, c)
+    ref = a.float() @ b.float()
+    err = float((c.float() - ref).norm() / ref.norm())
+
+    def copied():
+        bp.copy_(b)
+        k1(a, bp, c)
+
+    t = timed({"tw": lambda: k0(a, b, c), "pitched": lambda: k1(a, bp, c),
+               "copy+pitched": copied, "torch": lambda: torch.matmul(a, b, out=c)})
+    fl = 2 * M * N * K
+    line("pitch", f"{M}x{N}x{K}", f"err {err:.1e}",
+         *(f"{n} {fl / v / 1e12:.0f} TF" for n, v in t.items()),
+         f"copy+pitched / tw {t['tw'] / t['copy+pitched']:.2f}")
 
 
 if __name__ == "__main__":

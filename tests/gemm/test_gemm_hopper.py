@@ -171,6 +171,32 @@ def test_a_ragged_last_wave_takes_128x192_tiles():
         G.make_gemm(512, 6144, 4096, bn=160)
 
 
+def test_the_tuner_times_multicast_twins_of_its_first_shapes():
+    """Multicast pairs are timed, never planned: the twins of the first unswapped, unsplit
+    shapes where M has two row tiles to pair (2048 x 1000 x 4096: 128 x 128 pairs ran 582
+    TFLOP/s against 489 alone on the H200), none at M = 64."""
+    p = G.plan(2048, 1000, 4096, 132)
+    cfgs = G.tune_configs(2048, 1000, 4096, 132, p)
+    twins = [c for c in cfgs if c["multicast"] == 2]
+    assert p["multicast"] == 1 and 1 <= len(twins) <= G.TUNE_MULTICAST
+    assert twins[0] == {**p, "multicast": 2}
+    assert all(not c["swap"] and c["splits"] == 1 and c.get("persistent", True)
+               for c in twins)
+    assert not any(c["multicast"] == 2 for c in G.tune_configs(64, 4096, 4096, 132,
+                                                                 G.plan(64, 4096, 4096, 132)))
+
+
+def test_a_multicast_pair_frees_its_peers_stage_without_a_cluster_fence():
+    """The consumer's arrive on the peer's empty barrier releases at CTA scope: its reads
+    of the stage are complete (wgmma waited), so the cluster-scope release (a fence before
+    every stage's arrive, ncu: 10 % of the warps' stall samples) bought nothing and made
+    the pair slower than one CTA (295 against 217 µs at 4096³, now within 2 %)."""
+    ptx = tw.compile(G.make_gemm(512, 512, 256, bm=128, bn=128, multicast=2, num_sms=4),
+                     "sm_90a").ptx
+    assert "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [" in ptx
+    assert "release.cluster.shared::cluster" not in ptx
+
+
 def test_the_128x192_kernel_assembles_without_spills():
     """ptxas (when this machine has one) assembles bn = 192 with the plan's 4 stages for
     sm_90a: no spills, no ignored setmaxnreg or serialised wgmma (C75xx)."""
@@ -867,7 +893,7 @@ def test_m_up_to_512_takes_swapped_tiles_cut_to_fit_m():
     for shape in ((200, 5120, 5120), (256, 4096, 14336), (300, 8192, 8192), (512, 4096, 4096)):
         first = G.plan(*shape, 132)
         cs = [c for c in G.tune_configs(*shape, 132, first) if c.get("persistent", True)
-              and not c.get("streamk")]
+              and not c.get("streamk") and c["multicast"] == 1]  # (pairs: their own test)
         normal = {(c["bm"], c["bn"]) for c in cs[1:] if not c["swap"]}
         assert len(normal) == 3 and sum(c["swap"] for c in cs[1:]) == 1, (shape, cs)
     assert G.wgmma_eff(72) == pytest.approx(0.7 + 0.15 * 8 / 64)
@@ -892,6 +918,7 @@ def test_above_m_512_swapped_tiles_cut_to_fit_m_are_taken_where_they_gain():
             G.estimate(*shape, 132, **{k: normal[k] for k in key})
         cs = G.tune_configs(*shape, 132, first)
         assert sum(not c["swap"] and c.get("persistent", True) and not c.get("streamk")
+                   and c["multicast"] == 1
                    for c in cs) == G.TUNE_ALTERNATIVES, cs  # the normal tiles are timed too
     assert G.plan(3000, 1000, 2560, 132)["bn"] == 192  # 128 tiles for 132 SMs
     # what runs untuned (here, in the simulator) is that swapped shape: 1100 rows in 8
