@@ -386,12 +386,13 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
 
             @T.inline
             def free(it):
-                """The consumer's arrival on ring position ``it``'s stage, in each CTA."""
+                """The consumer's arrival on ring position ``it``'s stage, in each CTA (a
+                pair's at CTA scope: its reads are done, no cluster fence is needed)."""
                 if leader:
                     for r in T.static_range(mc):
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[it % stages]), 0,
                                                         remote=r if mc == 2 else None,
-                                                        scope="cta")  # reads done: no fence
+                                                        scope="cta" if mc == 2 else None)
 
             @T.inline
             def step(j, m0, n0, kt):

@@ -75,7 +75,7 @@ ROWS = [
     PtxOp("ptx.mbarrier.arrive.expect_tx",
           (_shared(), _p("tx_bytes"), _p("remote", "rank", None),
            _p("pred", "value", None, dtype=dt.bool_),
-           _p("scope", "str", "cluster", choices=("cluster", "cta"))),
+           _p("scope", "str", None, choices=("cluster", "cta"))),
           "mbarrier.arrive.expect_tx{.release.cluster}{.shared::cluster}.b64 _, [mbar], tx",
           "mbarrier_tx",
           doc="expect_tx(tx_bytes) then arrive (TIRx's spelling; no state is returned): on "
