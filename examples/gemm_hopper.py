@@ -166,9 +166,8 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
         if options:
             best = min(options, key=lambda c: estimate(M_, N_, K_, sms, **c))
     best.update(forced)
-    if best["swap"] and (not swap_tile_ok(best["bm"], best["bn"]) or best["multicast"] != 1):
-        raise config_error(f"swap=True with bm={best['bm']}, bn={best['bn']}, multicast="
-                           f"{best['multicast']}: {SWAP_RULE}, without multicast")
+    if best["swap"] and not swap_tile_ok(best["bm"], best["bn"]):
+        raise config_error(f"swap=True with bm={best['bm']}, bn={best['bn']}: {SWAP_RULE}")
     if not best["swap"] and (best["bm"], best["bn"]) not in TILES:
         names = ", ".join(f"{m}x{n}" for m, n in TILES)
         raise config_error(f"bm={best['bm']}, bn={best['bn']}: the tile (bm x bn) is one of "
@@ -348,17 +347,17 @@ TUNE_MULTICAST = 2  # multicast twins of the tuner's first normal shapes it time
 
 
 def multicast_configs(M_: int, shapes: list[dict]) -> list[dict]:
-    """Multicast pairs worth timing: the twins (``multicast=2``: two tiles of a column,
-    each CTA loading half of their B tile into both) of the first :data:`TUNE_MULTICAST`
-    unswapped, unsplit shapes, where M has at least two row tiles a pair can share. They
-    halve B's reads from L2, which is what binds a mid-size problem whose tiles are too
-    few or too narrow for 128 x 256 (H200, 2026-12-02: 2048 x 1000 x 4096 at 128 x 128,
-    582 TFLOP/s against 489 alone; 1024 x 3000 x 1024 at 128 x 192, 494 against 413);
-    at large squares they run within 2 % of the tile alone. The estimate does not see
-    L2 traffic, so they are timed, never planned."""
+    """Multicast pairs worth timing: the twins (``multicast=2``: two tiles that share their
+    B tile, each CTA loading half of it into both) of the first :data:`TUNE_MULTICAST`
+    unsplit shapes where M makes two tiles to pair (two row tiles; swapped, two column
+    tiles). They halve B's reads from L2, which is what binds a mid-size problem whose
+    tiles are too few or too narrow for 128 x 256 (H200, 2026-12-02: 2048 x 1000 x 4096 at
+    128 x 128, 582 TFLOP/s against 489 alone; 1024 x 3000 x 1024 at 128 x 192, 494 against
+    413); at large squares they run within 2 % of the tile alone. The estimate does not
+    see L2 traffic, so they are timed, never planned."""
     twins = [{**c, "multicast": 2} for c in shapes
-             if not c["swap"] and c["splits"] == 1 and c["multicast"] == 1
-             and c.get("persistent", True) and M_ >= 2 * c["bm"]]
+             if c["splits"] == 1 and c["multicast"] == 1 and c.get("persistent", True)
+             and M_ >= (c["bn"] if c["swap"] else c["bm"]) + 1]
     return twins[:TUNE_MULTICAST]
 
 
@@ -713,9 +712,8 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
     c_layout = TileLayout(S_[c_shape]) if swap else swizzled_tile(64, wn, 16, 128, stages=2)
     c_view = TileLayout(S_[(2, 64, wn):(64 * wn, 1, 64)])  # swap: Cs read as Cᵀ
     ROWS, COLS = (N, M) if swap else (M, N)  # what the tile grid's rows and columns cut
-    if swap and (not swap_tile_ok(bm, bn) or multicast != 1):
-        raise config_error(f"swap=True with bm={bm}, bn={bn}, multicast={multicast}: "
-                           f"{SWAP_RULE}, without multicast")
+    if swap and not swap_tile_ok(bm, bn):
+        raise config_error(f"swap=True with bm={bm}, bn={bn}: {SWAP_RULE}")
     S = splits
     P = multicast  # CTAs of a cluster sharing one B tile (each loads 1/P, multicast to all)
     if P not in (1, 2) or (P == 2 and S > 1):
@@ -760,6 +758,12 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
             bx = T.cta_id([m_tiles * n_tiles])
             sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=m_tiles * n_tiles,
                                  group_m=group_m)
+        elif S == 1 and swap:  # persistent pairs of two column tiles (two slices of M):
+            # they share the B tile (the tile's rows, N)
+            bx = T.cta_id([grid])
+            crank = T.cta_id_in_cluster([P])
+            sched = GroupedTiles(m_tiles, T.ceildiv(COLS, bn * P), first=bx // P,
+                                 step=grid // P, group_m=group_m)
         elif S == 1:  # persistent pairs: the two CTAs of a cluster take two tiles of a column
             bx = T.cta_id([grid])
             crank = T.cta_id_in_cluster([P])
@@ -835,11 +839,11 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                                          dispatch="tma", mbar=T.address_of(full[s]), **promo)
                 else:  # this CTA's share of the B tile's rows (N with transB, else K),
                     # into every CTA of the pair
-                    h = (bn if transB else BK) // P
+                    h = (b_cols if transB else BK) // P
                     Tx.thread.copy_async(
                         Bs[s, crank * h:crank * h + h, :],
-                        B[n0 + crank * h:n0 + crank * h + h, k0:k0 + BK] if transB else
-                        B[k0 + crank * h:k0 + crank * h + h, n0:n0 + bn],
+                        B[c0 + crank * h:c0 + crank * h + h, k0:k0 + BK] if transB else
+                        B[k0 + crank * h:k0 + crank * h + h, c0:c0 + b_cols],
                         dispatch="tma", mbar=T.address_of(full[s]),
                         cta_mask=(1 << P) - 1, **promo)
                 it = it + 1
@@ -908,8 +912,8 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                 it = 0
                 for j in sched.tiles():
                     mt, nt = sched.coords(j)
-                    m0 = (mt * P + crank) * bm if P > 1 else mt * bm
-                    it = produce(m0, nt * bn, kb, ke, it)
+                    m0, n0 = tile_origin(mt, nt, bm, bn, P, crank, swap)
+                    it = produce(m0, n0, kb, ke, it)
                 if streamk:
                     for g in sched.segments():
                         _, mt, nt, skb, ske = sched.segment(g)
@@ -930,8 +934,7 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
             it = 0
             for j in sched.tiles():
                 mt, nt = sched.coords(j)
-                m0 = ((mt * P + crank) * bm if P > 1 else mt * bm) + r0
-                n0 = nt * bn + c0
+                m0, n0 = tile_origin(mt, nt, bm, bn, P, crank, swap, r0, c0)
                 it = consume(acc, r0, c0, kb, ke, it, leader)
                 if S > 1 and split_tree:  # add the partial sums in a tree: rank 0 ends
                     tree_reduce(acc, R, rbar, gobar, cw, rank, leader, S, part_bytes)
@@ -970,6 +973,19 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
     # without stream-K the workspace parameters are unused: the kernel takes (A, B, C)
     return dataclasses.replace(gemm, params=tuple(p for p in gemm.params
                                                   if p.name not in ("W_ptr", "F_ptr")))
+
+
+@T.inline
+def tile_origin(mt, nt, bm, bn, P, crank, swap, r0=0, c0=0):
+    """The first row and column of tile (mt, nt) in the tile grid (of Cᵀ with ``swap``),
+    plus (r0, c0): a pair's two CTAs take two tiles of one column (two row tiles: they
+    share B's columns) or, swapped, two column tiles of one row (two slices of M: they
+    share B's rows, N)."""
+    if P == 1:
+        return mt * bm + r0, nt * bn + c0
+    if swap:
+        return mt * bm + r0, (nt * P + crank) * bn + c0
+    return (mt * P + crank) * bm + r0, nt * bn + c0
 
 
 @T.inline

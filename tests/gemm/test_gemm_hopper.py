@@ -74,6 +74,12 @@ def _check(c, a, b):
     pytest.param((300, 256, 200), "bfloat16",
                  {"bm": 128, "bn": 128, "multicast": 2, "num_sms": 4}, id="multicast-pair",
                  marks=pytest.mark.slow),
+    pytest.param((200, 264, 200), "bfloat16",
+                 {"swap": True, "bn": 72, "multicast": 2, "num_sms": 4},
+                 id="swap-multicast-pair-ragged"),
+    pytest.param((150, 200, 136), "float16",
+                 {"swap": True, "bm": 64, "bn": 48, "multicast": 2, "num_sms": 4,
+                  "transB": True}, id="transB-swap-bm64-multicast-pair", marks=pytest.mark.slow),
     # transB: B given as (N, K), loaded as K-major tiles (and swapped: wgmma's A K-major)
     pytest.param((200, 328, 136), "bfloat16", {"transB": True}, id="transB-plan-ragged"),
     pytest.param((5, 200, 264), "float16", {"transB": True, "swap": True, "bn": 8,
@@ -163,8 +169,9 @@ def test_a_ragged_last_wave_takes_128x192_tiles():
         G.make_gemm(512, 6144, 4096, bm=64, bn=192)
     with pytest.raises(ValueError, match="bn=196: a swapped tile is bm=128"):
         G.make_gemm(16, 6144, 4096, bn=196, swap=True)
-    with pytest.raises(ValueError, match="multicast=2: a swapped tile .* without multicast"):
-        G.make_gemm(16, 6144, 4096, bn=192, swap=True, multicast=2)
+    with pytest.raises(ValueError, match="multicast=2: 1, or 2 without a split of K"):
+        G.make_gemm(16, 6144, 4096, bn=192, swap=True, multicast=2, splits=2)
+    assert G.make_gemm(300, 6144, 4096, bn=152, swap=True, multicast=2) is not None
     with pytest.raises(ValueError, match="stages=5: 2 to 4 stages fit .* 128x192 tile"):
         G.make_gemm(512, 6144, 4096, bn=192, stages=5)
     with pytest.raises(ValueError, match="bn=160: the tile's columns are 64, 128, 192 or 256"):
@@ -172,16 +179,16 @@ def test_a_ragged_last_wave_takes_128x192_tiles():
 
 
 def test_the_tuner_times_multicast_twins_of_its_first_shapes():
-    """Multicast pairs are timed, never planned: the twins of the first unswapped, unsplit
-    shapes where M has two row tiles to pair (2048 x 1000 x 4096: 128 x 128 pairs ran 582
-    TFLOP/s against 489 alone on the H200), none at M = 64."""
-    p = G.plan(2048, 1000, 4096, 132)
-    cfgs = G.tune_configs(2048, 1000, 4096, 132, p)
-    twins = [c for c in cfgs if c["multicast"] == 2]
-    assert p["multicast"] == 1 and 1 <= len(twins) <= G.TUNE_MULTICAST
-    assert twins[0] == {**p, "multicast": 2}
-    assert all(not c["swap"] and c["splits"] == 1 and c.get("persistent", True)
-               for c in twins)
+    """Multicast pairs are timed, never planned: the twins of the first unsplit shapes
+    where M makes two tiles to pair (2048 x 1000 x 4096: 128 x 128 pairs ran 582 TFLOP/s
+    against 489 alone on the H200; swapped, two column tiles of M at 300 x 8192 x 8192),
+    none at M = 64."""
+    for shape, swapped in (((2048, 1000, 4096), False), ((300, 8192, 8192), True)):
+        p = G.plan(*shape, 132)
+        twins = [c for c in G.tune_configs(*shape, 132, p) if c["multicast"] == 2]
+        assert p["multicast"] == 1 and p["swap"] == swapped
+        assert 1 <= len(twins) <= G.TUNE_MULTICAST and twins[0] == {**p, "multicast": 2}
+        assert all(c["splits"] == 1 and c.get("persistent", True) for c in twins)
     assert not any(c["multicast"] == 2 for c in G.tune_configs(64, 4096, 4096, 132,
                                                                  G.plan(64, 4096, 4096, 132)))
 
@@ -718,7 +725,8 @@ def test_swap_ab_on_the_gpu_matches_torch(shape, cfg, torch):
                                  {"bn": 96, "splits": 3}, {"bn": 256, "splits": 1},
                                  {"bm": 64, "bn": 160, "splits": 2}, {"bn": 40, "splits": 1},
                                  {"bn": 200, "streamk": True}, {"bn": 152, "splits": 1},
-                                 {"bm": 64, "bn": 144, "streamk": True}])
+                                 {"bm": 64, "bn": 144, "streamk": True},
+                                 {"bn": 72, "multicast": 2}, {"bm": 64, "bn": 48, "multicast": 2}])
 @pytest.mark.parametrize("shape", [(200, 5120, 5120), (96, 768, 3072), (129, 2056, 520),
                                    (256, 1000, 1048), (33, 3000, 4096), (300, 1000, 2000)])
 def test_swap_ab_tiles_of_any_width_on_the_gpu_match_torch(shape, cfg, torch):
@@ -737,7 +745,9 @@ def test_swap_ab_tiles_of_any_width_on_the_gpu_match_torch(shape, cfg, torch):
     ((3000, 1000, 2560), {"bn": 192}), ((3000, 1000, 2560), {"bn": 232, "streamk": True}),
     ((777, 11008, 4096), {"bn": 136}), ((777, 11008, 4096), {"bn": 200, "streamk": True}),
     ((600, 8192, 4096), {"bn": 152}), ((1037, 520, 1048), {"bn": 176}),
-    ((5000, 3072, 768), {"bn": 232, "transB": True})])
+    ((5000, 3072, 768), {"bn": 232, "transB": True}),
+    ((3000, 1000, 2560), {"bn": 192, "multicast": 2}),
+    ((777, 11008, 4096), {"bn": 136, "multicast": 2, "transB": True})])
 def test_swapped_tiles_above_m_512_on_the_gpu_match_torch(shape, cfg, torch):
     """The tuner's swapped tiles for M > SWAP_M: M cut into column tiles of 128-256 rows,
     many tile columns (M past several column tiles, a ragged last one), stream-K, B as
