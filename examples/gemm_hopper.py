@@ -347,17 +347,18 @@ TUNE_MULTICAST = 2  # multicast twins of the tuner's first normal shapes it time
 
 
 def multicast_configs(M_: int, shapes: list[dict]) -> list[dict]:
-    """Multicast pairs worth timing: the twins (``multicast=2``: two tiles that share their
-    B tile, each CTA loading half of it into both) of the first :data:`TUNE_MULTICAST`
-    unsplit shapes where M makes two tiles to pair (two row tiles; swapped, two column
-    tiles). They halve B's reads from L2, which is what binds a mid-size problem whose
-    tiles are too few or too narrow for 128 x 256 (H200, 2026-12-02: 2048 x 1000 x 4096 at
-    128 x 128, 582 TFLOP/s against 489 alone; 1024 x 3000 x 1024 at 128 x 192, 494 against
-    413); at large squares they run within 2 % of the tile alone. The estimate does not
-    see L2 traffic, so they are timed, never planned."""
+    """Multicast pairs worth timing: the twins (``multicast=2``: two row tiles that share
+    their B tile, each CTA loading half of it into both) of the first
+    :data:`TUNE_MULTICAST` unswapped, unsplit shapes where M has two row tiles to pair.
+    They halve B's reads from L2, which is what binds a mid-size problem whose tiles are
+    too few or too narrow for 128 x 256 (H200, 2026-12-02: 2048 x 1000 x 4096 at 128 x 128,
+    582 TFLOP/s against 489 alone; 1024 x 3000 x 1024 at 128 x 192, 494 against 413); at
+    large squares they run within 2 % of the tile alone. The estimate does not see L2
+    traffic, so they are timed, never planned. Swapped pairs (two column tiles) build and
+    pass the simulator but have not run on a GPU yet, so the tuner leaves them out."""
     twins = [{**c, "multicast": 2} for c in shapes
-             if c["splits"] == 1 and c["multicast"] == 1 and c.get("persistent", True)
-             and M_ >= (c["bn"] if c["swap"] else c["bm"]) + 1]
+             if not c["swap"] and c["splits"] == 1 and c["multicast"] == 1
+             and c.get("persistent", True) and M_ >= 2 * c["bm"]]
     return twins[:TUNE_MULTICAST]
 
 
