@@ -119,7 +119,7 @@ H200_CLUSTERS = {2: 66, 3: 39, 4: 30, 6: 17, 8: 15}  # clusters of S CTAs reside
 #  idle, and 32 tiles x 4 splits need two waves
 STREAMK_FIXUP = 1e-6  # s a stream-K finisher waits on each helper's flag beyond its bytes
 LATENCY = 1.2e-6  # s from a TMA load's issue to its bytes (fits the 64-CTA swap kernels)
-HOP = 2e-6  # s a hop of the split's chain costs beyond its bytes
+HOP = 2e-6  # s a level of the split's tree costs beyond its bytes
 PEAK = 990e12  # dense bf16/fp16 tensor FLOP/s of an H100/H200 SXM (the datasheet)
 DRAM = 4.0e12  # bytes/s an H200 streams (torch's copy_ measured ~4.27e12)
 WGMMA_EFF = {256: 0.95, 192: 0.92, 128: 0.85, 64: 0.7, 32: 0.45, 16: 0.25, 8: 0.13}  # of
@@ -699,7 +699,7 @@ def _padded(x, shape, fill=True):
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,
             persistent=True, group_m=GROUP_M, transB=False, loose_b=False, streamk=False,
-            l2_promotion=None, strided=False, split_tree=True):
+            l2_promotion=None, strided=False):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -799,9 +799,7 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                 for c in range(2):
                     T.ptx.mbarrier.init(T.address_of(rbar[c]), 1)
                     T.ptx.mbarrier.init(T.address_of(gobar[c]), 1)
-                    # the first partial sum: every rank but the last (chain), the even
-                    # ranks but the last (tree)
-                    if (rank < S - 1) if not split_tree else (rank % 2 == 0 and rank + 1 < S):
+                    if rank % 2 == 0 and rank + 1 < S:  # the first partial sum's bytes
                         T.ptx.mbarrier.arrive.expect_tx(T.address_of(rbar[c]), part_bytes)
                 T.ptx.fence.mbarrier_init()
         if S > 1 or P > 1:
@@ -937,10 +935,8 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                 mt, nt = sched.coords(j)
                 m0, n0 = tile_origin(mt, nt, bm, bn, P, crank, swap, r0, c0)
                 it = consume(acc, r0, c0, kb, ke, it, leader)
-                if S > 1 and split_tree:  # add the partial sums in a tree: rank 0 ends
+                if S > 1:  # add the partial sums in a tree: rank 0 ends with the total
                     tree_reduce(acc, R, rbar, gobar, cw, rank, leader, S, part_bytes)
-                elif S > 1:  # along the cluster: rank S-1 first
-                    split_reduce(acc, R, rbar, cw, rank, leader, S)
                 if S == 1 or rank == 0:
                     store(acc, out, cw, m0, n0, leader)
             if streamk:
@@ -997,27 +993,6 @@ def release(empty, s, P, crank):
     if P == 2:
         T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[s]), 0, remote=1 - crank,
                                         scope="cta")  # reads done: no cluster fence
-
-
-@T.inline
-def split_reduce(acc, R, rbar, cw, rank, leader, S):
-    """Split K: consumer warpgroup ``cw`` of cluster rank ``rank`` adds the partial sum of
-    ranks ``rank+1 .. S-1`` (arrived in its ``R[cw]`` by the copy engine) to its own, and
-    hands the total on to rank ``rank-1`` the same way. Rank 0 ends with the whole sum, in
-    the same order on every run."""
-    if rank < S - 1:
-        T.ptx.mbarrier.try_wait(T.address_of(rbar[cw]), 0)
-        Tx.wg.add(acc[:, :], acc[:, :], R[cw, :, :])
-    if rank > 0:
-        T.ptx.bar.sync(1 + cw, 128)  # every thread has read R[cw]: overwrite it
-        Tx.wg.copy(R[cw, :, :], acc[:, :])
-        T.ptx.fence.proxy_async()  # generic stores, read next by the copy engine
-        T.ptx.bar.sync(1 + cw, 128)
-        if leader:
-            Tx.thread.copy_async(R[cw, :, :], R[cw, :, :], remote_cta_id=rank - 1,
-                                 mbar=T.address_of(rbar[cw]))
-
-
 
 
 @T.inline

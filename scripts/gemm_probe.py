@@ -5,12 +5,11 @@ count or grid a problem wants), bf16, CUDA-graph replays as in ``bench_gemm.py -
     PYTHONPATH=src python scripts/gemm_probe.py 1x28672x8192 -- T128x8s1/8 T128x8s1/4@264
     PROBE_ONLY=T128x8s1/8 ncu ... python scripts/gemm_probe.py 1x28672x8192 -- T128x8s1/8
 
-A kernel shape is ``[T]BMxBNsS/STAGES[@GRID][m2][gG][k][pP][c]``: ``T`` swap-AB, ``BM`` x ``BN``
+A kernel shape is ``[T]BMxBNsS/STAGES[@GRID][m2][gG][k][pP]``: ``T`` swap-AB, ``BM`` x ``BN``
 tiles, ``S`` CTAs of a cluster splitting K, the ring's stages, ``@GRID`` the persistent grid
 (default: the SM count; ``@0``: one CTA per tile, not persistent), ``m2`` a multicast pair
 sharing B, ``gG`` tile rows walked together (default ``GROUP_M``), ``k`` stream-K, ``pP``
-the TMA loads' L2 promotion in bytes (0, 64, 128, 256; default 128), ``c`` a split's
-partial sums added along a chain of the cluster's CTAs (default: a tree). Each
+the TMA loads' L2 promotion in bytes (0, 64, 128, 256; default 128). Each
 result is checked against torch.matmul first.
 """
 import functools
@@ -27,20 +26,19 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_gemm  # noqa: E402
 from timing import timed_all  # noqa: E402
 
-SPEC = re.compile(r"(T?)(\d+)x(\d+)s(\d+)/(\d+)(?:@(\d+))?(m2)?(?:g(\d+))?(k)?(?:p(\d+))?(c)?$")
+SPEC = re.compile(r"(T?)(\d+)x(\d+)s(\d+)/(\d+)(?:@(\d+))?(m2)?(?:g(\d+))?(k)?(?:p(\d+))?$")
 
 
 def parse(spec: str, sms: int) -> dict:
     m = SPEC.match(spec)
     if not m:
-        raise SystemExit(f"{spec!r}: a kernel shape is [T]BMxBNsS/STAGES[@GRID][m2][gG][k][pP][c]")
-    t, bm, bn, s, st, grid, mc, g, sk, promo, chain = m.groups()
+        raise SystemExit(f"{spec!r}: a kernel shape is [T]BMxBNsS/STAGES[@GRID][m2][gG][k][pP]")
+    t, bm, bn, s, st, grid, mc, g, sk, promo = m.groups()
     return dict(sms=int(grid or 0) or sms, bm=int(bm), bn=int(bn), splits=int(s),
                 stages=int(st), swap=bool(t), persistent=grid != "0",
                 multicast=2 if mc else 1, **({"group_m": int(g)} if g else {}),
                 **({"streamk": True} if sk else {}),
-                **({"l2_promotion": int(promo)} if promo else {}),
-                **({"split_tree": False} if chain else {}))
+                **({"l2_promotion": int(promo)} if promo else {}))
 
 
 def main(argv):
