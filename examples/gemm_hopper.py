@@ -354,8 +354,9 @@ def multicast_configs(M_: int, shapes: list[dict]) -> list[dict]:
     too few or too narrow for 128 x 256 (H200, 2026-12-02: 2048 x 1000 x 4096 at 128 x 128,
     582 TFLOP/s against 489 alone; 1024 x 3000 x 1024 at 128 x 192, 494 against 413); at
     large squares they run within 2 % of the tile alone. The estimate does not see L2
-    traffic, so they are timed, never planned. Swapped pairs (two column tiles) build and
-    pass the simulator but have not run on a GPU yet, so the tuner leaves them out."""
+    traffic, so they are timed, never planned. Swapped pairs (two column tiles) run
+    correctly but were no faster than the swapped tile alone on any shape measured (H200,
+    2026-12-03: 0.67-1.01 x), so the tuner leaves them out."""
     twins = [{**c, "multicast": 2} for c in shapes
              if not c["swap"] and c["splits"] == 1 and c["multicast"] == 1
              and c.get("persistent", True) and M_ >= 2 * c["bm"]]

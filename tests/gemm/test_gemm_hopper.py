@@ -181,9 +181,9 @@ def test_a_ragged_last_wave_takes_128x192_tiles():
 def test_the_tuner_times_multicast_twins_of_its_first_shapes():
     """Multicast pairs are timed, never planned: the twins of the first unswapped, unsplit
     shapes where M has two row tiles to pair (2048 x 1000 x 4096: 128 x 128 pairs ran 582
-    TFLOP/s against 489 alone on the H200), none at M = 64. Swapped pairs are left out
-    until they have run on a GPU (300 x 8192 x 8192 plans a swapped tile: its twin is the
-    best normal shape's)."""
+    TFLOP/s against 489 alone on the H200), none at M = 64. Swapped pairs are left out:
+    on the H200 they were no faster than the swapped tile alone (300 x 8192 x 8192 plans a
+    swapped tile: its twin is the best normal shape's)."""
     p = G.plan(2048, 1000, 4096, 132)
     twins = [c for c in G.tune_configs(2048, 1000, 4096, 132, p) if c["multicast"] == 2]
     assert p["multicast"] == 1 and 1 <= len(twins) <= G.TUNE_MULTICAST
