@@ -76,7 +76,7 @@ from tilewise.layout import S as S_
 from tilewise.layout import TileLayout, swizzled_tile, wgmma_accumulator
 from tilewise.runtime.scratch import Scratch, on_stream
 from tilewise.runtime.timer import CudaTimer
-from tilewise.sched import GroupedTiles, HybridStreamK
+from tilewise.sched import GroupedTiles, HybridStreamK, SplitK, grouped_coords
 
 STREAMK_MIN_BLOCKS = 4  # K blocks a stream-K range holds at least (a partial sum costs a
 #  64 x wn float32 store and load through L2 per consumer: ~1 us, about 4 K blocks' work)
@@ -112,6 +112,7 @@ KB = T.int32()  # B's rows with loose_b=True
 LDA = T.int32()  # the row pitches (elements) of A, B and C with strided=True
 LDB = T.int32()
 LDC = T.int32()
+WS = T.int32()  # the (tile, K slice) units of a split through global memory (W's rows)
 
 
 H200_CLUSTERS = {2: 66, 3: 39, 4: 30, 6: 17, 8: 15}  # clusters of S CTAs resident at once
@@ -120,6 +121,8 @@ H200_CLUSTERS = {2: 66, 3: 39, 4: 30, 6: 17, 8: 15}  # clusters of S CTAs reside
 STREAMK_FIXUP = 1e-6  # s a stream-K finisher waits on each helper's flag beyond its bytes
 LATENCY = 1.2e-6  # s from a TMA load's issue to its bytes (fits the 64-CTA swap kernels)
 HOP = 2e-6  # s a level of the split's tree costs beyond its bytes
+SPLIT_L2 = 4e12  # bytes/s of partial sums a split through global memory writes and reads
+SPLIT_LAUNCH = 3e-6  # s its second kernel adds: the first one's drain, its own start
 PEAK = 990e12  # dense bf16/fp16 tensor FLOP/s of an H100/H200 SXM (the datasheet)
 DRAM = 4.0e12  # bytes/s an H200 streams (torch's copy_ measured ~4.27e12)
 WGMMA_EFF = {256: 0.95, 192: 0.92, 128: 0.85, 64: 0.7, 32: 0.45, 16: 0.25, 8: 0.13}  # of
@@ -135,7 +138,7 @@ TUNE_HEAT_S = 0.0  # the tuner's heat (runtime/timer.py) for these kernels: none
 
 
 def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=None,
-         splits=None, stages=None, multicast=None, swap=None) -> dict:
+         splits=None, stages=None, multicast=None, swap=None, global_splits=None) -> dict:
     """The kernel's shape for a problem: ``bm`` x ``bn`` output tiles (two consumer
     warpgroups: 64 rows each at bm=128, half the columns each at bm=64), ``splits`` CTAs of
     a cluster sharing one tile's K blocks (their partial sums added along the cluster in
@@ -151,14 +154,19 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
     where the swapped 128 x 8 ran 0.97-1.04 x, in all three interleaved sweeps on the H200
     (2026-12-02, bf16 and fp16; benchmarks/RESULTS.md); at every other M = 1 shape it
     already took the swapped tile."""
-    best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1, "swap": False}
+    if splits is not None and global_splits is None:  # K's split chosen: not through
+        global_splits = 1  # global memory unless that is given too
+    best = {"bm": 128, "bn": 256, "splits": 1, "multicast": 1, "swap": False,
+            "global_splits": 1}
     forced = {k: v for k, v in (("bm", bm), ("bn", bn), ("splits", splits),
-                                ("multicast", multicast), ("swap", swap)) if v is not None}
+                                ("multicast", multicast), ("swap", swap),
+                                ("global_splits", global_splits)) if v is not None}
     if swap is None and (bm is not None or bn is not None):
         forced["swap"] = False  # a forced tile is the usual orientation unless swap=True
-    if None not in (M_, N_, K_) and len(forced) < 5:
+    if None not in (M_, N_, K_) and len(forced) < len(best):
         options = [c for c in candidates(M_, N_, K_, sms)
-                   if all(c[k] == v for k, v in forced.items())]
+                   if all(c.get(k, 1) == v for k, v in forced.items())]  # (1: a key
+        # only global splits have)
         if M_ <= DECODE_M and "swap" not in forced:  # decode: see the docstring
             options = [c for c in options if c["swap"]] or options
         if M_ > SWAP_M and "swap" not in forced and not _swap_timed(M_, N_, K_, sms):
@@ -176,6 +184,14 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
         raise config_error(f"splits={best['splits']}: a cluster has 1 to 8 CTAs")
     if best["multicast"] not in (1, 2) or (best["multicast"] == 2 and best["splits"] > 1):
         raise config_error(f"multicast={best['multicast']}: 1, or 2 without a split of K")
+    gs = best.setdefault("global_splits", 1)
+    if not isinstance(gs, int) or gs < 1 or (gs > 1 and (best["splits"] > 1 or
+                                                         best["multicast"] > 1)):
+        raise config_error(f"global_splits={gs}: a whole number >= 1 (CTAs sharing a tile's K "
+                           "blocks through global memory), with splits=1 and multicast=1 (a "
+                           "split through a cluster is the other way to share them)")
+    if gs == 1:  # (the key only where K is split so: the other configs as they were)
+        del best["global_splits"]
     fit = _stages_that_fit(best["bm"], best["bn"], best["splits"])
     if stages is None:
         stages = min(8, fit)
@@ -202,11 +218,33 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
                 break
             if _stages_that_fit(bm_, bn_, s) >= MIN_STAGES.get((bm_, bn_), 2):
                 out.append({"bm": bm_, "bn": bn_, "splits": s, "multicast": 1, "swap": swap})
+        if GLOBAL_SPLITS_PLANNED and _stages_that_fit(bm_, bn_, 1) >= MIN_STAGES.get(
+                (bm_, bn_), 2):
+            out += [{"bm": bm_, "bn": bn_, "splits": 1, "multicast": 1, "swap": swap,
+                     "global_splits": g} for g in global_splits_for(count, k_steps, sms)]
     return out
 
 
+GLOBAL_MIN_BLOCKS = 4  # K blocks a slice of a split through global memory keeps at least
+GLOBAL_SPLITS_PLANNED = False  # whether candidates() offers splits through global memory
+#  (to the plan and the tuner): not until they have been timed on a GPU (2026-12-03: built
+#  and simulated, no device to be had); make_gemm(..., global_splits=G) builds them
+
+
+def global_splits_for(tiles: int, k_steps: int, sms: int) -> list[int]:
+    """The ways a split through global memory is tried for ``tiles`` output tiles: fewer
+    tiles than half the SMs (a wave of whole tiles leaves most SMs idle), each slice at
+    least :data:`GLOBAL_MIN_BLOCKS` K blocks; the splits that fill one wave of CTAs (all
+    the SMs, or the most a whole number of slices per tile gives) and half of it."""
+    if 2 * tiles > sms:
+        return []
+    most = min(sms // tiles, k_steps // GLOBAL_MIN_BLOCKS)
+    return sorted({g for g in (most, most // 2) if g >= 2})
+
+
 def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
-             multicast: int = 1, swap: bool = False, streamk: bool = False) -> float:
+             multicast: int = 1, swap: bool = False, streamk: bool = False,
+             global_splits: int = 1) -> float:
     """Seconds a kernel shape should take: the larger of its tensor-core time (padded
     tiles, the wgmma width's efficiency, the SMs a partial last wave leaves idle) and its
     memory time (each operand read once, C written once; fewer CTAs than ~3/4 of the SMs
@@ -219,8 +257,17 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
     tiles = -(-M_ // bm) * -(-N_ // bn)
     wn = bn if bm == 128 else bn // 2
     units = tiles * splits
+    gs = global_splits
+    k_steps = -(-K_ // BK)
+    depth = min(8, _stages_that_fit(bm, bn, splits))  # K blocks a CTA has in flight
     if streamk:  # whole waves, then the rest by K blocks: every SM busy to the end
-        util, busy, waves = 1.0, min(sms, tiles * -(-K_ // BK)), 1.0
+        util, busy, waves = 1.0, min(sms, tiles * k_steps), 1.0
+    elif gs > 1:  # (tile, slice) units of single CTAs, each slice's blocks all it has
+        units = tiles * gs
+        util = units / (-(-units // sms) * sms)
+        busy = min(units, sms)
+        waves = 1.0 / util if units > sms else 1.0
+        depth = min(depth, -(-k_steps // gs))
     elif splits == 1:  # a multicast pair is scheduled as one unit of two tiles
         units, slots = -(-tiles // multicast), sms // multicast
         util = units / (-(-units // slots) * slots) * tiles / (units * multicast)
@@ -233,12 +280,13 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
         waves = 1.0 / util if units > slots else 1.0  # a last wave streams at a full one's pace
     flops = 2.0 * -(-M_ // bm) * bm * -(-N_ // bn) * bn * K_
     compute = flops / (PEAK * wgmma_eff(wn) * util)
-    flight = busy * min(8, _stages_that_fit(bm, bn, splits)) * (bm + bn) * BK * 2 / LATENCY
+    flight = busy * depth * (bm + bn) * BK * 2 / LATENCY
     rate = min(DRAM * min(1.0, busy / (0.75 * sms)), flight)
     memory = 2.0 * (M_ * K_ + K_ * N_ + M_ * N_) / rate * waves
     reduce = split_reduce_time(splits, wn)
+    if gs > 1:  # the partial sums written and read back through L2, the second kernel
+        reduce = 2 * tiles * gs * bm * bn * 4 / SPLIT_L2 + SPLIT_LAUNCH
     if streamk and tiles % sms:  # a split tile's finisher adds its helpers' partial sums
-        k_steps = -(-K_ // BK)
         q = max(-(-(tiles % sms) * k_steps // sms), STREAMK_MIN_BLOCKS)
         reduce = -(-k_steps // q) * (64 * wn * 4 * 2 / 400e9 + STREAMK_FIXUP)
     # the two overlap, but not perfectly: the smaller still shows a little
@@ -340,7 +388,8 @@ def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]
     # one CTA per tile beside the persistent shapes where it measured faster (the H200,
     # 2026-12-02: 1-8 % for M <= 128, where B streams; benchmarks/RESULTS.md)
     return (out + [{**c, "persistent": False} for c in out if _one_per_tile(M_, N_, sms, c)]
-            + multicast_configs(M_, out) + streamk_configs(M_, N_, K_, sms))
+            + multicast_configs(M_, out) + streamk_configs(M_, N_, K_, sms)
+            + [c for c in global_configs(M_, N_, K_, sms) if c not in out])
 
 
 TUNE_MULTICAST = 2  # multicast twins of the tuner's first normal shapes it times too
@@ -359,7 +408,8 @@ def multicast_configs(M_: int, shapes: list[dict]) -> list[dict]:
     2026-12-03: 0.67-1.01 x), so the tuner leaves them out."""
     twins = [{**c, "multicast": 2} for c in shapes
              if not c["swap"] and c["splits"] == 1 and c["multicast"] == 1
-             and c.get("persistent", True) and M_ >= 2 * c["bm"]]
+             and "global_splits" not in c and c.get("persistent", True)
+             and M_ >= 2 * c["bm"]]
     return twins[:TUNE_MULTICAST]
 
 
@@ -371,7 +421,8 @@ def streamk_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     k_steps = -(-K_ // BK)
     if k_steps < 2 * STREAMK_MIN_BLOCKS:
         return []
-    tiles = [c for c in candidates(M_, N_, K_, sms) if c["splits"] == 1]
+    tiles = [c for c in candidates(M_, N_, K_, sms)
+             if c["splits"] == 1 and "global_splits" not in c]
     ragged = [c for c in tiles if 0 < _tile_count(M_, N_, c["bm"], c["bn"], c["swap"]) % sms
               < STREAMK_RAGGED * sms]
     ranked = sorted(ragged, key=lambda c: estimate(M_, N_, K_, sms, **c, streamk=True))
@@ -382,6 +433,18 @@ def streamk_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
         picked = ranked[:TUNE_STREAMK]
         picked += _other_orientation(picked, ranked)
     return [{**plan(M_, N_, K_, sms, **c), "streamk": True} for c in picked]
+
+
+TUNE_GLOBAL = 2  # splits through global memory the tuner times, where tiles are few
+
+
+def global_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
+    """Splits through global memory worth timing: where whole tiles fill less than half the
+    SMs (:func:`global_splits_for`), the :data:`TUNE_GLOBAL` that :func:`estimate` ranks
+    best, each of another tile or split."""
+    ranked = sorted((c for c in candidates(M_, N_, K_, sms) if c.get("global_splits", 1) > 1),
+                    key=lambda c: estimate(M_, N_, K_, sms, **c))
+    return [plan(M_, N_, K_, sms, **c) for c in ranked[:TUNE_GLOBAL]]
 
 
 def _by_orientation(ranked: list[dict], normal: int, swapped: int) -> list[dict]:
@@ -427,7 +490,7 @@ def _one_per_tile(M_: int, N_: int, sms: int, c: dict) -> bool:
     tiles = _tile_count(M_, N_, c["bm"], c["bn"], c["swap"])
     waves = TUNE_ONE_PER_TILE_WAVES if M_ <= STREAMING_M else 1
     return (c["splits"] == 1 and c["multicast"] == 1 and c.get("persistent", True)
-            and tiles <= waves * sms)
+            and "global_splits" not in c and tiles <= waves * sms)
 
 
 def _stages_that_fit(bm: int, bn: int, splits: int) -> int:
@@ -442,7 +505,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
               splits: int | None = None, multicast: int | None = None,
               swap: bool | None = None, persistent: bool | None = None,
               transB: bool = False, loose_b: bool = False, streamk: bool | None = None,
-              strided: bool = False):
+              strided: bool = False, global_splits: int | None = None):
     """The GEMM kernel ``k(A, B, C)`` for ``dtype`` in {"bfloat16", "float16"}. The sizes,
     when given, are checked against TMA's alignment rule and choose the kernel's shape: the
     kernel is tuned on its first launch (``tilewise.autotune`` over :func:`plan`'s choice
@@ -463,7 +526,10 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     the tuner also times that form where the last wave of tiles is ragged. ``strided=True``:
     A, B and C may be row-strided views (BLAS's lda, ldb, ldc: each row pitch any multiple of
     16 bytes at least the row's width, e.g. ``qkv[:, :4096]``); without it they are
-    C-contiguous. The kernel is the same but for three more sizes bound at launch."""
+    C-contiguous. The kernel is the same but for three more sizes bound at launch.
+    ``global_splits=G``: each tile's K blocks cut into G slices over single CTAs (no
+    cluster, so every SM), their float32 partial sums added in slice order by a second
+    kernel (:class:`GlobalSplit`, which keeps the workspace; docs/gemm_hopper.md)."""
     if dtype not in ("bfloat16", "float16"):
         raise config_error(f"make_gemm takes bfloat16 or float16, not {dtype!r}")
     if any(v is not None and v % 8 for v in (N_, K_)):
@@ -474,7 +540,8 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
         kw = dict(dtype=dtype, num_sms=num_sms, stages=stages, producer=producer, bn=bn,
                   bm=bm, splits=splits, multicast=multicast, swap=swap,
                   persistent=persistent, transB=transB, loose_b=True, streamk=streamk,
-                  strided=strided)  # (the arrays it copies are contiguous, the others views)
+                  strided=strided, global_splits=global_splits)  # (the arrays it copies
+        # are contiguous, the others views)
         return Padded(make_gemm(M_, _up8(N_), _up8(K_), **kw), M_, N_, K_, transB)
     if producer not in ("warpgroup", "warp"):
         raise config_error(f"producer={producer!r}: 'warpgroup' or 'warp'")
@@ -485,27 +552,38 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     if swap and bn is not None and not swap_tile_ok(bm or 128, bn):
         raise config_error(f"swap=True with bm={bm or 128}, bn={bn}: {SWAP_RULE}")
     sms = num_sms or runtime.sm_count(default=H200_SMS)
-    if persistent is False or streamk:  # the forms without a cluster
+    if persistent is False or streamk or (global_splits or 1) > 1:  # no cluster
         splits, multicast = splits or 1, multicast or 1
-    cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast, swap)
+    if streamk and global_splits is None:
+        global_splits = 1
+    cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast, swap, global_splits)
     if persistent is not None:
         cfg["persistent"] = persistent
-    forced = (bm, bn, splits, stages, multicast, swap, persistent, streamk) != (None,) * 8
+    forced = (bm, bn, splits, stages, multicast, swap, persistent, streamk,
+              global_splits) != (None,) * 9
     if not forced and None not in (M_, N_, K_):
         return tilewise.autotune(functools.partial(_kernel, dtype, sms, producer,
                                                    transB=bool(transB),
                                                    loose_b=bool(loose_b),
                                                    strided=bool(strided)),
                                  configs=tune_configs(M_, N_, K_, sms, cfg),
-                                 timer=CudaTimer(heat_s=TUNE_HEAT_S), wrap=_streamk_wrap)
+                                 timer=CudaTimer(heat_s=TUNE_HEAT_S),
+                                 wrap=functools.partial(_streamk_wrap, dtype=dtype))
     kernel = _kernel(dtype, sms, producer, **cfg, transB=bool(transB), loose_b=bool(loose_b),
                      streamk=bool(streamk), strided=bool(strided))
-    return StreamK(kernel, cfg) if streamk else kernel
+    if streamk:
+        return StreamK(kernel, cfg)
+    return GlobalSplit(kernel, cfg, dtype) if cfg.get("global_splits", 1) > 1 else kernel
 
 
-def _streamk_wrap(config: dict, kernel):
-    """The tuner's launcher of a compiled candidate: stream-K ones with their workspace."""
-    return StreamK(kernel, config) if config.get("streamk") else None
+def _streamk_wrap(config: dict, kernel, dtype: str = "bfloat16"):
+    """The tuner's launcher of a compiled candidate: stream-K ones and splits through global
+    memory with their workspace (the latter with the second kernel, of ``dtype``)."""
+    if config.get("streamk"):
+        return StreamK(kernel, config)
+    if config.get("global_splits", 1) > 1:
+        return GlobalSplit(kernel, config, dtype)
+    return None
 
 
 class StreamK:
@@ -550,6 +628,127 @@ class StreamK:
         if F.any():
             raise tilewise.TilewiseError(f"a stream-K launch left flags set: {F.tolist()}")
         return report
+
+
+class GlobalSplit:
+    """``make_gemm``'s kernel with ``global_splits=G``, launched as ``k(A, B, C)``: each
+    output tile's K blocks cut into ``G`` slices (:class:`tilewise.sched.SplitK`), each
+    slice a unit of work for a single CTA (no cluster: any number of CTAs, every SM), whose
+    float32 partial sum goes to its slot of a workspace ``W`` (units, 2, registers, 128:
+    each consumer thread's accumulator registers, in fragment order). A second kernel
+    (:func:`_split_reduce`) adds each tile's ``G`` partial sums, in slice order (the same
+    bits every run), and writes C. The workspace is kept per stream (and device, dtype and
+    shape), as :class:`StreamK`'s; ``tw.simulate`` runs both kernels on a fresh one,
+    poisoned with NaN."""
+
+    def __init__(self, kernel, cfg: dict, dtype: str = "bfloat16"):
+        self.kernel, self.dtype = kernel, dtype
+        self.bm, self.bn, self.swap = cfg["bm"], cfg["bn"], bool(cfg.get("swap"))
+        self.splits = cfg["global_splits"]
+        self.wn = self.bn if self.bm == 128 else self.bn // 2
+        self.reduce = _split_reduce(dtype, self.bm, self.bn, self.splits, self.swap,
+                                    cfg.get("group_m", GROUP_M))
+        self._bufs = Scratch("a split GEMM's partial sums")
+
+    def __tilewise_prim_func__(self):
+        return as_prim_func(self.kernel)
+
+    def __repr__(self) -> str:
+        return (f"<make_gemm kernel, K split {self.splits} ways through global memory, "
+                f"{self.bm}x{self.bn} tiles>")
+
+    def w_shape(self, C) -> tuple:
+        """The workspace of a launch writing ``C``: a slot per (tile, slice) unit."""
+        rows, cols = (C.shape[1], C.shape[0]) if self.swap else tuple(C.shape)
+        units = -(-rows // self.bm) * -(-cols // self.bn) * self.splits
+        return (units, 2, self.wn // 2, 128)
+
+    def __call__(self, A, B, C, stream=None):
+        shape = self.w_shape(C)
+        W = self._bufs.get(A, stream, shape, lambda lib: lib.empty(A, shape, "float32"))
+        self.kernel(A, B, C, W, stream=stream)
+        self.reduce(W, C, stream=stream)
+
+    def __tilewise_simulate__(self, simulate, A, B, C, **kw):
+        import numpy as np
+
+        W = np.full(self.w_shape(C), np.nan, np.float32)  # poisoned: every read must be written
+        simulate(self.kernel, A, B, C, W, **kw)
+        return simulate(self.reduce, W, C, **kw)
+
+
+@functools.lru_cache(maxsize=None)
+def _split_reduce(dtype, bm, bn, splits, swap, group_m):
+    """The second kernel of a split through global memory: C = the sum of each tile's
+    ``splits`` partial sums, in slice order. A *unit* is 8 output values: register pair
+    ``q`` (values 2q and 2q + 1: one row, adjacent columns) of four consecutive threads of a
+    consumer (a quad: one row, columns 2 apart), so two 16-byte loads of a partial sum give
+    8 consecutive columns of C, stored as one 16-byte vector (swapped: 8 rows of one column
+    of C). ``gp`` threads share a unit, each adding every ``gp``-th partial sum; their sums
+    meet in shared memory and thread 0 of them adds them in order: enough threads and
+    loads in flight to read the workspace at L2's pace even when a few tiles are split
+    many ways."""
+    wn = bn if bm == 128 else bn // 2
+    pairs = wn // 4  # register pairs of a consumer thread
+    per_tile = 2 * pairs * 32  # units: (consumer, pair, quad)
+    gp = min(32, 1 << (splits - 1).bit_length())
+    U = 256 // gp  # units of a CTA
+    rounds = -(-splits // gp)
+    ROWS, COLS = (N, M) if swap else (M, N)
+
+    @T.prim_func
+    def split_reduce(W_ptr: T.handle, C_ptr: T.handle):
+        W = T.match_buffer(W_ptr, (WS, 2, wn // 2, 128), "float32")
+        C = T.match_buffer(C_ptr, (M, N), dtype, strides=(LDC, 1))
+        T.device_entry()
+        m_tiles = T.meta_var(T.ceildiv(ROWS, bm))
+        n_tiles = T.meta_var(T.ceildiv(COLS, bn))
+        bx = T.cta_id([T.ceildiv(m_tiles * n_tiles * per_tile, U)])
+        tid = T.thread_id([256])
+        part = T.alloc_shared((gp, U, 8), "float32")
+        acc = T.alloc_local((8,), "float32")
+        x = T.alloc_local((8,), "float32")
+        out = T.alloc_local((8,), dtype)
+        g = tid // U  # which partial sums this thread adds: g, g + gp, ...
+        u = bx * U + tid % U
+        t = u // per_tile
+        cw = u // (pairs * 32) % 2
+        q = u // 32 % pairs
+        i4 = u % 32
+        for e in T.static_range(8):
+            acc[e] = 0.0
+        if t < m_tiles * n_tiles:
+            for j in T.static_range(rounds):
+                if rounds * gp == splits or g + j * gp < splits:
+                    r = t * splits + g + j * gp
+                    Tx.thread.copy(x[0:4], W[r, cw, 2 * q, 4 * i4:4 * i4 + 4])
+                    Tx.thread.copy(x[4:8], W[r, cw, 2 * q + 1, 4 * i4:4 * i4 + 4])
+                    for e in T.static_range(4):  # thread e of the quad: columns 2e, 2e + 1
+                        acc[2 * e] = acc[2 * e] + x[e]
+                        acc[2 * e + 1] = acc[2 * e + 1] + x[4 + e]
+        if gp > 1:
+            Tx.thread.copy(part[g, tid % U, 0:8], acc[0:8])
+            T.cuda.cta_sync()
+        if g == 0 and t < m_tiles * n_tiles:
+            for h in T.static_range(1, gp):  # the other threads' sums, in order
+                Tx.thread.copy(x[0:8], part[h, tid % U, 0:8])
+                for e in T.static_range(8):
+                    acc[e] = acc[e] + x[e]
+            for e in T.static_range(8):
+                out[e] = T.cast(acc[e], dtype)
+            mt, nt = grouped_coords(t, m_tiles, n_tiles, group_m)
+            # the wgmma fragment's row of thread 4 i4 and column of value 2q (atoms.py)
+            row = mt * bm + (cw * 64 if bm == 128 else 0) + i4 // 8 * 16 + i4 % 8 + q % 2 * 8
+            col = nt * bn + (0 if bm == 128 else cw * wn) + q // 2 * 8
+            if swap:  # the tile's rows are N, its columns M: C[col + e, row]
+                if row < N:
+                    for e in T.static_range(8):
+                        if col + e < M:
+                            C[col + e, row] = out[e]
+            elif row < M and col < N:  # N is a multiple of 8: all 8 columns or none
+                Tx.thread.copy(C[row, col:col + 8], out[0:8])
+
+    return split_reduce
 
 
 def _streamk_grid(kernel) -> int:
@@ -700,7 +899,7 @@ def _padded(x, shape, fill=True):
 
 def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=False,
             persistent=True, group_m=GROUP_M, transB=False, loose_b=False, streamk=False,
-            l2_promotion=None, strided=False):
+            l2_promotion=None, strided=False, global_splits=1):
     threads = 256 + (128 if producer == "warpgroup" else 32)
     wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
     stage_bytes = (bm * BK + BK * bn) * 2
@@ -728,6 +927,11 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
         raise config_error(f"streamk=True with splits={S}, multicast={P}, persistent="
                            f"{persistent}: stream-K is a persistent grid of single CTAs (it "
                            "splits the K blocks of the last wave's tiles itself)")
+    GS = global_splits  # single CTAs sharing one tile's K blocks (a second kernel adds them)
+    if GS > 1 and (S > 1 or P > 1 or streamk):
+        raise config_error(f"global_splits={GS} with splits={S}, multicast={P}, streamk="
+                           f"{streamk}: a split through global memory is a grid of single "
+                           "CTAs, each on one K slice of one tile")
     grid = sms // P * P
     promo = {} if l2_promotion is None else {"l2_promotion": l2_promotion}  # TMA's default: 128
 
@@ -745,6 +949,8 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
         if streamk:  # each CTA's partial-sum slot, and a flag per stream-K tile
             W = T.match_buffer(W_ptr, (grid, 2, wn // 2, 128), "float32")  # fragment order
             F = T.match_buffer(F_ptr, (grid, 2), "int32")
+        if GS > 1:  # each (tile, K slice) unit's partial sum, in fragment order
+            W = T.match_buffer(W_ptr, (WS, 2, wn // 2, 128), "float32")
         T.device_entry()
         m_tiles = T.meta_var(T.ceildiv(ROWS, bm))  # expressions of the sizes (the grid's too)
         n_tiles = T.meta_var(T.ceildiv(COLS, bn))
@@ -753,6 +959,11 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
             bx = T.cta_id([grid])
             sched = HybridStreamK(m_tiles, n_tiles, T.ceildiv(K, BK), first=bx, ctas=grid,
                                   group_m=group_m, min_blocks=STREAMK_MIN_BLOCKS)
+        elif GS > 1:  # (tile, K slice) units: one per CTA, or walked by one CTA per SM
+            units = T.meta_var(m_tiles * n_tiles * GS)
+            bx = T.cta_id([grid if persistent else units])
+            sched = SplitK(m_tiles, n_tiles, T.ceildiv(K, BK), GS, first=bx,
+                           step=grid if persistent else units, group_m=group_m)
         elif S == 1 and P == 1 and persistent:  # one CTA per SM walks the tiles
             bx = T.cta_id([grid])
             sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=grid, group_m=group_m)
@@ -910,10 +1121,15 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                 T.ptx.setmaxnreg(False, 40)
             if tid == 256:
                 it = 0
-                for j in sched.tiles():
-                    mt, nt = sched.coords(j)
-                    m0, n0 = tile_origin(mt, nt, bm, bn, P, crank, swap)
-                    it = produce(m0, n0, kb, ke, it)
+                if GS > 1:
+                    for j in sched.units():
+                        mt, nt, _, ukb, uke = sched.coords(j)
+                        it = produce(mt * bm, nt * bn, ukb, uke, it)
+                else:
+                    for j in sched.tiles():
+                        mt, nt = sched.coords(j)
+                        m0, n0 = tile_origin(mt, nt, bm, bn, P, crank, swap)
+                        it = produce(m0, n0, kb, ke, it)
                 if streamk:
                     for g in sched.segments():
                         _, mt, nt, skb, ske = sched.segment(g)
@@ -925,21 +1141,29 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
             r0 = cw * 64 if bm == 128 else 0
             c0 = 0 if bm == 128 else cw * wn
             leader = tid % 128 == 0
-            if streamk:  # registers by index too: partial sums move in fragment order
+            if streamk or GS > 1:  # registers by index too: partial sums move in fragment
+                # order
                 accr = T.alloc_local((wn // 2,), "float32")
                 acc = accr.view(64, wn, layout=wgmma_accumulator(wn))
             else:
                 acc = T.alloc_local((64, wn), "float32", layout=wgmma_accumulator(wn))
             out = T.alloc_local((64, wn), dtype, layout=wgmma_accumulator(wn))
             it = 0
-            for j in sched.tiles():
-                mt, nt = sched.coords(j)
-                m0, n0 = tile_origin(mt, nt, bm, bn, P, crank, swap, r0, c0)
-                it = consume(acc, r0, c0, kb, ke, it, leader)
-                if S > 1:  # add the partial sums in a tree: rank 0 ends with the total
-                    tree_reduce(acc, R, rbar, gobar, cw, rank, leader, S, part_bytes)
-                if S == 1 or rank == 0:
-                    store(acc, out, cw, m0, n0, leader)
+            if GS > 1:  # each unit's partial sum to its slot (the reduce kernel adds them)
+                for j in sched.units():
+                    _, _, _, ukb, uke = sched.coords(j)
+                    it = consume(acc, r0, c0, ukb, uke, it, leader)
+                    for v in T.static_range(wn // 2):  # a warp's 128 contiguous bytes a store
+                        W[sched.index(j), cw, v, tid % 128] = accr[v]
+            else:
+                for j in sched.tiles():
+                    mt, nt = sched.coords(j)
+                    m0, n0 = tile_origin(mt, nt, bm, bn, P, crank, swap, r0, c0)
+                    it = consume(acc, r0, c0, kb, ke, it, leader)
+                    if S > 1:  # add the partial sums in a tree: rank 0 ends with the total
+                        tree_reduce(acc, R, rbar, gobar, cw, rank, leader, S, part_bytes)
+                    if S == 1 or rank == 0:
+                        store(acc, out, cw, m0, n0, leader)
             if streamk:
                 for g in sched.segments():
                     t, mt, nt, skb, ske = sched.segment(g)
@@ -968,9 +1192,11 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
 
     if streamk:
         return gemm
-    # without stream-K the workspace parameters are unused: the kernel takes (A, B, C)
+    # without stream-K the workspace parameters are unused: the kernel takes (A, B, C), and
+    # (A, B, C, W) with a split through global memory
+    unused = ("F_ptr",) if GS > 1 else ("W_ptr", "F_ptr")
     return dataclasses.replace(gemm, params=tuple(p for p in gemm.params
-                                                  if p.name not in ("W_ptr", "F_ptr")))
+                                                  if p.name not in unused))
 
 
 @T.inline

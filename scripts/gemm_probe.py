@@ -5,11 +5,12 @@ count or grid a problem wants), bf16, CUDA-graph replays as in ``bench_gemm.py -
     PYTHONPATH=src python scripts/gemm_probe.py 1x28672x8192 -- T128x8s1/8 T128x8s1/4@264
     PROBE_ONLY=T128x8s1/8 ncu ... python scripts/gemm_probe.py 1x28672x8192 -- T128x8s1/8
 
-A kernel shape is ``[T]BMxBNsS/STAGES[@GRID][m2][gG][k][pP]``: ``T`` swap-AB, ``BM`` x ``BN``
+A kernel shape is ``[T]BMxBNsS/STAGES[@GRID][m2][gG][k][pP][+G]``: ``T`` swap-AB, ``BM`` x ``BN``
 tiles, ``S`` CTAs of a cluster splitting K, the ring's stages, ``@GRID`` the persistent grid
 (default: the SM count; ``@0``: one CTA per tile, not persistent), ``m2`` a multicast pair
 sharing B, ``gG`` tile rows walked together (default ``GROUP_M``), ``k`` stream-K, ``pP``
-the TMA loads' L2 promotion in bytes (0, 64, 128, 256; default 128). Each
+the TMA loads' L2 promotion in bytes (0, 64, 128, 256; default 128), ``+G`` K split ``G``
+ways over single CTAs, their partial sums added by a second kernel (``global_splits``). Each
 result is checked against torch.matmul first.
 """
 import functools
@@ -26,19 +27,21 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_gemm  # noqa: E402
 from timing import timed_all  # noqa: E402
 
-SPEC = re.compile(r"(T?)(\d+)x(\d+)s(\d+)/(\d+)(?:@(\d+))?(m2)?(?:g(\d+))?(k)?(?:p(\d+))?$")
+SPEC = re.compile(r"(T?)(\d+)x(\d+)s(\d+)/(\d+)(?:@(\d+))?(m2)?(?:g(\d+))?(k)?(?:p(\d+))?"
+                  r"(?:\+(\d+))?$")
 
 
 def parse(spec: str, sms: int) -> dict:
     m = SPEC.match(spec)
     if not m:
-        raise SystemExit(f"{spec!r}: a kernel shape is [T]BMxBNsS/STAGES[@GRID][m2][gG][k][pP]")
-    t, bm, bn, s, st, grid, mc, g, sk, promo = m.groups()
+        raise SystemExit(f"{spec!r}: a kernel shape is [T]BMxBNsS/STAGES[@GRID][m2][gG][k][pP][+G]")
+    t, bm, bn, s, st, grid, mc, g, sk, promo, gs = m.groups()
     return dict(sms=int(grid or 0) or sms, bm=int(bm), bn=int(bn), splits=int(s),
                 stages=int(st), swap=bool(t), persistent=grid != "0",
                 multicast=2 if mc else 1, **({"group_m": int(g)} if g else {}),
                 **({"streamk": True} if sk else {}),
-                **({"l2_promotion": int(promo)} if promo else {}))
+                **({"l2_promotion": int(promo)} if promo else {}),
+                **({"global_splits": int(gs)} if gs else {}))
 
 
 def main(argv):
@@ -64,8 +67,10 @@ def main(argv):
     for s, b in zip(specs, built):
         reasons[s] = b.reason
         kernels[s] = None if b.blob is None else pickle.loads(b.blob)
-        if kernels[s] is not None and s.endswith("k"):  # stream-K: with its workspace
+        if kernels[s] is not None and "k" in s:  # stream-K: with its workspace
             kernels[s] = G.StreamK(kernels[s], parse(s, sms))
+        elif kernels[s] is not None and "+" in s:  # split through global memory
+            kernels[s] = G.GlobalSplit(kernels[s], parse(s, sms))
     tri = None if only else bench_gemm.triton_matmul()
     for M, N, K in shapes:
         A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)

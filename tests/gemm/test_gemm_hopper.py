@@ -481,6 +481,80 @@ def test_stream_k_is_timed_where_the_last_wave_is_ragged():
         G.make_gemm(256, 256, 512, streamk=True, splits=2)
 
 
+GLOBAL_SPLIT_CASES = [  # (shape, kernel shape): a split through global memory, ragged M,
+    # N and K, the persistent walk over more units than CTAs, swapped and transB tiles
+    pytest.param((200, 192, 520), {"bm": 128, "bn": 64, "global_splits": 3, "num_sms": 8},
+                 id="bn64-persistent"),
+    pytest.param((130, 136, 712), {"bm": 128, "bn": 128, "global_splits": 5,
+                                   "persistent": False}, id="one-cta-a-unit",
+                 marks=pytest.mark.slow),
+    pytest.param((64, 256, 1024), {"bm": 64, "bn": 64, "swap": True, "global_splits": 3,
+                                   "num_sms": 4}, id="swap-bm64"),
+    pytest.param((40, 264, 1024), {"bm": 128, "bn": 40, "swap": True, "global_splits": 2,
+                                   "transB": True, "num_sms": 3}, id="swap-transB",
+                 marks=pytest.mark.slow),
+    pytest.param((70, 136, 4096), {"bm": 64, "bn": 128, "global_splits": 33, "num_sms": 132},
+                 id="33-slices", marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("shape,kw", GLOBAL_SPLIT_CASES)
+def test_a_split_through_global_memory_adds_its_slices_in_a_second_kernel(shape, kw):
+    """global_splits=G: each tile's K blocks cut into G slices, one CTA each (no cluster),
+    their partial sums written to a workspace (poisoned with NaN by the wrapper: a slot
+    read before it is written shows) and added, in slice order, by a second kernel that
+    writes C (poisoned too: an entry it misses shows)."""
+    a, b, c = G.inputs(np.random.default_rng(7), shape, "bfloat16")
+    k = G.make_gemm(*shape, stages=2, **kw)
+    assert isinstance(k, G.GlobalSplit) and k.splits == kw["global_splits"]
+    bk = np.ascontiguousarray(b.T) if kw.get("transB") else b
+    c[...] = np.nan
+    assert tw.simulate(k, a, bk, c).ok
+    _check(c, a, b)
+
+
+def test_a_split_through_global_memory_is_refused_with_a_cluster_split_or_a_pair():
+    with pytest.raises(tw.TilewiseError, match="with splits=1 and multicast=1"):
+        G.make_gemm(256, 256, 4096, splits=2, global_splits=4)
+    with pytest.raises(tw.TilewiseError, match="a whole number >= 1"):
+        G.make_gemm(256, 256, 4096, global_splits=0)
+    with pytest.raises(tw.TilewiseError, match="a split through global memory is a grid"):
+        G._kernel("bfloat16", 132, "warpgroup", 128, 128, 1, 4, streamk=True,
+                  global_splits=4)
+
+
+def test_global_splits_are_candidates_only_where_tiles_leave_most_sms_idle(monkeypatch):
+    """A split through global memory is tried where the whole tiles fill less than half
+    the SMs, each slice keeping 4 K blocks: the splits that fill one wave, and half (once
+    GLOBAL_SPLITS_PLANNED lets candidates() offer them)."""
+    monkeypatch.setattr(G, "GLOBAL_SPLITS_PLANNED", True)
+    assert G.global_splits_for(1, 1024, 132) == [66, 132]
+    assert G.global_splits_for(16, 128, 132) == [4, 8]
+    assert G.global_splits_for(16, 16, 132) == [2, 4]  # 4 blocks a slice at most
+    assert G.global_splits_for(67, 1024, 132) == []  # more than half the SMs: whole tiles
+    assert G.global_splits_for(40, 4, 132) == []  # one slice of 4 blocks: nothing to split
+    kinds = {c.get("global_splits", 1) for c in G.candidates(128, 128, 65536, 132)}
+    assert {66, 132} <= kinds
+    assert all("global_splits" not in c for c in G.candidates(4096, 4096, 4096, 132))
+    for shape in ((128, 128, 65536), (512, 512, 8192), (1, 4096, 4096)):
+        cs = G.tune_configs(*shape, 132, G.plan(*shape, 132))
+        timed = [c for c in cs if c.get("global_splits", 1) > 1]
+        assert 1 <= len(timed) and len(timed) <= G.TUNE_GLOBAL + G.TUNE_ALTERNATIVES + 1, cs
+        assert all(c["splits"] == 1 and c["multicast"] == 1 and not c.get("streamk")
+                   and c.get("persistent", True) for c in timed), timed
+
+
+def test_global_split_kernels_keep_their_wgmma_asynchronous():
+    """ptxas: the partial sums leave the registers in fragment order (as stream-K's), so no
+    wgmma is serialised and nothing spills."""
+    from ptxas_log import assemble
+
+    for kw in ({"bm": 128, "bn": 128}, {"bm": 64, "bn": 64, "swap": True}):
+        log = assemble(tw.compile(G.make_gemm(512, 512, 8192, num_sms=132, global_splits=4,
+                                              **kw), "sm_90a"))
+        assert "serialized" not in log, log
+        assert "0 bytes spill stores, 0 bytes spill loads" in log, log
+
+
 def test_stream_k_refuses_arrays_it_cannot_keep_a_workspace_for():
     k = G.make_gemm(256, 256, 512, num_sms=4, bm=128, bn=128, streamk=True)
     a, b, c = G.inputs(np.random.default_rng(5), (256, 256, 512), "bfloat16")
@@ -806,6 +880,47 @@ def test_stream_k_on_the_gpu_matches_torch(shape, cfg, torch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [{"bm": 128, "bn": 128, "global_splits": 66},
+                                 {"bm": 128, "bn": 64, "global_splits": 16},
+                                 {"bm": 64, "bn": 64, "swap": True, "global_splits": 8},
+                                 {"bm": 128, "bn": 64, "global_splits": 4, "transB": True},
+                                 {"bm": 128, "bn": 96, "swap": True, "global_splits": 7,
+                                  "persistent": False}])
+@pytest.mark.parametrize("shape", [(128, 128, 65536), (512, 512, 8192), (64, 1024, 8192),
+                                   (200, 520, 3000), (96, 768, 3072), (5, 4096, 4096)])
+def test_a_split_through_global_memory_on_the_gpu_matches_torch(shape, cfg, torch):
+    """global_splits on the H200 against float64, C poisoned each time: two launches in a
+    row give the same bits (the slices are added in one order), a third on a second stream
+    (its own workspace) too."""
+    M, N, K = shape
+    cfg = dict(cfg)
+    transB = cfg.pop("transB", False)
+    A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
+    B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
+    ref = A.double() @ B.double()
+    k = G.make_gemm(M, N, K, transB=transB, **cfg)
+    Bk = B.t().contiguous() if transB else B
+    side = torch.cuda.Stream()
+    first = None
+    for launch in range(3):
+        C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        if launch == 2:
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                k(A, Bk, C)
+            torch.cuda.current_stream().wait_stream(side)
+        else:
+            k(A, Bk, C)
+        err = (C.double() - ref).abs()
+        assert not torch.isnan(C).any(), launch
+        assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
+            (launch, float(err.max()))
+        first = C.clone() if first is None else first
+        assert torch.equal(C, first), launch
+    assert len(k._bufs) == 2
+
+
+@pytest.mark.gpu
 def test_stream_k_first_called_inside_a_cuda_graph_capture(torch):
     """The workspace made during a capture (no device synchronize there: the flags' zeros
     become part of the graph, before the kernel), then replayed twice."""
@@ -906,7 +1021,8 @@ def test_m_up_to_512_takes_swapped_tiles_cut_to_fit_m():
     for shape in ((200, 5120, 5120), (256, 4096, 14336), (300, 8192, 8192), (512, 4096, 4096)):
         first = G.plan(*shape, 132)
         cs = [c for c in G.tune_configs(*shape, 132, first) if c.get("persistent", True)
-              and not c.get("streamk") and c["multicast"] == 1]  # (pairs: their own test)
+              and not c.get("streamk") and c["multicast"] == 1
+              and "global_splits" not in c]  # (pairs, splits through memory: their own tests)
         normal = {(c["bm"], c["bn"]) for c in cs[1:] if not c["swap"]}
         assert len(normal) == 3 and sum(c["swap"] for c in cs[1:]) == 1, (shape, cs)
     assert G.wgmma_eff(72) == pytest.approx(0.7 + 0.15 * 8 / 64)
