@@ -173,6 +173,12 @@ def plan(M_: int | None, N_: int | None, K_: int | None, sms: int, bm=None, bn=N
             options = [c for c in options if not c["swap"]] or options  # (SWAP_GAIN)
         if options:
             best = min(options, key=lambda c: estimate(M_, N_, K_, sms, **c))
+            whole = [c for c in options if c.get("global_splits", 1) == 1]
+            if best.get("global_splits", 1) > 1 and whole and "global_splits" not in forced:
+                other = min(whole, key=lambda c: estimate(M_, N_, K_, sms, **c))
+                if estimate(M_, N_, K_, sms, **best) > GLOBAL_GAIN * estimate(
+                        M_, N_, K_, sms, **other):
+                    best = other  # (GLOBAL_GAIN: the tuner times both)
     best.update(forced)
     if best["swap"] and not swap_tile_ok(best["bm"], best["bn"]):
         raise config_error(f"swap=True with bm={best['bm']}, bn={best['bn']}: {SWAP_RULE}")
@@ -218,17 +224,18 @@ def candidates(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
                 break
             if _stages_that_fit(bm_, bn_, s) >= MIN_STAGES.get((bm_, bn_), 2):
                 out.append({"bm": bm_, "bn": bn_, "splits": s, "multicast": 1, "swap": swap})
-        if GLOBAL_SPLITS_PLANNED and _stages_that_fit(bm_, bn_, 1) >= MIN_STAGES.get(
-                (bm_, bn_), 2):
+        if _stages_that_fit(bm_, bn_, 1) >= MIN_STAGES.get((bm_, bn_), 2):
             out += [{"bm": bm_, "bn": bn_, "splits": 1, "multicast": 1, "swap": swap,
                      "global_splits": g} for g in global_splits_for(count, k_steps, sms)]
     return out
 
 
 GLOBAL_MIN_BLOCKS = 4  # K blocks a slice of a split through global memory keeps at least
-GLOBAL_SPLITS_PLANNED = False  # whether candidates() offers splits through global memory
-#  (to the plan and the tuner): not until they have been timed on a GPU (2026-12-03: built
-#  and simulated, no device to be had); make_gemm(..., global_splits=G) builds them
+GLOBAL_GAIN = 0.8  # the plan takes a split through global memory only where the estimate
+#  puts it this far below the best other shape (measured, H200: 128 x 128 x 65536 2.5 x
+#  faster than the cluster split, its estimate 0.26 x; 256 x 256 x 16384 and 96 x 768 x 3072
+#  even or 3 % slower at 0.83-0.87 x; 512 x 512 x 8192 18 % slower than stream-K); the
+#  tuner times the two best wherever they are candidates
 
 
 def global_splits_for(tiles: int, k_steps: int, sms: int) -> list[int]:
@@ -370,8 +377,9 @@ STREAMING_M = 128  # M up to which B streams from DRAM (the one-CTA-a-tile twins
 def tune_configs(M_: int, N_: int, K_: int, sms: int, first: dict) -> list[dict]:
     """What ``make_gemm`` tunes over: the plan's shape first (what runs untuned), then the
     next best shapes by :func:`estimate`, each with as many stages as fit."""
-    ranked = sorted((c for c in candidates(M_, N_, K_, sms)
-                     if any(c[k] != first[k] for k in ("bm", "bn", "splits", "swap"))),
+    ranked = sorted((c for c in candidates(M_, N_, K_, sms)  # (splits through global
+                     if "global_splits" not in c  # memory: their own twins, below)
+                     and any(c[k] != first[k] for k in ("bm", "bn", "splits", "swap"))),
                     key=lambda c: estimate(M_, N_, K_, sms, **c))
     best = {}  # each tile's best split, in rank order: different tiles first
     for c in ranked:

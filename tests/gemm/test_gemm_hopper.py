@@ -483,7 +483,7 @@ def test_stream_k_is_timed_where_the_last_wave_is_ragged():
 
 GLOBAL_SPLIT_CASES = [  # (shape, kernel shape): a split through global memory, ragged M,
     # N and K, the persistent walk over more units than CTAs, swapped and transB tiles
-    pytest.param((200, 192, 520), {"bm": 128, "bn": 64, "global_splits": 3, "num_sms": 8},
+    pytest.param((130, 136, 520), {"bm": 128, "bn": 64, "global_splits": 3, "num_sms": 8},
                  id="bn64-persistent"),
     pytest.param((130, 136, 712), {"bm": 128, "bn": 128, "global_splits": 5,
                                    "persistent": False}, id="one-cta-a-unit",
@@ -522,11 +522,11 @@ def test_a_split_through_global_memory_is_refused_with_a_cluster_split_or_a_pair
                   global_splits=4)
 
 
-def test_global_splits_are_candidates_only_where_tiles_leave_most_sms_idle(monkeypatch):
+def test_global_splits_are_candidates_only_where_tiles_leave_most_sms_idle():
     """A split through global memory is tried where the whole tiles fill less than half
-    the SMs, each slice keeping 4 K blocks: the splits that fill one wave, and half (once
-    GLOBAL_SPLITS_PLANNED lets candidates() offer them)."""
-    monkeypatch.setattr(G, "GLOBAL_SPLITS_PLANNED", True)
+    the SMs, each slice keeping 4 K blocks: the splits that fill one wave, and half. The
+    plan takes one only far ahead of the rest by the estimate (GLOBAL_GAIN: 128 x 128 x
+    65536, 2.5 x the cluster split on the H200), the tuner times the two best."""
     assert G.global_splits_for(1, 1024, 132) == [66, 132]
     assert G.global_splits_for(16, 128, 132) == [4, 8]
     assert G.global_splits_for(16, 16, 132) == [2, 4]  # 4 blocks a slice at most
@@ -541,6 +541,9 @@ def test_global_splits_are_candidates_only_where_tiles_leave_most_sms_idle(monke
         assert 1 <= len(timed) and len(timed) <= G.TUNE_GLOBAL + G.TUNE_ALTERNATIVES + 1, cs
         assert all(c["splits"] == 1 and c["multicast"] == 1 and not c.get("streamk")
                    and c.get("persistent", True) for c in timed), timed
+    assert G.plan(128, 128, 65536, 132).get("global_splits", 1) > 1
+    for shape in ((512, 512, 8192), (256, 256, 16384), (1, 4096, 4096), (96, 768, 3072)):
+        assert "global_splits" not in G.plan(*shape, 132), shape  # measured: no gain
 
 
 def test_global_split_kernels_keep_their_wgmma_asynchronous():
