@@ -654,8 +654,10 @@ class GlobalSplit:
         self.bm, self.bn, self.swap = cfg["bm"], cfg["bn"], bool(cfg.get("swap"))
         self.splits = cfg["global_splits"]
         self.wn = self.bn if self.bm == 128 else self.bn // 2
-        self.reduce = _split_reduce(dtype, self.bm, self.bn, self.splits, self.swap,
-                                    cfg.get("group_m", GROUP_M))
+        key = (dtype, self.bm, self.bn, self.splits, self.swap, cfg.get("group_m", GROUP_M))
+        if key not in _REDUCE_KERNELS:  # one per shape: its compiled form is cached too
+            _REDUCE_KERNELS[key] = _split_reduce(*key)
+        self.reduce = _REDUCE_KERNELS[key]
         self._bufs = Scratch("a split GEMM's partial sums")
 
     def __tilewise_prim_func__(self):
@@ -685,7 +687,9 @@ class GlobalSplit:
         return simulate(self.reduce, W, C, **kw)
 
 
-@functools.lru_cache(maxsize=None)
+_REDUCE_KERNELS: dict = {}  # GlobalSplit's second kernels, by (dtype, bm, bn, splits, ...)
+
+
 def _split_reduce(dtype, bm, bn, splits, swap, group_m):
     """The second kernel of a split through global memory: C = the sum of each tile's
     ``splits`` partial sums, in slice order. A *unit* is 8 output values: register pair
