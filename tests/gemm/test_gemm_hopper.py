@@ -856,18 +856,26 @@ def test_stream_k_on_the_gpu_matches_torch(shape, cfg, torch):
     """streamk=True on the H200 against float64, three launches in a row on one stream
     (the flags must be back at zero for the next) and one on a second stream (its own
     workspace), all with C poisoned."""
+    k = G.make_gemm(*shape, streamk=True, **cfg)
+    for _ in _launches_checked(torch, k, shape, cfg.get("transB", False), 4):
+        pass
+    assert len(k._bufs) == 2
+    assert all(not bool(F.any()) for _, F in k._bufs.values())
+
+
+def _launches_checked(torch, k, shape, transB, launches):
+    """Launch ``k(A, B, C)`` on random A, B (B as (N, K) with ``transB``) ``launches``
+    times on a fresh NaN-poisoned C, the last on a second stream (its own workspace), and
+    check each C against float64; yields each C."""
     M, N, K = shape
-    cfg = dict(cfg)
-    transB = cfg.pop("transB", False)
     A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
     B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
     ref = A.double() @ B.double()
-    k = G.make_gemm(M, N, K, streamk=True, transB=transB, **cfg)
     Bk = B.t().contiguous() if transB else B
     side = torch.cuda.Stream()
-    for launch in range(4):
+    for launch in range(launches):
         C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        if launch == 3:
+        if launch == launches - 1:
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 k(A, Bk, C)
@@ -878,8 +886,7 @@ def test_stream_k_on_the_gpu_matches_torch(shape, cfg, torch):
         assert not torch.isnan(C).any(), launch
         assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
             (launch, float(err.max()))
-    assert len(k._bufs) == 2
-    assert all(not bool(F.any()) for _, F in k._bufs.values())
+        yield C
 
 
 @pytest.mark.gpu
@@ -895,31 +902,9 @@ def test_a_split_through_global_memory_on_the_gpu_matches_torch(shape, cfg, torc
     """global_splits on the H200 against float64, C poisoned each time: two launches in a
     row give the same bits (the slices are added in one order), a third on a second stream
     (its own workspace) too."""
-    M, N, K = shape
-    cfg = dict(cfg)
-    transB = cfg.pop("transB", False)
-    A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-    B = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
-    ref = A.double() @ B.double()
-    k = G.make_gemm(M, N, K, transB=transB, **cfg)
-    Bk = B.t().contiguous() if transB else B
-    side = torch.cuda.Stream()
-    first = None
-    for launch in range(3):
-        C = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        if launch == 2:
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                k(A, Bk, C)
-            torch.cuda.current_stream().wait_stream(side)
-        else:
-            k(A, Bk, C)
-        err = (C.double() - ref).abs()
-        assert not torch.isnan(C).any(), launch
-        assert bool((err <= 2.0 ** -7 * ref.abs() + 2.0 ** -6 * (K / 128) ** 0.5).all()), \
-            (launch, float(err.max()))
-        first = C.clone() if first is None else first
-        assert torch.equal(C, first), launch
+    k = G.make_gemm(*shape, **cfg)
+    outs = [C.clone() for C in _launches_checked(torch, k, shape, cfg.get("transB", False), 3)]
+    assert all(torch.equal(C, outs[0]) for C in outs[1:])  # the same bits every launch
     assert len(k._bufs) == 2
 
 
