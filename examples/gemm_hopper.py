@@ -562,8 +562,6 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
     sms = num_sms or runtime.sm_count(default=H200_SMS)
     if persistent is False or streamk or (global_splits or 1) > 1:  # no cluster
         splits, multicast = splits or 1, multicast or 1
-    if streamk and global_splits is None:
-        global_splits = 1
     cfg = plan(M_, N_, K_, sms, bm, bn, splits, stages, multicast, swap, global_splits)
     if persistent is not None:
         cfg["persistent"] = persistent
@@ -579,9 +577,7 @@ def make_gemm(M_: int | None = None, N_: int | None = None, K_: int | None = Non
                                  wrap=functools.partial(_streamk_wrap, dtype=dtype))
     kernel = _kernel(dtype, sms, producer, **cfg, transB=bool(transB), loose_b=bool(loose_b),
                      streamk=bool(streamk), strided=bool(strided))
-    if streamk:
-        return StreamK(kernel, cfg)
-    return GlobalSplit(kernel, cfg, dtype) if cfg.get("global_splits", 1) > 1 else kernel
+    return _streamk_wrap({**cfg, "streamk": bool(streamk)}, kernel, dtype) or kernel
 
 
 def _streamk_wrap(config: dict, kernel, dtype: str = "bfloat16"):
@@ -650,7 +646,7 @@ class GlobalSplit:
     poisoned with NaN."""
 
     def __init__(self, kernel, cfg: dict, dtype: str = "bfloat16"):
-        self.kernel, self.dtype = kernel, dtype
+        self.kernel = kernel
         self.bm, self.bn, self.swap = cfg["bm"], cfg["bn"], bool(cfg.get("swap"))
         self.splits = cfg["global_splits"]
         self.wn = self.bn if self.bm == 128 else self.bn // 2
@@ -669,8 +665,7 @@ class GlobalSplit:
 
     def w_shape(self, C) -> tuple:
         """The workspace of a launch writing ``C``: a slot per (tile, slice) unit."""
-        rows, cols = (C.shape[1], C.shape[0]) if self.swap else tuple(C.shape)
-        units = -(-rows // self.bm) * -(-cols // self.bn) * self.splits
+        units = _tile_count(*C.shape, self.bm, self.bn, self.swap) * self.splits
         return (units, 2, self.wn // 2, 128)
 
     def __call__(self, A, B, C, stream=None):
@@ -695,11 +690,11 @@ def _split_reduce(dtype, bm, bn, splits, swap, group_m):
     ``splits`` partial sums, in slice order. A *unit* is 8 output values: register pair
     ``q`` (values 2q and 2q + 1: one row, adjacent columns) of four consecutive threads of a
     consumer (a quad: one row, columns 2 apart), so two 16-byte loads of a partial sum give
-    8 consecutive columns of C, stored as one 16-byte vector (swapped: 8 rows of one column
-    of C). ``gp`` threads share a unit, each adding every ``gp``-th partial sum; their sums
-    meet in shared memory and thread 0 of them adds them in order: enough threads and
-    loads in flight to read the workspace at L2's pace even when a few tiles are split
-    many ways."""
+    8 consecutive columns of C (swapped: 8 rows of one column of C), stored an element at a
+    time (C's row pitch is a run-time value: no wider store is provably aligned). ``gp``
+    threads share a unit, each adding every ``gp``-th partial sum; their sums meet in
+    shared memory and thread 0 of them adds them in order: enough threads and loads in
+    flight to read the workspace at L2's pace even when a few tiles are split many ways."""
     wn = bn if bm == 128 else bn // 2
     pairs = wn // 4  # register pairs of a consumer thread
     per_tile = 2 * pairs * 32  # units: (consumer, pair, quad)

@@ -67,10 +67,8 @@ def main(argv):
     for s, b in zip(specs, built):
         reasons[s] = b.reason
         kernels[s] = None if b.blob is None else pickle.loads(b.blob)
-        if kernels[s] is not None and "k" in s:  # stream-K: with its workspace
-            kernels[s] = G.StreamK(kernels[s], parse(s, sms))
-        elif kernels[s] is not None and "+" in s:  # split through global memory
-            kernels[s] = G.GlobalSplit(kernels[s], parse(s, sms))
+        if kernels[s] is not None:  # stream-K and global splits: with their workspace
+            kernels[s] = G._streamk_wrap(parse(s, sms), kernels[s]) or kernels[s]
     tri = None if only else bench_gemm.triton_matmul()
     for M, N, K in shapes:
         A = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
