@@ -449,10 +449,15 @@ TUNE_GLOBAL = 2  # splits through global memory the tuner times, where tiles are
 def global_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     """Splits through global memory worth timing: where whole tiles fill less than half the
     SMs (:func:`global_splits_for`), the :data:`TUNE_GLOBAL` that :func:`estimate` ranks
-    best, each of another tile or split."""
+    best, each of another tile or split where there are such (a swapped twin of the same
+    tile and split comes after them: on a square problem it is the same work transposed,
+    and 1024 x 1024 x 16384 timed 128 x 256 split 4 and its twin, not 128 x 128 split 2)."""
     ranked = sorted((c for c in candidates(M_, N_, K_, sms) if c.get("global_splits", 1) > 1),
                     key=lambda c: estimate(M_, N_, K_, sms, **c))
-    return [plan(M_, N_, K_, sms, **c) for c in ranked[:TUNE_GLOBAL]]
+    key = [(c["bm"], c["bn"], c["global_splits"]) for c in ranked]
+    first = [c for i, c in enumerate(ranked) if key[i] not in key[:i]]
+    picked = (first + [c for c in ranked if c not in first])[:TUNE_GLOBAL]
+    return [plan(M_, N_, K_, sms, **c) for c in picked]
 
 
 def _by_orientation(ranked: list[dict], normal: int, swapped: int) -> list[dict]:
@@ -690,8 +695,9 @@ def _split_reduce(dtype, bm, bn, splits, swap, group_m):
     ``splits`` partial sums, in slice order. A *unit* is 8 output values: register pair
     ``q`` (values 2q and 2q + 1: one row, adjacent columns) of four consecutive threads of a
     consumer (a quad: one row, columns 2 apart), so two 16-byte loads of a partial sum give
-    8 consecutive columns of C (swapped: 8 rows of one column of C), stored an element at a
-    time (C's row pitch is a run-time value: no wider store is provably aligned). ``gp``
+    8 consecutive columns of C (swapped: 8 rows of one column of C), stored as one 16-byte
+    vector where C's row pitch (a run-time value) is a multiple of 8 elements, checked at
+    run time (else element by element; swapped, always so). ``gp``
     threads share a unit, each adding every ``gp``-th partial sum; their sums meet in
     shared memory and thread 0 of them adds them in order: enough threads and loads in
     flight to read the workspace at L2's pace even when a few tiles are split many ways."""
@@ -746,7 +752,9 @@ def _split_reduce(dtype, bm, bn, splits, swap, group_m):
             mt, nt = grouped_coords(t, m_tiles, n_tiles, group_m)
             # the wgmma fragment's row of thread 4 i4 and column of value 2q (atoms.py)
             row = mt * bm + (cw * 64 if bm == 128 else 0) + i4 // 8 * 16 + i4 % 8 + q % 2 * 8
-            col = nt * bn + (0 if bm == 128 else cw * wn) + q // 2 * 8
+            col = T.meta_var(nt * bn + (0 if bm == 128 else cw * wn) + q // 2 * 8)  # (an
+            # expression, not a local: the copy sees it is a multiple of 8 and stores C 16
+            # bytes at a time where LDC allows, checked at run time)
             if swap:  # the tile's rows are N, its columns M: C[col + e, row]
                 if row < N:
                     for e in T.static_range(8):
