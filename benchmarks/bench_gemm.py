@@ -157,8 +157,9 @@ def sweep(a):
 
     def kernel(dtype, cfg):
         key = (dtype, tuple(sorted(cfg.items())))
-        if key not in kernels:
-            kernels[key] = G._kernel(dtype, sms, "warpgroup", **cfg)
+        if key not in kernels:  # (stream-K and splits through global memory with their
+            k = G._kernel(dtype, sms, "warpgroup", **cfg)  # workspace, as make_gemm's)
+            kernels[key] = G._streamk_wrap(cfg, k, dtype) or k
         return kernels[key]
 
     ratios = {"plan": [], "best": [], "triton": [], "tuned": [], "tuned-triton": []}
@@ -230,11 +231,13 @@ def sweep(a):
 def _name(cfg) -> str:
     """A kernel shape as the tables print it: ``64x128s3/7`` (bm x bn, splits, stages), ``T``
     first for swap-AB (bm columns of B x bn rows of A), ``m2`` last for a multicast pair,
-    ``np`` for one CTA per tile (``persistent=False``), ``k`` for stream-K (``streamk``)."""
+    ``np`` for one CTA per tile (``persistent=False``), ``k`` for stream-K (``streamk``),
+    ``+G`` for K split G ways through global memory (``global_splits``)."""
     return (("T" if cfg.get("swap") else "") + f"{cfg['bm']}x{cfg['bn']}s{cfg['splits']}/"
             f"{cfg['stages']}" + ("m2" if cfg["multicast"] > 1 else "")
             + ("np" if cfg.get("persistent") is False else "")
-            + ("k" if cfg.get("streamk") else ""))
+            + ("k" if cfg.get("streamk") else "")
+            + (f"+{cfg['global_splits']}" if cfg.get("global_splits", 1) > 1 else ""))
 
 
 def _error(torch, c, ref) -> float:

@@ -191,7 +191,8 @@ def main(which):
     if "split" in which:  # few output tiles and a long K: the split's tree of partial sums
         A, G = example("attention"), example("gemm_hopper")
         for M, N, K in [(512, 512, 8192), (96, 768, 3072), (64, 1024, 8192), (256, 256, 16384),
-                        (128, 128, 65536), (16, 4096, 65536), (1, 4096, 4096), (300, 300, 30000)]:
+                        (128, 128, 65536), (16, 4096, 65536), (1, 4096, 4096), (300, 300, 30000),
+                        (1024, 1024, 16384)]:
             guard(gemm, G, M, N, K, "bfloat16")
         for dt in ("float16", "bfloat16"):
             guard(attn, A, 8, 12, 12, 1024, 1024, 64, False, dt)
