@@ -752,9 +752,7 @@ def _split_reduce(dtype, bm, bn, splits, swap, group_m):
             mt, nt = grouped_coords(t, m_tiles, n_tiles, group_m)
             # the wgmma fragment's row of thread 4 i4 and column of value 2q (atoms.py)
             row = mt * bm + (cw * 64 if bm == 128 else 0) + i4 // 8 * 16 + i4 % 8 + q % 2 * 8
-            col = T.meta_var(nt * bn + (0 if bm == 128 else cw * wn) + q // 2 * 8)  # (an
-            # expression, not a local: the copy sees it is a multiple of 8 and stores C 16
-            # bytes at a time where LDC allows, checked at run time)
+            col = nt * bn + (0 if bm == 128 else cw * wn) + q // 2 * 8  # a multiple of 8
             if swap:  # the tile's rows are N, its columns M: C[col + e, row]
                 if row < N:
                     for e in T.static_range(8):

@@ -3,7 +3,26 @@ forms, constant differences, the largest known divisor of a value."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 from .expr import BinOp, Cast, IntImm, Var, as_int
+
+_LET_VALUES: contextvars.ContextVar = contextvars.ContextVar("let_values", default=None)
+
+
+@contextlib.contextmanager
+def let_values(values: dict):
+    """Within the block, :func:`known_multiple` sees through the locals of ``values`` (id
+    of a Var -> the value it was defined with, once: a local never reassigned): the
+    dispatcher sets it around each tile call, so `col = nt * 128 + q // 2 * 8` keeps its
+    divisor 8 whatever `nt` is computed from (a symbolic size, a load). Only facts: the
+    code keeps the local."""
+    token = _LET_VALUES.set(values)
+    try:
+        yield
+    finally:
+        _LET_VALUES.reset(token)
 
 
 def affine(e, atoms: bool = False) -> dict | None:
@@ -91,6 +110,9 @@ def known_multiple(e) -> int:
         return known_multiple(e.value)
     if isinstance(e, UnaryOp) and e.op == "-":
         return known_multiple(e.a)
+    if isinstance(e, Var):
+        lets = _LET_VALUES.get()
+        return known_multiple(lets[id(e)]) if lets and id(e) in lets else 1
     if not isinstance(e, BinOp):
         return 1
     ka, kb = known_multiple(e.a), known_multiple(e.b)

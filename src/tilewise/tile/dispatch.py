@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DispatchError, TilewiseError, did_you_mean
+from ..ir.analysis import let_values
 from ..ir.expr import BinOp, IntImm, UnaryOp, Var, as_int
 from ..ir.printer import SCOPE_PREFIX
 from ..ir.stmt import Assign, IfThenElse, LetStmt, PrimFunc, ThreadBinding, TileCall
@@ -94,6 +95,7 @@ class _Dispatch(Mutator):
         self.immutable: set[int] = {id(b.var) for b in func.launch}
         self.reassigned = _reassigned(func.body)
         self.lets: dict[int, object] = {}
+        self.let_values: dict[int, object] = {}  # every local defined once: divisor facts
         self.tensor_maps: dict = {}  # key -> TensorMapParam, filled by the tma variant
         self.loops = 0  # device loops around the current statement
         self.ranges = launch_ranges(func)  # id(Var) -> inclusive bounds, for ctx.bound
@@ -198,6 +200,7 @@ class _Dispatch(Mutator):
     def visit_LetStmt(self, s: LetStmt):
         if id(s.var) in self.reassigned:
             return s  # its value depends on the path taken: neither inlined nor evaluated
+        self.let_values[id(s.var)] = s.value  # (known_multiple sees through it)
         if self._is_immutable(s.value):
             self.lets[id(s.var)] = self.inline(s.value)
         try:
@@ -219,7 +222,8 @@ class _Dispatch(Mutator):
         d = Decision(_call_text(s), s.span)
         self.log.append(d)
         try:
-            body = _choose(ctx, d)
+            with let_values(self.let_values):
+                body = _choose(ctx, d)
         except TilewiseError as e:
             raise e.with_span(s.span) from None
         d.notes.extend(ctx.notes)
