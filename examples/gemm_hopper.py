@@ -262,7 +262,7 @@ def estimate(M_: int, N_: int, K_: int, sms: int, bm: int, bn: int, splits: int,
     if swap:
         M_, N_ = N_, M_
     tiles = -(-M_ // bm) * -(-N_ // bn)
-    wn = bn if bm == 128 else bn // 2
+    wn = consumer_cols(bm, bn)
     units = tiles * splits
     gs = global_splits
     k_steps = -(-K_ // BK)
@@ -454,9 +454,10 @@ def global_configs(M_: int, N_: int, K_: int, sms: int) -> list[dict]:
     and 1024 x 1024 x 16384 timed 128 x 256 split 4 and its twin, not 128 x 128 split 2)."""
     ranked = sorted((c for c in candidates(M_, N_, K_, sms) if c.get("global_splits", 1) > 1),
                     key=lambda c: estimate(M_, N_, K_, sms, **c))
-    key = [(c["bm"], c["bn"], c["global_splits"]) for c in ranked]
-    first = [c for i, c in enumerate(ranked) if key[i] not in key[:i]]
-    picked = (first + [c for c in ranked if c not in first])[:TUNE_GLOBAL]
+    first = {}  # each tile and split's best orientation, in rank order
+    for c in ranked:
+        first.setdefault((c["bm"], c["bn"], c["global_splits"]), c)
+    picked = ([*first.values()] + [c for c in ranked if c not in first.values()])[:TUNE_GLOBAL]
     return [plan(M_, N_, K_, sms, **c) for c in picked]
 
 
@@ -506,8 +507,22 @@ def _one_per_tile(M_: int, N_: int, sms: int, c: dict) -> bool:
             and "global_splits" not in c and tiles <= waves * sms)
 
 
+def consumer_cols(bm: int, bn: int) -> int:
+    """The columns of one consumer warpgroup's tile (its wgmma N): all ``bn`` at bm=128 (the
+    two consumers take 64 rows each), half at bm=64 (they share the 64 rows)."""
+    return bn if bm == 128 else bn // 2
+
+
+def slot_shape(units, bm: int, bn: int) -> tuple:
+    """The float32 partial-sum workspace a launcher allocates: ``units`` slots (stream-K's
+    CTAs, a global split's (tile, slice) units), each in fragment order (units, consumer,
+    register, thread), as the kernels declare ``W`` (with their own ``wn``: a helper cannot
+    take the symbolic unit count there)."""
+    return (units, 2, consumer_cols(bm, bn) // 2, 128)
+
+
 def _stages_that_fit(bm: int, bn: int, splits: int) -> int:
-    wn = bn if bm == 128 else bn // 2
+    wn = consumer_cols(bm, bn)
     fixed = 2 * 64 * wn * 2 + (2 * 64 * wn * 4 if splits > 1 else 0) + 2048
     return (SMEM - fixed) // ((bm * BK + BK * bn) * 2)
 
@@ -607,9 +622,8 @@ class StreamK:
 
     def __init__(self, kernel, cfg: dict):
         self.kernel = kernel
-        wn = cfg["bn"] if cfg["bm"] == 128 else cfg["bn"] // 2
         grid = _streamk_grid(kernel)
-        self.w_shape, self.f_shape = (grid, 2, wn // 2, 128), (grid, 2)
+        self.w_shape, self.f_shape = slot_shape(grid, cfg["bm"], cfg["bn"]), (grid, 2)
         self._bufs = Scratch("a stream-K GEMM's workspace")
 
     def __tilewise_prim_func__(self):
@@ -654,7 +668,6 @@ class GlobalSplit:
         self.kernel = kernel
         self.bm, self.bn, self.swap = cfg["bm"], cfg["bn"], bool(cfg.get("swap"))
         self.splits = cfg["global_splits"]
-        self.wn = self.bn if self.bm == 128 else self.bn // 2
         key = (dtype, self.bm, self.bn, self.splits, self.swap, cfg.get("group_m", GROUP_M))
         if key not in _REDUCE_KERNELS:  # one per shape: its compiled form is cached too
             _REDUCE_KERNELS[key] = _split_reduce(*key)
@@ -671,7 +684,7 @@ class GlobalSplit:
     def w_shape(self, C) -> tuple:
         """The workspace of a launch writing ``C``: a slot per (tile, slice) unit."""
         units = _tile_count(*C.shape, self.bm, self.bn, self.swap) * self.splits
-        return (units, 2, self.wn // 2, 128)
+        return slot_shape(units, self.bm, self.bn)
 
     def __call__(self, A, B, C, stream=None):
         shape = self.w_shape(C)
@@ -701,7 +714,7 @@ def _split_reduce(dtype, bm, bn, splits, swap, group_m):
     threads share a unit, each adding every ``gp``-th partial sum; their sums meet in
     shared memory and thread 0 of them adds them in order: enough threads and loads in
     flight to read the workspace at L2's pace even when a few tiles are split many ways."""
-    wn = bn if bm == 128 else bn // 2
+    wn = consumer_cols(bm, bn)
     pairs = wn // 4  # register pairs of a consumer thread
     per_tile = 2 * pairs * 32  # units: (consumer, pair, quad)
     gp = min(32, 1 << (splits - 1).bit_length())
@@ -914,7 +927,7 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
             persistent=True, group_m=GROUP_M, transB=False, loose_b=False, streamk=False,
             l2_promotion=None, strided=False, global_splits=1):
     threads = 256 + (128 if producer == "warpgroup" else 32)
-    wn = bn if bm == 128 else bn // 2  # the columns of one consumer warpgroup's tile
+    wn = consumer_cols(bm, bn)
     stage_bytes = (bm * BK + BK * bn) * 2
     part_bytes = 64 * wn * 4  # one warpgroup's float32 partial sum (split K)
     a_rows = bn if swap else bm  # swap: the tile's rows are N, its columns M
