@@ -668,10 +668,11 @@ class GlobalSplit:
         self.kernel = kernel
         self.bm, self.bn, self.swap = cfg["bm"], cfg["bn"], bool(cfg.get("swap"))
         self.splits = cfg["global_splits"]
-        key = (dtype, self.bm, self.bn, self.splits, self.swap, cfg.get("group_m", GROUP_M))
-        if key not in _REDUCE_KERNELS:  # one per shape: its compiled form is cached too
-            _REDUCE_KERNELS[key] = _split_reduce(*key)
-        self.reduce = _REDUCE_KERNELS[key]
+        self._key = (dtype, self.bm, self.bn, self.splits, self.swap,
+                     cfg.get("group_m", GROUP_M))
+        if self._key not in _REDUCE_KERNELS:  # one per shape
+            _REDUCE_KERNELS[self._key] = _split_reduce(*self._key)
+        self.reduce = _REDUCE_KERNELS[self._key]
         self._bufs = Scratch("a split GEMM's partial sums")
 
     def __tilewise_prim_func__(self):
@@ -690,7 +691,18 @@ class GlobalSplit:
         shape = self.w_shape(C)
         W = self._bufs.get(A, stream, shape, lambda lib: lib.empty(A, shape, "float32"))
         self.kernel(A, B, C, W, stream=stream)
-        self.reduce(W, C, stream=stream)
+        self._launched_reduce()(W, C, stream=stream)
+
+    def _launched_reduce(self):
+        """The second kernel compiled for this GPU with ``programmatic=True``: its launch
+        may start while the GEMM's last CTAs finish (the GEMM's CTAs release it with
+        ``griddepcontrol.launch_dependents`` as they start), and it waits for the GEMM with
+        ``griddepcontrol.wait`` before reading W (docs/gemm_hopper.md)."""
+        k = _REDUCE_COMPILED.get(self._key)
+        if k is None:
+            k = _REDUCE_COMPILED[self._key] = tilewise.compile(
+                self.reduce, runtime.device_target(), programmatic=SPLIT_PROGRAMMATIC)
+        return k
 
     def __tilewise_simulate__(self, simulate, A, B, C, **kw):
         import numpy as np
@@ -701,6 +713,8 @@ class GlobalSplit:
 
 
 _REDUCE_KERNELS: dict = {}  # GlobalSplit's second kernels, by (dtype, bm, bn, splits, ...)
+_REDUCE_COMPILED: dict = {}  # ... compiled for this GPU, launched programmatically
+SPLIT_PROGRAMMATIC = True  # launch the second kernel with programmatic dependent launch
 
 
 def _split_reduce(dtype, bm, bn, splits, swap, group_m):
@@ -735,6 +749,7 @@ def _split_reduce(dtype, bm, bn, splits, swap, group_m):
         acc = T.alloc_local((8,), "float32")
         x = T.alloc_local((8,), "float32")
         out = T.alloc_local((8,), dtype)
+        T.ptx.griddepcontrol.wait()  # the GEMM has written W (launched programmatically)
         g = tid // U  # which partial sums this thread adds: g, g + gp, ...
         u = bx * U + tid % U
         t = u // per_tile
@@ -990,6 +1005,9 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
             bx = T.cta_id([grid if persistent else units])
             sched = SplitK(m_tiles, n_tiles, T.ceildiv(K, BK), GS, first=bx,
                            step=grid if persistent else units, group_m=group_m)
+            # the second kernel, launched programmatically, may be scheduled once every
+            # CTA has started (it waits for this grid's completion before reading W)
+            T.ptx.griddepcontrol.launch_dependents()
         elif S == 1 and P == 1 and persistent:  # one CTA per SM walks the tiles
             bx = T.cta_id([grid])
             sched = GroupedTiles(m_tiles, n_tiles, first=bx, step=grid, group_m=group_m)

@@ -250,7 +250,8 @@ def test_order_agrees_with_encoding_within_a_family():
 # Features
 
 FEATURE_NAMES = ["cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "wgmma",
-                 "setmaxnreg", "ldmatrix", "mma_sync", "mma_fp8", "stmatrix", "f32x2"]
+                 "setmaxnreg", "ldmatrix", "mma_sync", "mma_fp8", "stmatrix", "f32x2",
+                 "griddepcontrol"]
 # the warp-level matrix instructions, by the first arch that has them (PTX ISA §9.7.14)
 _WARP_MMA = {"sm_75": {"ldmatrix"}, "sm_80": {"ldmatrix", "mma_sync"},
              "sm_89": {"ldmatrix", "mma_sync", "mma_fp8"},
@@ -290,6 +291,10 @@ FEATURE_TABLE = {
     "sm_121f": ({"cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "setmaxnreg"}
                 | _SM100),
 }
+# griddepcontrol (programmatic dependent launch): sm_90 and newer from PTX 7.8, where
+# clusters begin (PTX ISA §9.7.13.14)
+FEATURE_TABLE = {t: f | ({"griddepcontrol"} if "cluster" in f else set())
+                 for t, f in FEATURE_TABLE.items()}
 
 
 def test_feature_names():
@@ -314,8 +319,8 @@ def test_unknown_feature_is_value_error():
     with pytest.raises(ValueError) as ei:
         Target("sm_90a").has("tmaa")
     assert str(ei.value) == ("unknown target feature 'tmaa'; known: cluster, cp_async, "
-                             "elect_sync, f32x2, ldmatrix, mbarrier_tx, mma_fp8, mma_sync, "
-                             "setmaxnreg, stmatrix, tcgen05, tma, wgmma")
+                             "elect_sync, f32x2, griddepcontrol, ldmatrix, mbarrier_tx, "
+                             "mma_fp8, mma_sync, setmaxnreg, stmatrix, tcgen05, tma, wgmma")
     with pytest.raises(ValueError):
         Target("sm_90a").require("wgmma_sp")
 

@@ -347,8 +347,10 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     means the default, sm_90a, as in :func:`tilewise.simulate`).
 
     Options: ``maxntid``, ``minctasm``, ``maxnreg``, ``cluster_dim`` (the ``nvvm.*`` kernel
-    attributes), ``nonportable_cluster`` (clusters of up to 16 CTAs) and ``ftz`` (flush
-    denormals in libdevice math). Raises ScriptError,
+    attributes), ``nonportable_cluster`` (clusters of up to 16 CTAs), ``ftz`` (flush
+    denormals in libdevice math) and ``programmatic`` (launched with programmatic dependent
+    launch: it may start before the kernel ahead of it on its stream completes, and must
+    call ``T.ptx.griddepcontrol.wait()`` before reading that kernel's results). Raises ScriptError,
     DispatchError or CompileError at the user's line.
 
     A kernel built before (the same IR, target, options, tilewise sources and toolchain)
@@ -371,11 +373,12 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
         return Kernel(func, options_of(hit[0]), None, _target_of(target), saved=hit,
                       given=options)
     from .codegen import check_options
-    from .codegen.check import check_launch, declared_cluster
+    from .codegen.check import check_launch, check_programmatic, declared_cluster
 
     lowered = _lower(func, target)
     checked = declared_cluster(check_options(options, lowered.target), lowered.func)
     check_launch(checked, lowered.func)
+    check_programmatic(checked, lowered.func)
     return Kernel(func, checked, lowered, launch_key=launch_key)
 
 

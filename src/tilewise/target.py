@@ -140,6 +140,8 @@ FEATURES: dict[str, Feature] = dict([
     _feature("cp_async", "cp.async", "sm_80 or newer", ("sm_80", (7, 0))),
     _feature("cluster", "thread-block clusters", "sm_90 or newer", ("sm_90", (7, 8))),
     _feature("elect_sync", "elect.sync", "sm_90 or newer", ("sm_90", (8, 0))),
+    _feature("griddepcontrol", "programmatic dependent launch (griddepcontrol)",
+             "sm_90 or newer", ("sm_90", (7, 8))),
     _feature("mbarrier_tx", "mbarrier expect_tx/complete_tx", "sm_90 or newer",
              ("sm_90", (8, 0))),
     _feature("tma", "TMA (cp.async.bulk.tensor)", "sm_90 or newer", ("sm_90", (8, 0))),

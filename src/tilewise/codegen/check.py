@@ -18,6 +18,10 @@ OPTIONS = {
     "cluster_dim": "CTAs per cluster, an int or a tuple of up to 3 ints (sm_90+)",
     "nonportable_cluster": "allow clusters of up to 16 CTAs instead of 8 (bool, sm_90+)",
     "ftz": "flush float32 denormals to zero in libdevice math (bool, default False)",
+    "programmatic": "launch with programmatic stream serialization (programmatic dependent "
+                    "launch, sm_90+): the kernel may start before the one ahead of it on its "
+                    "stream has completed, and waits for it with T.ptx.griddepcontrol.wait() "
+                    "(bool, default False)",
 }
 
 
@@ -51,14 +55,38 @@ def check_options(options: dict, target) -> dict:
     for k, v in options.items():
         if k not in OPTIONS:
             raise CompileError(f"tw.compile has no option {k!r}", hint=did_you_mean(k, OPTIONS))
-        if k in ("ftz", "nonportable_cluster"):
+        if k in ("ftz", "nonportable_cluster", "programmatic"):
             out[k] = _strict_bool(k, v)
         else:
             out[k] = _dims(k, v, 3 if k in ("maxntid", "cluster_dim") else 1)
     problem = target.cluster_problem("cluster_dim asks for a cluster")
     if "cluster_dim" in out and problem:
         raise CompileError(problem, hint="drop cluster_dim or compile for sm_90a or newer")
+    if out.get("programmatic") and not target.has("griddepcontrol"):
+        raise CompileError(f"programmatic=True launches with programmatic dependent launch, "
+                           f"which needs sm_90 or newer; target is {target}",
+                           hint="drop programmatic=True or compile for sm_90a or newer")
     return out
+
+
+def check_programmatic(options: dict, func) -> None:
+    """A kernel compiled with ``programmatic=True`` may start while the kernel ahead of it on
+    its stream still runs: it must wait for it (``T.ptx.griddepcontrol.wait()``) before it
+    reads what that one wrote; one that never waits is refused."""
+    if not options.get("programmatic"):
+        return
+    from ..ir.expr import Call
+    from ..ir.visitor import walk
+
+    waits = []
+    walk(func.body, lambda n: waits.append(n) if isinstance(n, Call)
+         and n.op == "ptx.griddepcontrol.wait" else None)
+    if not waits:
+        raise CompileError(f"{func.name} is compiled with programmatic=True but never calls "
+                           "T.ptx.griddepcontrol.wait(): it could read the previous "
+                           "kernel's output before that kernel has written it",
+                           hint="call T.ptx.griddepcontrol.wait() before the first read of "
+                                "the earlier kernel's results, or drop programmatic=True")
 
 
 MAX_CLUSTER = 8  # CTAs per cluster, portable; 16 with the non-portable opt-in

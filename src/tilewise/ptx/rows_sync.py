@@ -6,7 +6,7 @@ them in the table's order, the synchronous vector copy ``ld_st`` and ``smem_addr
 from __future__ import annotations
 
 from ..ir import dtype as dt
-from .op import PtxOp
+from .op import Asm, PtxOp
 from .op import param as _p
 from .op import shared_ptr as _shared
 from .traits import blocking
@@ -114,6 +114,20 @@ ROWS = [
               "hardware starts CTAs in index order and does not preempt them, so waiting "
               "for a later CTA can hang (the simulator runs CTAs in index order and "
               "reports such a wait)"),
+    # ---- programmatic dependent launch: PTX ISA §9.7.13.14 (griddepcontrol)
+    PtxOp("ptx.griddepcontrol.wait", (), "griddepcontrol.wait", "griddepcontrol",
+          llvm=Asm("griddepcontrol.wait;", "~{memory}"),
+          doc="wait until the grids this one depends on programmatically (the kernel before "
+              "it on its stream, when this one is launched with tw.compile(..., "
+              "programmatic=True)) have completed and their memory is visible; returns at "
+              "once in a launch without such a dependency. Call it before reading what "
+              "the earlier kernel wrote"),
+    PtxOp("ptx.griddepcontrol.launch_dependents", (), "griddepcontrol.launch_dependents",
+          "griddepcontrol", llvm=Asm("griddepcontrol.launch_dependents;", "~{memory}"),
+          doc="let the kernel launched programmatically after this one on its stream be "
+              "scheduled once every CTA of this grid has called it (or exited); a hint "
+              "that orders no memory: the dependent still waits with "
+              "T.ptx.griddepcontrol.wait for this grid to complete"),
     PtxOp("ptx.smem_addr", (_shared("ptr"),), "mov.b64 a, ptr (its shared-window offset)", None,
           returns=dt.uint32,
           doc="the 32-bit shared-window address of a shared-memory location (what matrix "

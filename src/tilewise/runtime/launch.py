@@ -107,7 +107,8 @@ class Launcher:
                 self.function, fattr.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                 "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)")
         device.note_asserts(k.name, k.asserts)
-        self._launch = driver.cuLaunchKernel
+        self._launch = (_programmatic_launch(driver) if k.options.get("programmatic")
+                        else driver.cuLaunchKernel)
         self._block = k.launch_config.block
         self._smem = k.dynamic_smem
 
@@ -254,6 +255,30 @@ class Launcher:
         addresses = (ctypes.c_void_p * max(len(addrs), 1))(*addrs)
         return _Prepared(tuple(grid), values, ctypes.addressof(addresses),
                          tuple(pointer_slots), (addresses, maps))
+
+
+def _programmatic_launch(driver):
+    """``cuLaunchKernel``'s signature, launching through ``cuLaunchKernelEx`` with
+    programmatic stream serialization allowed (a kernel compiled with
+    ``programmatic=True``): it may start once every CTA of the kernel ahead of it on the
+    stream has called ``griddepcontrol.launch_dependents`` or exited, and waits for that
+    kernel's completion with ``griddepcontrol.wait``."""
+    attr = driver.CUlaunchAttribute()
+    attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.programmaticStreamSerializationAllowed = 1
+    attrs = [attr]
+
+    def launch(f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        cfg = driver.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = gx, gy, gz
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
+        cfg.sharedMemBytes = smem
+        cfg.hStream = stream
+        cfg.attrs = attrs
+        cfg.numAttrs = 1
+        return driver.cuLaunchKernelEx(cfg, f, params, extra)
+
+    return launch
 
 
 def _scalar_bytes(value) -> bytes:

@@ -21,6 +21,9 @@
   races. CTAs run one after another in index order, so a wait is satisfied at once or
   never: a flag still short of the value is reported (only lower-numbered CTAs, which
   have run, can have added to it; on the GPU, waiting for a later CTA can hang).
+* ``ptx.griddepcontrol.wait`` / ``ptx.griddepcontrol.launch_dependents`` (programmatic
+  dependent launch): no-ops. The simulator runs one launch at a time, so every grid a
+  launch could depend on has completed, and its memory is visible, before it starts.
 * math (libdevice): computed in float32 for the 8/16/32-bit float types (then rounded to
   the result type), in float64 for float64.
 """
@@ -173,6 +176,12 @@ def ld_st(ctx, site, args):
     if on_shared.any():
         mark_shared_write(ctx, d[1][on_shared], nbytes, tids[on_shared], site.span)
     write_bytes(ctx, d[0], d[1], data, tids, site.span)
+
+
+@semantics("ptx.griddepcontrol.wait", "ptx.griddepcontrol.launch_dependents")
+def griddepcontrol(ctx, site, args):
+    """Programmatic dependent launch: nothing to wait for or to release here (the module
+    docstring)."""
 
 
 def _flags(ctx, site, args, what):

@@ -1,0 +1,69 @@
+"""Programmatic dependent launch: ``tw.compile(..., programmatic=True)`` launches a kernel
+that may start while the kernel ahead of it on its stream finishes, and the kernel waits
+for that one with ``T.ptx.griddepcontrol.wait()``. Checked here without a GPU: the PTX, the
+option's rules and their messages, the simulator (where the two instructions are no-ops:
+one launch runs at a time), and the GEMM's split through global memory, whose second
+kernel is launched this way (tests/gemm/test_gemm_hopper.py runs it on the GPU)."""
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+from exload import load_example as example
+from tilewise import from_source
+
+SRC = '''
+@T.prim_func
+def k(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (256,), "float32")
+    B = T.match_buffer(B_ptr, (256,), "float32")
+    T.device_entry()
+    bx = T.cta_id([2])
+    tid = T.thread_id([128])
+    {wait}
+    B[bx * 128 + tid] = A[bx * 128 + tid] * 2.0
+'''
+
+
+def _kernel(wait: bool):
+    text = SRC.format(wait="T.ptx.griddepcontrol.wait()" if wait else "pass")
+    return from_source(text, filename="programmatic.py")
+
+
+def test_a_programmatic_kernel_waits_and_is_launched_so():
+    k = tw.compile(_kernel(True), "sm_90a", programmatic=True)
+    assert k.options["programmatic"] is True
+    assert "griddepcontrol.wait;" in k.ptx
+    assert len(k.cubin) > 0  # ptxas / nvJitLink accept it
+    a = np.arange(256, dtype=np.float32)
+    b = np.full(256, np.nan, np.float32)
+    tw.simulate(_kernel(True), a, b, strict=True)  # a no-op in the simulator
+    assert (b == 2 * a).all()
+
+
+def test_a_programmatic_kernel_that_never_waits_is_refused():
+    with pytest.raises(tw.CompileError, match="never calls T.ptx.griddepcontrol.wait") as e:
+        tw.compile(_kernel(False), "sm_90a", programmatic=True)
+    assert "drop programmatic=True" in e.value.hint
+    tw.compile(_kernel(False), "sm_90a")  # without the option: an ordinary kernel
+
+
+def test_programmatic_launch_needs_sm_90():
+    with pytest.raises(tw.CompileError, match="needs sm_90 or newer"):
+        tw.compile(_kernel(True), "sm_80")
+    with pytest.raises(tw.CompileError, match="option programmatic='yes' is a string"):
+        tw.compile(_kernel(True), "sm_90a", programmatic="yes")
+
+
+def test_the_split_gemms_second_kernel_waits_for_the_first():
+    """A split through global memory: the GEMM lets its second kernel be scheduled once
+    every CTA has started (``launch_dependents``), and the second kernel waits for it
+    before reading the partial sums; both in the simulator still give the exact sum."""
+    G = example("gemm_hopper")
+    red = G._split_reduce("bfloat16", 128, 64, 4, False, G.GROUP_M)
+    r = tw.compile(red, "sm_90a", programmatic=True)
+    assert r.ptx.count("griddepcontrol.wait;") == 1
+    gemm = tw.compile(G._kernel("bfloat16", 8, "warpgroup", 128, 64, 1, 4, global_splits=4),
+                      "sm_90a")
+    assert "griddepcontrol.launch_dependents;" in gemm.ptx
+    assert G.SPLIT_PROGRAMMATIC
