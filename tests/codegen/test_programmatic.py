@@ -30,9 +30,11 @@ def _kernel(wait: bool):
     return from_source(text, filename="programmatic.py")
 
 
-def test_a_programmatic_kernel_waits_and_is_launched_so():
+def test_a_programmatic_kernel_waits_and_is_launched_so(tmp_path):
     k = tw.compile(_kernel(True), "sm_90a", programmatic=True)
     assert k.options["programmatic"] is True
+    k.save(tmp_path / "k.tw")  # a saved kernel is launched the same way
+    assert tw.load(tmp_path / "k.tw").options["programmatic"] is True
     assert "griddepcontrol.wait;" in k.ptx
     assert len(k.cubin) > 0  # ptxas / nvJitLink accept it
     a = np.arange(256, dtype=np.float32)
