@@ -350,8 +350,8 @@ def compile(func, target="sm_90a", **options) -> Kernel:  # noqa: A001 - the pub
     attributes), ``nonportable_cluster`` (clusters of up to 16 CTAs), ``ftz`` (flush
     denormals in libdevice math) and ``programmatic`` (launched with programmatic dependent
     launch: it may start before the kernel ahead of it on its stream completes, and must
-    call ``T.ptx.griddepcontrol.wait()`` before reading that kernel's results). Raises ScriptError,
-    DispatchError or CompileError at the user's line.
+    call ``T.ptx.griddepcontrol.wait()`` before reading that kernel's results). Raises
+    ScriptError, DispatchError or CompileError at the user's line.
 
     A kernel built before (the same IR, target, options, tilewise sources and toolchain)
     comes from the *launch cache*: its cubin and launch signature, written with its first
