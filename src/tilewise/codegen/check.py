@@ -75,13 +75,9 @@ def check_programmatic(options: dict, func) -> None:
     reads what that one wrote; one that never waits is refused."""
     if not options.get("programmatic"):
         return
-    from ..ir.expr import Call
-    from ..ir.visitor import walk
+    from ..ptx.table import uses
 
-    waits = []
-    walk(func.body, lambda n: waits.append(n) if isinstance(n, Call)
-         and n.op == "ptx.griddepcontrol.wait" else None)
-    if not waits:
+    if not uses(func.body, lambda row: row.name == "ptx.griddepcontrol.wait"):
         raise CompileError(f"{func.name} is compiled with programmatic=True but never calls "
                            "T.ptx.griddepcontrol.wait(): it could read the previous "
                            "kernel's output before that kernel has written it",

@@ -25,7 +25,7 @@ from .op import Asm, PtxOp
 from .operands import REQUIRED, Param
 
 __all__ = ["Asm", "FAMILIES", "MATH_OPS", "PTX_OPS", "Param", "PtxOp", "REQUIRED", "ROWS",
-           "lookup", "prefixes", "register"]
+           "lookup", "prefixes", "register", "uses"]
 
 #: The modules that write the rows, in the table's order.
 FAMILIES = (rows_copy, rows_sync, rows_mma, rows_tcgen05, rows_warp, rows_math, rows_printf)
@@ -42,6 +42,19 @@ ROWS: tuple[PtxOp, ...] = tuple(op for family in FAMILIES for op in family.ROWS)
 #: Every spelling (aliases included) -> its entry.
 PTX_OPS: dict[str, PtxOp] = {name: entry for op in ROWS for name, entry in _spellings(op)}
 MATH_OPS = frozenset(op.name for op in ROWS if op.math)
+
+
+def uses(node, which) -> bool:
+    """Whether ``node`` (a flat kernel's body, or a statement of it) calls an instruction
+    whose table row ``which`` accepts (the simulator's async-proxy and blocking tests, the
+    compiler's check that a programmatic kernel waits)."""
+    from ..ir.expr import Call
+    from ..ir.visitor import walk
+
+    found = []
+    walk(node, lambda n: found.append(1) if isinstance(n, Call)
+         and which(PTX_OPS[n.op]) else None)
+    return bool(found)
 
 
 def register(registry: dict, names, fn, what: str) -> None:

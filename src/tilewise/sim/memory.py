@@ -94,21 +94,10 @@ def _uses_async_proxy(func) -> bool:
     """Whether ``func`` has an instruction that accesses shared memory through the async
     proxy (its row's ``traits.proxy``): a kernel with none cannot miss a fence.proxy.async,
     and skips the ``gen_writer`` shadow."""
+    from ..ptx.table import uses
     from ..ptx.traits import ASYNC
 
-    return _uses(func, lambda row: row.traits.proxy == ASYNC)
-
-
-def _uses(func, which) -> bool:
-    """Whether the kernel calls an instruction whose table row ``which`` accepts."""
-    from ..ir.expr import Call
-    from ..ir.visitor import walk
-    from ..ptx.table import PTX_OPS
-
-    found = []
-    walk(func.body, lambda n: found.append(n) if isinstance(n, Call)
-         and which(PTX_OPS[n.op]) else None)
-    return bool(found)
+    return uses(func.body, lambda row: row.traits.proxy == ASYNC)
 
 
 class StoragePlan:
@@ -119,6 +108,7 @@ class StoragePlan:
     level (:mod:`.checks`)."""
 
     def __init__(self, func, shared=None, checks=None):
+        from ..ptx.table import uses
         from .checks import FULL
 
         self.checks = checks or FULL
@@ -126,7 +116,7 @@ class StoragePlan:
         self.async_proxy = self.checks.proxy and _uses_async_proxy(func)
         # register writes are tracked for wgmma from the first instruction, not from the
         # first wgmma op (a write before any wgmma.fence needs one too)
-        self.wgmma = self.checks.regs and _uses(func, lambda row: row.name.startswith(
+        self.wgmma = self.checks.regs and uses(func.body, lambda row: row.name.startswith(
             "ptx.wgmma."))
         self.param_names = [b.name for b in func.param_buffers()]
         self.shared = plan_shared(func) if shared is None else shared

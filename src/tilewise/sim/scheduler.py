@@ -46,14 +46,9 @@ from .registry import mechanism
 def blocks(stmt) -> bool:
     """Whether ``stmt`` (flat IR) contains an instruction that can block on other threads
     (its row's ``traits.blocks``, :mod:`tilewise.ptx.traits`)."""
-    from tilewise.ir.expr import Call
-    from tilewise.ir.visitor import walk
-    from tilewise.ptx.table import PTX_OPS
+    from tilewise.ptx.table import uses
 
-    found = []
-    walk(stmt, lambda n: found.append(1) if isinstance(n, Call)
-         and PTX_OPS[n.op].traits.blocks else None)
-    return bool(found)
+    return uses(stmt, lambda row: row.traits.blocks)
 
 
 class _Abort(BaseException):
