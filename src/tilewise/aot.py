@@ -16,8 +16,10 @@ loads the module on first use, refuses a GPU the target cannot run on
 (``CUDA_ERROR_NO_BINARY_FOR_GPU``), computes the grid from the sizes (an empty or
 non-cluster-multiple grid is ``CUDA_ERROR_INVALID_VALUE``), encodes the TMA tensor maps
 with ``cuTensorMapEncodeTiled`` exactly as the Python launcher does, and calls
-``cuLaunchKernel``. Arrays are the caller's to check: C-contiguous (or as the kernel's
-strides say), 16-byte aligned, of the kernel's dtype and shape.
+``cuLaunchKernel`` (``cuLaunchKernelEx`` with programmatic stream serialization for a
+kernel compiled with ``programmatic=True``, as the Python launcher launches it). Arrays
+are the caller's to check: C-contiguous (or as the kernel's strides say), 16-byte aligned,
+of the kernel's dtype and shape.
 
 The source includes ``<cuda.h>`` when the compiler finds it and otherwise declares the
 few driver entry points it calls itself (their ABI is stable); link with ``-lcuda``. The
@@ -76,6 +78,21 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, int attrib, int value);
 CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned smem, CUstream stream,
                         void **params, void **extra);
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
+typedef struct CUlaunchAttribute_st {
+  int id;
+  char pad[4];
+  union { char pad[64]; unsigned long long align; int programmaticStreamSerializationAllowed; }
+      value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig_st {
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned numAttrs;
+} CUlaunchConfig;
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params,
+                          void **extra);
 CUresult cuTensorMapEncodeTiled(CUtensorMap *map, int dtype, uint32_t rank, void *address,
                                 const uint64_t *dims, const uint64_t *strides,
                                 const uint32_t *box, const uint32_t *elem_strides,
@@ -238,11 +255,31 @@ def _launch(name: str, header, args, proto: str) -> str:
         lines += _tensor_map(i, m, header)
     slots = [f"&{n}" for _, n in args] + [f"&map{i}" for i in range(len(header["tensor_maps"]))]
     lines.append(f"  void *params[] = {{{', '.join(slots) or '0'}}};")
+    if header["options"].get("programmatic"):
+        return "\n".join(lines + _programmatic_launch(name, header) + ["}"])
     lines.append(f"  return cuLaunchKernel({name}_function, (unsigned)g0, (unsigned)g1, "
                  f"(unsigned)g2, {header['block']}, 1, 1, {header['dynamic_smem']}, stream, "
                  "params, 0);")
     lines.append("}")
     return "\n".join(lines)
+
+
+def _programmatic_launch(name: str, header) -> list[str]:
+    """``cuLaunchKernelEx`` with programmatic stream serialization, as the Python launcher
+    launches a kernel compiled with ``programmatic=True``: it may start while the kernel
+    ahead of it on the stream finishes (it waits for it with ``griddepcontrol.wait``)."""
+    return [
+        "  /* programmatic dependent launch (compiled with programmatic=True) */",
+        "  CUlaunchAttribute attr = {0};",
+        "  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;",
+        "  attr.value.programmaticStreamSerializationAllowed = 1;",
+        "  CUlaunchConfig cfg = {0};",
+        "  cfg.gridDimX = (unsigned)g0; cfg.gridDimY = (unsigned)g1; "
+        "cfg.gridDimZ = (unsigned)g2;",
+        f"  cfg.blockDimX = {header['block']}; cfg.blockDimY = 1; cfg.blockDimZ = 1;",
+        f"  cfg.sharedMemBytes = {header['dynamic_smem']}; cfg.hStream = stream;",
+        "  cfg.attrs = &attr; cfg.numAttrs = 1;",
+        f"  return cuLaunchKernelEx(&cfg, {name}_function, params, 0);"]
 
 
 def _tensor_map(i: int, m: dict, header) -> list[str]:

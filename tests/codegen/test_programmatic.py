@@ -5,6 +5,10 @@ option's rules and their messages, the simulator (where the two instructions are
 one launch runs at a time), and the GEMM's split through global memory, whose second
 kernel is launched this way (tests/gemm/test_gemm_hopper.py runs it on the GPU)."""
 
+import os
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -69,3 +73,54 @@ def test_the_split_gemms_second_kernel_waits_for_the_first():
                       "sm_90a")
     assert "griddepcontrol.launch_dependents;" in gemm.ptx
     assert G.SPLIT_PROGRAMMATIC
+
+
+def _cuda_include() -> list[str]:
+    from tilewise.knobs import knobs
+
+    for root in (knobs.cuda_home, "/usr/local/cuda"):
+        if root and os.path.exists(os.path.join(root, "include", "cuda.h")):
+            return ["-I", os.path.join(root, "include")]
+    return []
+
+
+def test_the_c_launcher_launches_a_programmatic_kernel_programmatically(tmp_path):
+    """``--emit c`` of a programmatic kernel calls ``cuLaunchKernelEx`` with programmatic
+    stream serialization (as the Python launcher does); the generated source compiles
+    with <cuda.h> and with the header's own declarations, and those declarations lay the
+    launch structures out as <cuda.h> does (the driver reads them by offset)."""
+    from tilewise.aot import emit_c
+    from tilewise.runtime import saved
+
+    cc = shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler on this machine")
+    k = tw.compile(_kernel(True), "sm_90a", programmatic=True)
+    h, c = emit_c(saved.describe(k), k.cubin, "pdl")
+    assert "cuLaunchKernelEx(&cfg, tw_k_function, params, 0)" in c
+    assert "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION" in c
+    assert "cuLaunchKernel(" not in c
+    plain_h, plain_c = emit_c(saved.describe(tw.compile(_kernel(True), "sm_90a")), k.cubin,
+                              "plain")
+    assert "cuLaunchKernelEx" not in plain_c and "cuLaunchKernel(" in plain_c
+    (tmp_path / "pdl.h").write_text(h)
+    (tmp_path / "pdl.c").write_text(c)
+    probe = ('#include <stdio.h>\n#include <stddef.h>\n#include "pdl.h"\n'
+             'int main(void) { printf("%zu %zu %zu %zu %zu %zu\\n", sizeof(CUlaunchConfig), '
+             'offsetof(CUlaunchConfig, hStream), offsetof(CUlaunchConfig, attrs), '
+             'offsetof(CUlaunchConfig, numAttrs), sizeof(CUlaunchAttribute), '
+             'offsetof(CUlaunchAttribute, value)); return 0; }\n')
+    (tmp_path / "probe.c").write_text(probe)
+    layouts = []
+    for flags in ([], _cuda_include()) if _cuda_include() else ([],):
+        res = subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", *flags, "-c",
+                              "pdl.c", "-o", "pdl.o"], cwd=tmp_path, capture_output=True,
+                             text=True)
+        assert res.returncode == 0, res.stderr
+        res = subprocess.run([cc, "-std=c11", *flags, "probe.c", "-o", "probe"], cwd=tmp_path,
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        layouts.append(subprocess.run([str(tmp_path / "probe")], capture_output=True,
+                                      text=True, check=True).stdout.split())
+    assert layouts[0] == ["56", "32", "40", "48", "72", "8"]  # <cuda.h>'s, on 64-bit hosts
+    assert all(lay == layouts[0] for lay in layouts)

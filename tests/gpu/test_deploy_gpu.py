@@ -147,6 +147,44 @@ def test_the_c_launcher_runs_a_symbolic_kernel_and_a_tma_gemm(tmp_path, example)
     torch.testing.assert_close(z, x + y, rtol=0, atol=0)
 
 
+
+PDL = """
+@T.prim_func
+def twice(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (n,), "float32")
+    B = T.match_buffer(B_ptr, (n,), "float32")
+    T.device_entry()
+    bx = T.cta_id([T.ceildiv(n, 128)])
+    tid = T.thread_id([128])
+    T.ptx.griddepcontrol.wait()
+    if bx * 128 + tid < n:
+        B[bx * 128 + tid] = A[bx * 128 + tid] * 2.0
+"""
+
+
+def test_the_c_launcher_launches_a_programmatic_kernel(tmp_path):
+    """A kernel compiled with programmatic=True, launched by its C launcher
+    (cuLaunchKernelEx, programmatic stream serialization) right behind a torch kernel that
+    writes its input on the same stream: it waits for that kernel and reads what it wrote."""
+    torch = pytest.importorskip("torch")
+    from tilewise import T
+
+    k = tw.compile(tw.from_source(PDL, env={"n": T.int32()}, filename="pdl.py"), _target(),
+                   programmatic=True)
+    lib = _build(tmp_path, "pdl", k)
+    lib.tw_twice_launch.restype = ctypes.c_int
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    n = 1 << 22
+    a = torch.zeros(n, device="cuda")
+    b = torch.full((n,), float("nan"), device="cuda")
+    for r in range(3):
+        a.copy_(torch.arange(n, device="cuda", dtype=torch.float32) + r)  # the kernel ahead
+        assert lib.tw_twice_launch(stream, ctypes.c_uint64(a.data_ptr()),
+                                   ctypes.c_uint64(b.data_ptr()), ctypes.c_int32(n)) == 0
+        torch.cuda.synchronize()
+        ref = 2 * (torch.arange(n, device="cuda", dtype=torch.float32) + r)
+        torch.testing.assert_close(b, ref, rtol=0, atol=0)
+
 PRINT = """
 import sys, numpy as np, torch, tilewise as tw
 from tilewise import T
