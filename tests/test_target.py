@@ -251,7 +251,7 @@ def test_order_agrees_with_encoding_within_a_family():
 
 FEATURE_NAMES = ["cp_async", "tma", "mbarrier_tx", "elect_sync", "cluster", "tcgen05", "wgmma",
                  "setmaxnreg", "ldmatrix", "mma_sync", "mma_fp8", "stmatrix", "f32x2",
-                 "griddepcontrol"]
+                 "griddepcontrol", "st_async"]
 # the warp-level matrix instructions, by the first arch that has them (PTX ISA §9.7.14)
 _WARP_MMA = {"sm_75": {"ldmatrix"}, "sm_80": {"ldmatrix", "mma_sync"},
              "sm_89": {"ldmatrix", "mma_sync", "mma_fp8"},
@@ -293,7 +293,8 @@ FEATURE_TABLE = {
 }
 # griddepcontrol (programmatic dependent launch): sm_90 and newer from PTX 7.8, where
 # clusters begin (PTX ISA §9.7.13.14)
-FEATURE_TABLE = {t: f | ({"griddepcontrol"} if "cluster" in f else set())
+# clusters begin (PTX ISA §9.7.13.14); st.async from sm_90 too (PTX 8.1, §9.7.9.12)
+FEATURE_TABLE = {t: f | ({"griddepcontrol", "st_async"} if "cluster" in f else set())
                  for t, f in FEATURE_TABLE.items()}
 
 
@@ -320,7 +321,8 @@ def test_unknown_feature_is_value_error():
         Target("sm_90a").has("tmaa")
     assert str(ei.value) == ("unknown target feature 'tmaa'; known: cluster, cp_async, "
                              "elect_sync, f32x2, griddepcontrol, ldmatrix, mbarrier_tx, "
-                             "mma_fp8, mma_sync, setmaxnreg, stmatrix, tcgen05, tma, wgmma")
+                             "mma_fp8, mma_sync, setmaxnreg, st_async, stmatrix, tcgen05, tma, "
+                             "wgmma")
     with pytest.raises(ValueError):
         Target("sm_90a").require("wgmma_sp")
 

@@ -144,6 +144,9 @@ FEATURES: dict[str, Feature] = dict([
              "sm_90 or newer", ("sm_90", (7, 8))),
     _feature("mbarrier_tx", "mbarrier expect_tx/complete_tx", "sm_90 or newer",
              ("sm_90", (8, 0))),
+    # st.async (a store into another CTA's shared memory that completes on its mbarrier):
+    # sm_90 from PTX 8.1 (PTX ISA §9.7.9.12)
+    _feature("st_async", "st.async", "sm_90 or newer", ("sm_90", (8, 1))),
     _feature("tma", "TMA (cp.async.bulk.tensor)", "sm_90 or newer", ("sm_90", (8, 0))),
     _feature("wgmma", "wgmma", "sm_90a", ("sm_90a", (8, 0))),
     # Warp-level matrix instructions (PTX ISA §9.7.14): ldmatrix from sm_75 (PTX 6.5);

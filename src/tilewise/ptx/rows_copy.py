@@ -112,4 +112,15 @@ ROWS = [
               "visible to that CTA's threads, and every CTA of the cluster must have "
               "started (a cluster barrier before the first such store) and must not have "
               "exited"),
+    PtxOp("ptx.st_async", (_shared("dst"), _p("value"), _p("rank", "rank"), _shared()),
+          "mapa.shared::cluster.u32 a, dst, rank; mapa.shared::cluster.u32 b, mbar, rank; "
+          "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [a], value, [b]",
+          "st_async", check=word_value("st_async stores one 32-bit value", "store"),
+          traits=async_op("mbarrier"),  # (the generic proxy, PTX ISA §9.7.9.12)
+          doc="store a 32-bit value at dst, this CTA's address of a shared buffer, in CTA "
+              "`rank` of the cluster (the same offset there), and complete_tx(4) on that "
+              "CTA's mbarrier at mbar's offset: its threads see the value once they have "
+              "waited for the mbarrier's phase (no cluster barrier, no fence). Every CTA of "
+              "the cluster must have started (a cluster barrier first, after the "
+              "mbarrier's init and fence.mbarrier_init) and must not have exited"),
 ]

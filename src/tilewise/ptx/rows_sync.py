@@ -95,11 +95,16 @@ ROWS = [
           returns=dt.bool_, llvm="llvm.nvvm.mbarrier.try.wait.parity.scope.cta.space.cta",
           traits=blocking("mbarrier"),
           doc="one try: true when the phase of parity `parity` has completed"),
-    PtxOp("ptx.mbarrier.try_wait", (_shared(), _p("parity")),
-          "mbarrier.try_wait.parity.shared.b64 p, [mbar], parity (looped until p)",
+    PtxOp("ptx.mbarrier.try_wait",
+          (_shared(), _p("parity"), _p("scope", "str", None, choices=("cta", "cluster"))),
+          "mbarrier.try_wait.parity{.acquire.cluster}.shared.b64 p, [mbar], parity (looped "
+          "until p)",
           "mbarrier_tx", aliases=("ptx.mbarrier.wait_parity",), traits=blocking("mbarrier"),
           doc="block until the phase of parity `parity` has completed: a try_wait.parity "
-              "loop (TIRx's spelling; also T.ptx.mbarrier.wait_parity)"),
+              "loop (TIRx's spelling; also T.ptx.mbarrier.wait_parity). Its acquire is at "
+              "CTA scope; scope=\"cluster\" acquires at cluster scope, which a phase "
+              "completed by other CTAs' st.async (released at cluster scope) needs for "
+              "their data"),
     # ---- flags between CTAs in global memory: PTX ISA §9.7.13.6 (red), §9.7.9.8 (ld.acquire)
     PtxOp("ptx.red.add", (_p("ptr", "ptr", space="global"), _p("value", dtype=dt.uint32)),
           "red.release.gpu.global.add.u32 [ptr], value", None,

@@ -84,6 +84,26 @@ def _st_cluster(em, c):
     em.b.store(em.expr(value), peer, align=4)
 
 
+@lowering("ptx.st_async")
+def _st_async(em, c):
+    """Inline PTX: both shared::cta addresses (32-bit window offsets) mapped into CTA
+    ``rank`` with ``mapa.shared::cluster.u32``, then ``st.async.shared::cluster
+    .mbarrier::complete_tx::bytes.b32 [a], value, [b]`` (LLVM 22 has no intrinsic for it)."""
+    dst, value, rank, mbar = c.args
+    d, _ = em.address(dst, ty.SHARED)
+    bar, _ = em.address(mbar, ty.SHARED)
+    v = em.expr(value)
+    if v.type != ty.I32:
+        v = em.b.bitcast(v, ty.I32)
+    ops = [em.b.trunc(em.b.ptrtoint(d, ty.I64), ty.I32), v,
+           em.b.trunc(em.b.ptrtoint(bar, ty.I64), ty.I32), em.typed(rank, dt.int32)]
+    text = ("{ .reg .b32 a, b; mapa.shared::cluster.u32 a, $0, $3; "
+            "mapa.shared::cluster.u32 b, $2, $3; "
+            "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [a], $1, [b]; }")
+    fnty = ir.FunctionType(ty.VOID, [o.type for o in ops])
+    em.b.call(ir.InlineAsm(fnty, text, "r,r,r,r,~{memory}", side_effect=True), ops)
+
+
 @lowering("ptx.cp_async.bulk.g2s")
 def _bulk_g2s(em, c):
     """``cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src],

@@ -55,14 +55,18 @@ def _elect_sync(em, c):
 @lowering("ptx.mbarrier.try_wait")
 def _mbar_wait_parity(em, c):
     """``wait: p = try_wait.parity(mbar, parity); br p, done, wait``. The operands are
-    computed once, before the loop; try_wait may return false spuriously, hence the loop."""
+    computed once, before the loop; try_wait may return false spuriously, hence the loop.
+    ``scope="cluster"``: ``.acquire.cluster`` (the ``scope.cluster`` intrinsic)."""
     bar, _ = em.address(c.args[0], ty.SHARED)
     parity = em.typed(c.args[1], dt.int32)
+    scope = c.args[2] if len(c.args) > 2 else None
+    scope = getattr(scope, "value", scope) or "cta"
+    intrinsic = _TRY_WAIT_PARITY.replace("scope.cta", f"scope.{scope}")
     loop = em.fn.append_basic_block("mbar_wait")
     done = em.fn.append_basic_block("mbar_wait_done")
     em.b.branch(loop)
     em.b.position_at_end(loop)
-    ok = em.call(_TRY_WAIT_PARITY, ty.I1, [bar, parity])
+    ok = em.call(intrinsic, ty.I1, [bar, parity])
     em.b.cbranch(ok, done, loop)
     em.b.position_at_end(done)
 

@@ -22,17 +22,26 @@ rank 0.
   destination may not have started) or into one that has exited is a hazard. A ``bar.sync``
   of the destination does not make the store visible there (only a completed cluster-barrier
   phase does). Not modelled: bulk copies in flight into the same bytes of the destination.
+* ``st_async`` (``st.async.shared::cluster.mbarrier::complete_tx::bytes.b32``): the four
+  bytes land in CTA ``rank``'s shared memory at once (a generic-proxy store), owned there
+  by the store as a bulk copy's bytes are (:mod:`.bulk.copies`), and ``complete_tx(4)``
+  counts on that CTA's mbarrier at ``mbar``'s offset: its threads may read them once they
+  have observed the phase (an mbarrier wait), not before; writing them before that is a
+  race. The same started / exited rules as ``st_cluster``. Not modelled: the scope of the
+  receiver's acquire (the complete-tx releases at cluster scope; a wait with
+  ``scope="cluster"`` is what the memory model asks for, ``tilewise.dsmem`` waits so).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..access import check_pointer, mark_shared_write, write_bytes
+from ..access import check_pointer, mark_shared_write, mbarrier_addrs, write_bytes
 from ..collective import whole_groups
 from ..memory import MANY, REMOTE_OWNER0, SHARED, SPACE_SHIFT, byte_span, owner_name
 from ..registry import semantics
 from ..values import fit, np_dtype
+from .bulk.state import bulk_of
 
 
 def _arrive(ctx, site, aligned: bool, relaxed: bool = False) -> None:
@@ -108,24 +117,58 @@ def st_cluster(ctx, site, args):
         sel = ranks == r
         peer = ctx.peer(int(r), site.span, what)
         t, offs = tids[sel], d[1][sel]
-        if peer is not ctx and not ctx.cluster_started:
-            ctx.hazard(f"{what} into CTA rank {r} before any cluster barrier: that CTA may "
-                       "not have started (its shared memory is not there yet)", site.span,
-                       "wait on the cluster barrier once first (T.ptx.barrier.cluster.arrive"
-                       "(relaxed=True) early, T.ptx.barrier.cluster.wait() before the store)",
-                       tid=int(t[0]))
-            continue
-        if peer is not ctx and ctx.cluster.gone(int(r)):
-            ctx.hazard(f"{what} into CTA rank {r} of the cluster, which has exited (its "
-                       "shared memory is gone)", site.span, "end with T.cuda.cluster_sync() "
-                       "in every CTA so that none exits while another still writes to it",
-                       tid=int(t[0]))
+        if not _peer_ready(ctx, int(r), int(t[0]), site.span, what):
             continue
         if peer is ctx:
             mark_shared_write(ctx, offs, 4, t, site.span)
         elif peer.checks.shared:
             _remote_write(ctx, peer, offs, t, site.span, what)
         write_bytes(peer, d[0][sel], offs, data[sel], t)
+
+
+def _peer_ready(ctx, r: int, tid: int, span, what: str) -> bool:
+    """Whether CTA ``r`` of the cluster can take a store of ``what`` by ``tid`` now: it has
+    started (this CTA has waited on a cluster barrier once) and has not exited."""
+    if r == ctx.rank:
+        return True
+    if not ctx.cluster_started:
+        ctx.hazard(f"{what} into CTA rank {r} before any cluster barrier: that CTA may "
+                   "not have started (its shared memory is not there yet)", span,
+                   "wait on the cluster barrier once first (T.ptx.barrier.cluster.arrive"
+                   "(relaxed=True) early, T.ptx.barrier.cluster.wait() before the store)",
+                   tid=tid)
+        return False
+    if ctx.cluster.gone(r):
+        ctx.hazard(f"{what} into CTA rank {r} of the cluster, which has exited (its "
+                   "shared memory is gone)", span, "end with T.cuda.cluster_sync() "
+                   "in every CTA so that none exits while another still writes to it",
+                   tid=tid)
+        return False
+    return True
+
+
+@semantics("ptx.st_async")
+def st_async(ctx, site, args):
+    dst, value, rank, mbar = args
+    what = "st.async (T.ptx.st_async)"
+    tids = ctx.active()
+    d = check_pointer(ctx, dst, 4, site.span, what, (SHARED,))
+    bars = None if d is None else mbarrier_addrs(ctx, mbar, site.span, what + " mbarrier",
+                                                 read=False)
+    if bars is None:
+        return
+    vals = np.ascontiguousarray(fit(value, tids.shape, np_dtype(site.call.args[1].dtype)))
+    data = vals.view(np.uint8).reshape(len(tids), 4)
+    ranks = fit(rank, tids.shape, np.int64)
+    for k, t in enumerate(tids.tolist()):
+        r = int(ranks[k])
+        peer = ctx.peer(r, site.span, what)
+        if not _peer_ready(ctx, r, t, site.span, what):
+            continue
+        off = int(d[1][k])
+        source = "" if peer is ctx else f" of CTA rank {ctx.rank}"
+        bulk_of(peer).store_land(t, np.arange(off, off + 4), data[k].copy(), int(bars[k]),
+                                 site.span, "st.async", source)
 
 
 def _remote_write(ctx, peer, offs, tids, span, what) -> None:

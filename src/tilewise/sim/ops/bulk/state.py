@@ -106,6 +106,15 @@ class BulkState(Part):
         """A copy by ``tid`` (of another CTA when ``source`` says so): ``data[i]`` lands at
         shared byte ``offs[i]``, owned by the copy, then ``complete_tx(len(data))`` on
         ``mbar``."""
+        self._land(tid, offs, data, mbar, span, what, source)
+
+    def store_land(self, tid: int, offs: np.ndarray, data: np.ndarray, mbar: int, span,
+                   what: str, source: str = "") -> None:
+        """A store that completes on an mbarrier (``st.async``, generic proxy): its bytes
+        land, are owned and are observed as a copy's (:meth:`bulk_land`)."""
+        self._land(tid, offs, data, mbar, span, what, source)
+
+    def _land(self, tid, offs, data, mbar, span, what, source) -> None:
         st, mem = self.bulk, self.ctx.mem
         offs = np.asarray(offs, np.int64)
         if self.ctx.checks.shared:
@@ -264,7 +273,8 @@ class BulkState(Part):
                    f"waited on it (missing mbarrier wait)")
             hint = ("call T.ptx.mbarrier.wait_parity(mbar, parity) in every thread that reads "
                     "the bytes (or wait in one thread, then T.cuda.cta_sync())")
-        ctx.hazard(f"read before the bulk copy's mbarrier completed: the bytes are written by "
+        kind = "bulk copy" if "bulk" in c.what else c.what.split()[0]
+        ctx.hazard(f"read before the {kind}'s mbarrier completed: the bytes are written by "
                    f"{who} (issued at {c.span}); {why}", span, hint,
                    tid=reader, addr=shared_addr(off))
 

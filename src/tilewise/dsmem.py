@@ -1,0 +1,46 @@
+"""A few 32-bit values handed to every CTA of a cluster through distributed shared memory,
+as the row kernels split over a cluster exchange their parts' statistics (each CTA's
+maximum and sum, or sum of squares):
+
+.. code-block:: python
+
+    part = T.alloc_shared((C,), "float32")   # CTA r's value lands in part[r] of every CTA
+    bar = T.alloc_shared((1,), "uint64")
+    exchange_start(bar, 4 * C, tid)          # at the start: the bytes this CTA will receive
+    ...                                      # (its loads in flight)
+    T.ptx.barrier.cluster.wait(aligned=True) # every CTA has started (and set its mbarrier)
+    if tid < C:                              # thread r sends to CTA r
+        T.ptx.st_async(T.address_of(part[rank]), value, tid, T.address_of(bar[0]))
+    exchange_wait(bar)                       # part[0 .. C) are all here
+
+Each value travels by ``st.async`` (``T.ptx.st_async``): a store into the other CTA's
+shared memory that completes on that CTA's mbarrier, which announced the bytes it awaits
+when it was set up. The receiver waits on its own mbarrier for exactly the data it needs:
+no second cluster barrier, and no release fence in every warp (what ``st.shared::cluster``
+and ``T.cuda.cluster_sync()`` cost). The mbarrier is used for one phase; a CTA exits only
+after its wait, so no store is still on its way into it.
+"""
+
+from __future__ import annotations
+
+from .script import T
+
+
+@T.inline
+def exchange_start(bar, nbytes, tid):
+    """Set up this CTA's mbarrier ``bar[0]`` for ``nbytes`` of st.async stores (one arrival,
+    the announcement), then arrive on the cluster barrier: its release publishes the
+    mbarrier to this CTA's threads, and its wait, before the first send, says that every
+    CTA of the cluster has started and set up its own."""
+    if tid == 0:
+        T.ptx.mbarrier.init(T.address_of(bar[0]), 1)
+        T.ptx.fence.mbarrier_init()
+        T.ptx.mbarrier.arrive.expect_tx(T.address_of(bar[0]), nbytes)
+    T.ptx.barrier.cluster.arrive(aligned=True)
+
+
+@T.inline
+def exchange_wait(bar):
+    """Wait until every byte announced by :func:`exchange_start` has arrived (acquiring at
+    cluster scope: each st.async's complete-tx releases its store at cluster scope)."""
+    T.ptx.mbarrier.wait_parity(T.address_of(bar[0]), 0, scope="cluster")
