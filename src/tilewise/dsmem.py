@@ -1,6 +1,6 @@
 """A few 32-bit values handed to every CTA of a cluster through distributed shared memory,
-as the row kernels split over a cluster exchange their parts' statistics (each CTA's
-maximum and sum, or sum of squares):
+such as the statistics of the parts of a row split over a cluster (each CTA's maximum and
+sum, or sum of squares):
 
 .. code-block:: python
 

@@ -122,3 +122,39 @@ def test_st_async_needs_sm_90():
     k = kernel(*init(), *SEND, *WAIT, *READ)
     with pytest.raises(tw.TilewiseError, match="st.async|cluster"):
         tw.compile(k, "sm_80")
+
+
+def test_the_dsmem_helpers_exchange_a_value_between_every_pair_of_ctas():
+    """tilewise.dsmem: exchange_start (the mbarrier announcing 4 C bytes, the cluster
+    barrier's arrive), a send by thread r to CTA r, exchange_wait (scope="cluster")."""
+    from tilewise.dsmem import exchange_start, exchange_wait
+
+    src = """
+@T.prim_func
+def k(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (8, 64), "float32")
+    B = T.match_buffer(B_ptr, (8, 4), "float32")
+    T.device_entry()
+    bx = T.cta_id([8])
+    rank = T.cta_id_in_cluster([4])
+    tid = T.thread_id([64])
+    part = T.alloc_shared((4,), "float32")
+    bar = T.alloc_shared((1,), "uint64")
+    exchange_start(bar, 16, tid)
+    T.ptx.barrier.cluster.wait(aligned=True)
+    if tid < 4:
+        T.ptx.st_async(T.address_of(part[rank]), A[bx, rank * 16 + tid], tid,
+                       T.address_of(bar[0]))
+    exchange_wait(bar)
+    if tid < 4:
+        B[bx, tid] = part[tid]
+"""
+    k = tw.from_source(src, env={"exchange_start": exchange_start,
+                                 "exchange_wait": exchange_wait}, filename=FILE)
+    a, b, report = run(k, strict=True)
+    assert report.ok
+    for bx in range(8):
+        c0, rank = bx // 4 * 4, bx % 4
+        assert list(b[bx]) == [a[c0 + s, s * 16 + rank] for s in range(4)]
+    ptx = tw.compile(k, "sm_90a").source("ptx")
+    assert "mbarrier.try_wait.parity.acquire.cluster" in ptx
