@@ -74,6 +74,24 @@ def test_a_read_before_the_mbarrier_wait_is_reported():
     assert "# <- read" in info.value.span.source_line
 
 
+def test_a_cta_scope_wait_does_not_acquire_another_ctas_store():
+    """st.async's complete-tx releases at cluster scope (PTX ISA §9.7.9.12); an acquire at
+    CTA scope (the wait's default) does not synchronize with a thread of another CTA."""
+    cta_wait = ("T.ptx.mbarrier.wait_parity(T.address_of(bar[0]), 0)",)
+    with pytest.raises(tw.HazardError) as info:
+        run(kernel(*init(), *SEND, *cta_wait, *READ), strict=True)
+    text = str(info.value)
+    assert "with a CTA-scope acquire, but a store from another CTA is released at " \
+        "cluster scope" in text
+    assert 'scope="cluster"' in info.value.hint
+    assert "# <- read" in info.value.span.source_line
+    # a store a CTA sends itself is acquired at CTA scope
+    own = ("if tid == 0:", "    T.ptx.st_async(T.address_of(part[0]), A[bx, 0], rank, "
+           "T.address_of(bar[0]))", *cta_wait, "if tid == 0:", "    B[bx, 0] = part[0]")
+    _, _, report = run(kernel(*init(1), *own), strict=True)
+    assert report.ok
+
+
 def test_a_receiver_that_waits_before_all_its_bytes_can_arrive_deadlocks():
     """Each CTA announces 16 bytes but only three CTAs send: the phase never completes."""
     body = (*init(), "if tid < 4 and rank < 3:", "    T.ptx.st_async(T.address_of(part[rank]),"

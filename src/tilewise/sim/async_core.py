@@ -78,8 +78,9 @@ class Part:
         this family; True if anything was waiting."""
         return False
 
-    def observe(self, tids, addrs) -> None:
-        """Threads ``tids`` waited successfully on the mbarriers ``addrs``."""
+    def observe(self, tids, addrs, cluster: bool = False) -> None:
+        """Threads ``tids`` waited successfully on the mbarriers ``addrs`` (``cluster``: the
+        wait acquired at cluster scope)."""
 
     def arrived(self, tid: int, addr: int, span) -> None:
         """Thread ``tid`` of this CTA arrived on the mbarrier at ``addr`` (it may be
@@ -264,12 +265,13 @@ class AsyncCore:
                      "expect_tx count does not match the copies)")
         return text
 
-    def wait_parity(self, tids, addrs, parity, span, what: str = "an mbarrier wait"
-                    ) -> np.ndarray:
+    def wait_parity(self, tids, addrs, parity, span, what: str = "an mbarrier wait",
+                    cluster: bool = False) -> np.ndarray:
         """Which threads' ``try_wait.parity`` succeed: polled, then (for those that do not)
         after draining the copies their mbarriers track, and while other thread sets and
         CTAs run (:mod:`.scheduler`); a wait nothing can satisfy is a deadlock. Successful
-        waits are observed by every family (bulk copies, tcgen05 commits)."""
+        waits are observed by every family (bulk copies, tcgen05 commits); ``cluster``: the
+        wait acquires at cluster scope (``scope="cluster"``)."""
         for t, a in zip(tids.tolist(), addrs.tolist()):  # uninitialised: reported once
             self._mbar(a, t, span, "mbarrier.try_wait")
         ok = None
@@ -292,7 +294,7 @@ class AsyncCore:
             self._deadlock(tids, addrs, parity, ok, span)
         if ok.any():
             for p in self._live:
-                p.observe(tids[ok], addrs[ok])
+                p.observe(tids[ok], addrs[ok], cluster)
         return ok
 
     def _done(self, addrs, parity) -> np.ndarray:

@@ -27,9 +27,10 @@ rank 0.
   by the store as a bulk copy's bytes are (:mod:`.bulk.copies`), and ``complete_tx(4)``
   counts on that CTA's mbarrier at ``mbar``'s offset: its threads may read them once they
   have observed the phase (an mbarrier wait), not before; writing them before that is a
-  race. The same started / exited rules as ``st_cluster``. Not modelled: the scope of the
-  receiver's acquire (the complete-tx releases at cluster scope; a wait with
-  ``scope="cluster"`` is what the memory model asks for, ``tilewise.dsmem`` waits so).
+  race. The same started / exited rules as ``st_cluster``. The complete-tx releases at
+  cluster scope, so a store from another CTA is observed only by a wait that acquires at
+  cluster scope (``wait_parity(..., scope="cluster")``); a reader whose wait acquired at
+  CTA scope (the default) is reported (a store a CTA sends itself is not).
 """
 
 from __future__ import annotations

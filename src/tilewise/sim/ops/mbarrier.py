@@ -96,7 +96,9 @@ def try_wait_parity(ctx, site, args):
     if addrs is None:
         return False
     parity = np.broadcast_to(np.asarray(args[1], np.int64) & 1, addrs.shape)
-    return ctx.asyncs.wait_parity(ctx.active(), addrs, parity, site.span, f"T.{site.name}")
+    scope = args[2] if len(args) > 2 else None  # (try_wait's loop: "cta" or "cluster")
+    return ctx.asyncs.wait_parity(ctx.active(), addrs, parity, site.span, f"T.{site.name}",
+                                  cluster=scope == "cluster")
 
 
 @semantics("ptx.mbarrier.try_wait")

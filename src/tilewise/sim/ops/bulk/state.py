@@ -48,6 +48,10 @@ class _Copy:
     seen: np.ndarray  # per thread: observed the phase complete (a successful wait)
     what: str = "cp.async.bulk"  # the instruction, for messages
     source: str = ""  # " of CTA rank r" for a copy issued by another CTA
+    # a store released at cluster scope by another CTA (st.async): observed only by a wait
+    # that acquires at cluster scope; ``cta_seen``: threads whose CTA-scope wait saw it
+    cluster_release: bool = False
+    cta_seen: np.ndarray | None = None
 
     @property
     def issuer(self) -> str:
@@ -111,10 +115,12 @@ class BulkState(Part):
     def store_land(self, tid: int, offs: np.ndarray, data: np.ndarray, mbar: int, span,
                    what: str, source: str = "") -> None:
         """A store that completes on an mbarrier (``st.async``, generic proxy): its bytes
-        land, are owned and are observed as a copy's (:meth:`bulk_land`)."""
-        self._land(tid, offs, data, mbar, span, what, source)
+        land, are owned and are observed as a copy's (:meth:`bulk_land`), except that a
+        store from another CTA is released at cluster scope (PTX ISA §9.7.9.12): only a
+        wait that acquires at cluster scope observes it."""
+        self._land(tid, offs, data, mbar, span, what, source, cluster_release=bool(source))
 
-    def _land(self, tid, offs, data, mbar, span, what, source) -> None:
+    def _land(self, tid, offs, data, mbar, span, what, source, cluster_release=False) -> None:
         st, mem = self.bulk, self.ctx.mem
         offs = np.asarray(offs, np.int64)
         if self.ctx.checks.shared:
@@ -125,7 +131,8 @@ class BulkState(Part):
             mem.gen_writer[offs] = -1
         mem.bulk_tagged = True
         copy = _Copy(tid, int(offs.min()), len(data), mbar, -1, span,
-                     np.zeros(self.ctx.n, bool), what, source)
+                     np.zeros(self.ctx.n, bool), what, source, cluster_release,
+                     np.zeros(self.ctx.n, bool) if cluster_release else None)
         st.copies.append(copy)
         phase = self.core.complete_tx(mbar, len(data), tid, span)
         copy.phase = phase if phase is not None else -1
@@ -162,14 +169,18 @@ class BulkState(Part):
                 keep.append(s)
         st.stores = keep
 
-    def observe(self, tids, addrs) -> None:
-        """Threads ``tids`` observed the completed phases of the mbarriers ``addrs``."""
+    def observe(self, tids, addrs, cluster: bool = False) -> None:
+        """Threads ``tids`` observed the completed phases of the mbarriers ``addrs``
+        (``cluster``: acquiring at cluster scope, which another CTA's st.async needs)."""
         st, mem = self.bulk, self.ctx.mem
         for a in np.unique(addrs).tolist():
             who = tids[addrs == a]
             phase = self.core.phase(a)
             for k, c in enumerate(st.copies):
                 if c.mbar == a and phase is not None and c.phase < phase:
+                    if c.cluster_release and not cluster:
+                        c.cta_seen[who] = True
+                        continue
                     c.seen[who] = True
                     mem.bulk_seen.add(BULK_TAG0 - k)
 
@@ -264,7 +275,12 @@ class BulkState(Part):
         who = "its own" if c.tid == reader and not c.source else f"{c.issuer}'s"
         who = f"{who} {c.what}"
         bar = ctx.describe_addr(c.mbar)
-        if (self.core.phase(c.mbar) or 0) <= c.phase:
+        if c.cta_seen is not None and c.cta_seen[reader] and not c.seen[reader]:
+            why = (f"this thread waited on its mbarrier ({bar}) with a CTA-scope acquire, "
+                   "but a store from another CTA is released at cluster scope")
+            hint = ("wait with T.ptx.mbarrier.wait_parity(mbar, parity, scope=\"cluster\") "
+                    "(tilewise.dsmem.exchange_wait does)")
+        elif (self.core.phase(c.mbar) or 0) <= c.phase:
             why = f"its mbarrier ({bar}): {self.core.describe(c.mbar)}"
             hint = ("announce the copy's bytes on the mbarrier (mbarrier.arrive_expect_tx) "
                     "and wait on it (T.ptx.mbarrier.wait_parity(mbar, parity)) before reading")

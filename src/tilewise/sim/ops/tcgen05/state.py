@@ -90,7 +90,7 @@ class Tcgen05State(Part):
         for k, n in zip(ids.tolist(), counts.tolist()):
             self.ops[k].cells -= n
 
-    def observe(self, tids, addrs) -> None:
+    def observe(self, tids, addrs, cluster: bool = False) -> None:
         """Threads ``tids`` waited successfully on the mbarriers ``addrs``."""
         for a in np.unique(addrs).tolist():
             who = tids[addrs == a]

@@ -159,7 +159,7 @@ class WgmmaState(Part):
                     len(x) for x in op.smem):
                 op.released = (addr, span)
 
-    def observe(self, tids, addrs) -> None:
+    def observe(self, tids, addrs, cluster: bool = False) -> None:
         """Threads ``tids`` waited on the mbarriers ``addrs``: each thread's last one."""
         for t, a in zip(np.atleast_1d(tids).tolist(), np.atleast_1d(addrs).tolist()):
             self.last_wait[int(t)] = int(a)
