@@ -119,6 +119,26 @@ def test_a_store_into_a_cta_that_has_exited_is_reported():
         run(kernel(*body, cluster=2, ctas=2), strict=True)
 
 
+def test_st_async_without_a_cluster_is_reported():
+    src = """
+@T.prim_func
+def k(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (8, 64), "float32")
+    B = T.match_buffer(B_ptr, (8, 4), "float32")
+    T.device_entry()
+    bx = T.cta_id([8])
+    tid = T.thread_id([64])
+    part = T.alloc_shared((4,), "float32")
+    bar = T.alloc_shared((1,), "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init(T.address_of(bar[0]), 1)
+        T.ptx.st_async(T.address_of(part[0]), A[bx, 0], 0, T.address_of(bar[0]))  # <-
+"""
+    with pytest.raises(tw.HazardError, match="without a cluster of two or more CTAs") as info:
+        run(tw.from_source(src, filename=FILE), strict=True)
+    assert "# <-" in info.value.span.source_line
+
+
 def test_st_async_takes_32_bit_values():
     with pytest.raises(tw.TilewiseError, match="st_async stores one 32-bit value"):
         kernel(*init(), "T.ptx.st_async(T.address_of(part[0]), T.float16(1.0), 0, "

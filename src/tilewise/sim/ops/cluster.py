@@ -30,7 +30,8 @@ rank 0.
   race. The same started / exited rules as ``st_cluster``. The complete-tx releases at
   cluster scope, so a store from another CTA is observed only by a wait that acquires at
   cluster scope (``wait_parity(..., scope="cluster")``); a reader whose wait acquired at
-  CTA scope (the default) is reported (a store a CTA sends itself is not).
+  CTA scope (the default) is reported (a store a CTA sends itself is not). In a kernel
+  without a cluster of two or more CTAs st.async is undefined: reported.
 """
 
 from __future__ import annotations
@@ -153,6 +154,12 @@ def st_async(ctx, site, args):
     dst, value, rank, mbar = args
     what = "st.async (T.ptx.st_async)"
     tids = ctx.active()
+    if ctx.cluster is None or ctx.cluster.n < 2:
+        ctx.hazard(f"{what} in a kernel without a cluster of two or more CTAs: its behaviour "
+                   "is undefined there (PTX ISA: %cluster_nctarank must be > 1)", site.span,
+                   "declare a cluster (T.cta_id_in_cluster([n]), n >= 2), or store into this "
+                   "CTA's shared memory with an ordinary store", tid=int(tids[0]))
+        return
     d = check_pointer(ctx, dst, 4, site.span, what, (SHARED,))
     bars = None if d is None else mbarrier_addrs(ctx, mbar, site.span, what + " mbarrier",
                                                  read=False)
