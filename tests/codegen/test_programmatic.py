@@ -5,14 +5,13 @@ option's rules and their messages, the simulator (where the two instructions are
 one launch runs at a time), and the GEMM's split through global memory, whose second
 kernel is launched this way (tests/gemm/test_gemm_hopper.py runs it on the GPU)."""
 
-import os
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
 import tilewise as tw
+from cbuild import c_compiler, cuda_include
 from exload import load_example as example
 from tilewise import from_source
 
@@ -75,15 +74,6 @@ def test_the_split_gemms_second_kernel_waits_for_the_first():
     assert G.SPLIT_PROGRAMMATIC
 
 
-def _cuda_include() -> list[str]:
-    from tilewise.knobs import knobs
-
-    for root in (knobs.cuda_home, "/usr/local/cuda"):
-        if root and os.path.exists(os.path.join(root, "include", "cuda.h")):
-            return ["-I", os.path.join(root, "include")]
-    return []
-
-
 def test_the_c_launcher_launches_a_programmatic_kernel_programmatically(tmp_path):
     """``--emit c`` of a programmatic kernel calls ``cuLaunchKernelEx`` with programmatic
     stream serialization (as the Python launcher does); the generated source compiles
@@ -92,7 +82,7 @@ def test_the_c_launcher_launches_a_programmatic_kernel_programmatically(tmp_path
     from tilewise.aot import emit_c
     from tilewise.runtime import saved
 
-    cc = shutil.which("gcc") or shutil.which("cc")
+    cc = c_compiler()
     if cc is None:
         pytest.skip("no C compiler on this machine")
     k = tw.compile(_kernel(True), "sm_90a", programmatic=True)
@@ -112,7 +102,8 @@ def test_the_c_launcher_launches_a_programmatic_kernel_programmatically(tmp_path
              'offsetof(CUlaunchAttribute, value)); return 0; }\n')
     (tmp_path / "probe.c").write_text(probe)
     layouts = []
-    for flags in ([], _cuda_include()) if _cuda_include() else ([],):
+    include = cuda_include()
+    for flags in ([], include) if include else ([],):
         res = subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", *flags, "-c",
                               "pdl.c", "-o", "pdl.o"], cwd=tmp_path, capture_output=True,
                              text=True)

@@ -7,7 +7,6 @@ import functools
 import json
 import os
 import pathlib
-import shutil
 import struct
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import numpy as np
 import pytest
 
 import tilewise as tw
+from cbuild import c_compiler
 from tilewise.errors import LaunchError
 from tilewise.runtime import device, saved
 from tilewise.runtime.launch import prepare
@@ -161,7 +161,7 @@ def test_the_command_line_saves_and_emits_c(tmp_path):
 
 
 def test_the_c_launcher_compiles_with_and_without_cuda_h(tmp_path):
-    gcc = shutil.which("gcc") or shutil.which("cc")
+    gcc = c_compiler()
     if gcc is None:
         pytest.skip("no C compiler on this machine")
     from gemm_hopper import make_gemm

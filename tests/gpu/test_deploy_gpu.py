@@ -6,13 +6,13 @@ vprintf and a failing T.device_assert is reported at its file and line."""
 import ctypes
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 import tilewise as tw
+from cbuild import c_compiler, cuda_include
 from tilewise.errors import LaunchError
 
 pytestmark = pytest.mark.gpu
@@ -92,26 +92,17 @@ def _libcuda() -> str:
     raise AssertionError("libcuda is not loaded")
 
 
-def _include_flags() -> list[str]:
-    from tilewise.knobs import knobs
-
-    for root in (knobs.cuda_home, "/usr/local/cuda"):
-        if os.path.exists(os.path.join(root, "include", "cuda.h")):
-            return ["-I", os.path.join(root, "include")]
-    return []  # the generated header declares the driver entry points itself
-
-
 def _build(tmp_path, name, kernel):
     from tilewise.aot import emit_c
     from tilewise.runtime import saved
 
-    cc = shutil.which("gcc") or shutil.which("cc") or shutil.which("clang")
+    cc = c_compiler()
     assert cc, "the C launcher test needs a C compiler (gcc, cc or clang) on PATH"
     h, c = emit_c(saved.describe(kernel), kernel.cubin, name)
     (tmp_path / f"{name}.h").write_text(h)
     (tmp_path / f"{name}.c").write_text(c)
     lib = tmp_path / f"lib{name}.so"
-    res = subprocess.run([cc, "-std=c11", "-O2", "-shared", "-fPIC", *_include_flags(),
+    res = subprocess.run([cc, "-std=c11", "-O2", "-shared", "-fPIC", *cuda_include(),
                           str(tmp_path / f"{name}.c"), "-o", str(lib), _libcuda()],
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr

@@ -13,15 +13,18 @@ import tilewise as tw
 FILE = "st_async_kernels.py"
 
 
-def kernel(*body: str, cluster: int = 4, ctas: int = 8):
+def kernel(*body: str, cluster: int | None = 4, ctas: int = 8, env: dict | None = None):
+    """A kernel of ``ctas`` CTAs of 64 threads in clusters of ``cluster`` (None: no cluster
+    declared) with ``part`` (4 floats) and ``bar`` (an mbarrier) in shared memory."""
     head = ['A = T.match_buffer(A_ptr, (8, 64), "float32")',
             'B = T.match_buffer(B_ptr, (8, 4), "float32")', "T.device_entry()",
-            f"bx = T.cta_id([{ctas}])", f"rank = T.cta_id_in_cluster([{cluster}])",
+            f"bx = T.cta_id([{ctas}])",
+            *([f"rank = T.cta_id_in_cluster([{cluster}])"] if cluster else []),
             "tid = T.thread_id([64])", 'part = T.alloc_shared((4,), "float32")',
             'bar = T.alloc_shared((1,), "uint64")']
     lines = "".join(f"    {ln}\n" for ln in head + list(body))
     return tw.from_source(f"@T.prim_func\ndef k(A_ptr: T.handle, B_ptr: T.handle):\n{lines}",
-                          filename=FILE)
+                          env=env, filename=FILE)
 
 
 def init(cluster: int = 4):  # the receiving mbarrier: one arrival, every sender's 4 bytes
@@ -45,14 +48,19 @@ def run(k, **kw):
     return a, b, tw.simulate(k, a, b, **kw)
 
 
+def all_to_all(a):
+    """What SEND then READ leave in B: CTA bx's part[s] is what CTA s of its cluster sent."""
+    want = np.empty((8, 4), np.float32)
+    for bx in range(8):
+        c0, rank = bx // 4 * 4, bx % 4
+        want[bx] = [a[c0 + s, s * 16 + rank] for s in range(4)]
+    return want
+
+
 def test_an_all_to_all_exchange_lands_in_every_cta_after_its_mbarrier_wait():
     a, b, report = run(kernel(*init(), *SEND, *WAIT, *READ), strict=True)
     assert report.ok
-    want = np.empty((8, 4), np.float32)
-    for bx in range(8):  # CTA bx's part[s]: what CTA s of its cluster sent it
-        c0, rank = bx // 4 * 4, bx % 4
-        want[bx] = [a[c0 + s, s * 16 + rank] for s in range(4)]
-    assert np.array_equal(b, want)
+    assert np.array_equal(b, all_to_all(a))
     assert report.instructions["ptx.st_async"] == 8 * 4
 
 
@@ -120,22 +128,11 @@ def test_a_store_into_a_cta_that_has_exited_is_reported():
 
 
 def test_st_async_without_a_cluster_is_reported():
-    src = """
-@T.prim_func
-def k(A_ptr: T.handle, B_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (8, 64), "float32")
-    B = T.match_buffer(B_ptr, (8, 4), "float32")
-    T.device_entry()
-    bx = T.cta_id([8])
-    tid = T.thread_id([64])
-    part = T.alloc_shared((4,), "float32")
-    bar = T.alloc_shared((1,), "uint64")
-    if tid == 0:
-        T.ptx.mbarrier.init(T.address_of(bar[0]), 1)
-        T.ptx.st_async(T.address_of(part[0]), A[bx, 0], 0, T.address_of(bar[0]))  # <-
-"""
+    body = ("if tid == 0:", "    T.ptx.mbarrier.init(T.address_of(bar[0]), 1)",
+            "    T.ptx.st_async(T.address_of(part[0]), A[bx, 0], 0, T.address_of(bar[0]))"
+            "  # <-")
     with pytest.raises(tw.HazardError, match="without a cluster of two or more CTAs") as info:
-        run(tw.from_source(src, filename=FILE), strict=True)
+        run(kernel(*body, cluster=None), strict=True)
     assert "# <-" in info.value.span.source_line
 
 
@@ -167,32 +164,11 @@ def test_the_dsmem_helpers_exchange_a_value_between_every_pair_of_ctas():
     barrier's arrive), a send by thread r to CTA r, exchange_wait (scope="cluster")."""
     from tilewise.dsmem import exchange_start, exchange_wait
 
-    src = """
-@T.prim_func
-def k(A_ptr: T.handle, B_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (8, 64), "float32")
-    B = T.match_buffer(B_ptr, (8, 4), "float32")
-    T.device_entry()
-    bx = T.cta_id([8])
-    rank = T.cta_id_in_cluster([4])
-    tid = T.thread_id([64])
-    part = T.alloc_shared((4,), "float32")
-    bar = T.alloc_shared((1,), "uint64")
-    exchange_start(bar, 16, tid)
-    T.ptx.barrier.cluster.wait(aligned=True)
-    if tid < 4:
-        T.ptx.st_async(T.address_of(part[rank]), A[bx, rank * 16 + tid], tid,
-                       T.address_of(bar[0]))
-    exchange_wait(bar)
-    if tid < 4:
-        B[bx, tid] = part[tid]
-"""
-    k = tw.from_source(src, env={"exchange_start": exchange_start,
-                                 "exchange_wait": exchange_wait}, filename=FILE)
+    body = ("exchange_start(bar, 16, tid)", "T.ptx.barrier.cluster.wait(aligned=True)", *SEND,
+            "exchange_wait(bar)", *READ)
+    k = kernel(*body, env={"exchange_start": exchange_start, "exchange_wait": exchange_wait})
     a, b, report = run(k, strict=True)
     assert report.ok
-    for bx in range(8):
-        c0, rank = bx // 4 * 4, bx % 4
-        assert list(b[bx]) == [a[c0 + s, s * 16 + rank] for s in range(4)]
+    assert np.array_equal(b, all_to_all(a))
     ptx = tw.compile(k, "sm_90a").source("ptx")
     assert "mbarrier.try_wait.parity.acquire.cluster" in ptx
