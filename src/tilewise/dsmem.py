@@ -19,6 +19,13 @@ when it was set up. The receiver waits on its own mbarrier for exactly the data 
 no second cluster barrier, and no release fence in every warp (what ``st.shared::cluster``
 and ``T.cuda.cluster_sync()`` cost). The mbarrier is used for one phase; a CTA exits only
 after its wait, so no store is still on its way into it.
+
+Measured on the H200 (benchmarks/RESULTS.md, "The st.async exchange, measured"): in the row
+kernels, where every thread of a 512-1024-thread CTA waits, this was no faster than
+``st.shared::cluster`` + ``T.cuda.cluster_sync()`` (softmax -7 % to +1 %, RMSNorm mostly
+slower): the hardware cluster barrier releases many waiting threads more cheaply than an
+mbarrier they all spin on, and the wait for the slowest CTA is there either way. The row
+kernels keep the cluster barrier; this helper suits exchanges where one warp waits.
 """
 
 from __future__ import annotations
