@@ -60,7 +60,8 @@ from tilewise.layout.rows import row_configs
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 NEG_INF = float("-inf")
-MAX_CTAS = 8  # CTAs a row may be split over (a cluster)
+MAX_CTAS = 16  # CTAs a row may be split over (a cluster; plans take at most 8, the
+#              portable size; 16 is a tuner candidate for the longest rows)
 
 
 def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | None = None,

@@ -83,6 +83,24 @@ def test_a_nonportable_cluster_allows_16():
         tw.compile(func, target="sm_90a", cluster_dim=32, nonportable_cluster=True)
 
 
+def test_a_declared_cluster_of_16_asks_for_the_nonportable_size_itself():
+    """A kernel that declares a cluster of 9-16 CTAs has asked for the non-portable size:
+    it compiles without the option (the runtime then opts in), and an explicit
+    ``nonportable_cluster=False`` is refused with the cluster named."""
+    src = kernel(128, lines=("rank = T.cta_id_in_cluster([16])", "A[rank] = tid")).replace(
+        "T.cta_id([8])", "T.cta_id([32])")
+    func = from_source(src, filename=FILE)
+    k = tw.compile(func, target="sm_90a")
+    assert k.options["nonportable_cluster"] is True
+    assert k.options["cluster_dim"] == (16, 1, 1)
+    assert ".reqnctapercluster 16, 1, 1" in k.source("ptx")
+    with pytest.raises(tw.CompileError, match="has 16 CTAs; a cluster has at most 8") as e:
+        tw.compile(func, target="sm_90a", nonportable_cluster=False)
+    assert "nonportable_cluster=True" in e.value.hint
+    eight = from_source(src.replace("[16]", "[8]"), filename=FILE)
+    assert "nonportable_cluster" not in tw.compile(eight, target="sm_90a").options
+
+
 def test_alignment_requests_are_honoured_or_refused():
     src = kernel(lines=('S = T.alloc_shared((256,), "int32", align=1024)',
                         'D = T.alloc_buffer((256,), "int32", scope="shared.dyn", align=256)',

@@ -79,7 +79,7 @@ def test_a_split_row_can_be_pinned_to_one_pass_or_chunks():
     assert too_long.chunks > 1 and too_long.threads == 256
 
 
-@pytest.mark.parametrize("kw,why", [({"ctas": 3}, "one of (2, 4, 8)"),
+@pytest.mark.parametrize("kw,why", [({"ctas": 3}, "one of (2, 4, 8, 16)"),
                                     ({"ctas": 8, "threads": 1024}, "does not split")])
 def test_a_split_that_cannot_be_is_refused(kw, why):
     with pytest.raises(ValueError, match=why.replace("(", r"\(").replace(")", r"\)")):
@@ -125,3 +125,23 @@ def test_long_rows_are_tuned_over_cluster_sizes_and_the_chunked_form():
     wide = row_configs(16, 32000, 2, max_ctas=8)  # fits one CTA; few rows: one-pass splits
     assert wide[0] == {} and {c.get("ctas") for c in wide} >= {None, 4, 8}
     assert all("ctas" not in c for c in row_configs(16, 32000, 2))  # no clusters asked
+
+
+def test_the_longest_rows_also_try_16_ctas_but_plans_stay_portable():
+    """A kernel that takes 16 CTAs a row (max_ctas=16) still plans at most 8 (the portable
+    cluster); where the plan's 8 parts take 4 chunks or more the tuner also times 16 CTAs
+    with half the chunk and with the chunk (RMSNorm 256 x 262144 ran 3-4 % faster so,
+    128 x 524288 12-20 %, measured on the H200), and nowhere shorter (softmax 256 x 128256
+    ran 10-20 % slower)."""
+    for cols in (262144, 524288, 1000000):
+        assert RowTiling.plan(256, cols, 2, max_ctas=16).ctas == 8
+        sixteen = [c for c in row_configs(256, cols, 2, max_ctas=16) if c.get("ctas") == 16]
+        assert len(sixteen) == 2, cols
+        for c in sixteen:
+            t = RowTiling.plan(256, cols, 2, c.get("threads"), None, c["chunk"], ctas=16,
+                               max_ctas=16)
+            assert t.ctas == 16 and t.threads == 256 and t.chunks >= 2
+            assert t.part_cols * 15 < cols <= t.part_cols * 16  # every part holds some
+    for cols in (65536, 128256, 200000):
+        assert all(c.get("ctas") != 16 for c in row_configs(256, cols, 2, max_ctas=16)), cols
+    assert all(c.get("ctas") != 16 for c in row_configs(256, 262144, 2, max_ctas=8))

@@ -91,10 +91,16 @@ MAX_CLUSTER = 8  # CTAs per cluster, portable; 16 with the non-portable opt-in
 def declared_cluster(options: dict, func) -> dict:
     """``options`` with ``cluster_dim`` taken from the kernel's ``T.cta_id_in_cluster``
     declaration, when it has one (the option, if also given, must agree; the pipeline has
-    checked the target and the size)."""
+    checked the target and the size). A declared cluster of more than 8 CTAs is the
+    kernel's own request for the non-portable size: ``nonportable_cluster`` becomes True
+    unless it was given as False (then :func:`check_launch` refuses the cluster)."""
+    import math
+
     cluster = func.launch_config.cluster
     if cluster == (1, 1, 1):
         return options
+    if math.prod(cluster) > MAX_CLUSTER and "nonportable_cluster" not in options:
+        options = {**options, "nonportable_cluster": True}
     decl = next(b for b in func.launch if b.kind == "cta_id_in_cluster")
     given = options.get("cluster_dim")
     given = None if given is None else tuple(given) + (1,) * (3 - len(given))
@@ -125,7 +131,9 @@ def check_launch(options: dict, func) -> None:
                            f"most {most}", func.span,
                            hint="use a smaller cluster" + ("" if most == 16 else
                                                            ", or nonportable_cluster=True for "
-                                                           "up to 16 on sm_90"))
+                                                           "up to 16 on sm_90 (a kernel that "
+                                                           "declares its cluster gets it "
+                                                           "unless given False)"))
     for axis, (g, c) in enumerate(zip(cfg.grid, dims)):
         if isinstance(g, int) and g % c:
             raise CompileError(f"cluster_dim={dims} does not divide the grid {cfg.grid} "

@@ -28,7 +28,8 @@ tiles"). A row longer than one tile in registers is walked in ``chunks`` tiles.
    equally full: 512 threads per row (up to 128 registers each) and ``max_elems``
    elements per thread by default. A kernel that can split a row over the CTAs of a
    cluster (``max_ctas`` > 1) gets that instead (``ctas``: CTA rank r holds columns
-   ``[r * P, r * P + P)`` of the row, ``P = chunks * cols``): 8, 4 or 2 CTAs of 256 threads,
+   ``[r * P, r * P + P)`` of the row, ``P = chunks * cols``): 8, 4 or 2 CTAs of 256 threads
+   (16, a non-portable cluster, only as a tuner candidate: :func:`row_configs`),
    each walking its part in chunks, their partial results exchanged through distributed
    shared memory (``examples/softmax.py``, ``examples/rmsnorm.py``).
 3. Rows per CTA: short rows put several rows in a thread (``rows_per_thread``, up to the
@@ -49,7 +50,8 @@ from tilewise.layout.layout import TileLayout
 MAX_ELEMS = 32
 MAX_THREADS = 1024
 CHUNK_THREADS = 512  # threads per row of a chunked row: up to 128 registers each
-CLUSTER_SIZES = (2, 4, 8)  # CTAs per row of a split row (8: the portable cluster maximum)
+CLUSTER_SIZES = (2, 4, 8, 16)  # CTAs per row of a split row (16: a non-portable cluster)
+PLAN_CTAS = 8  # the most a plan takes (the portable maximum); 16 is a tuner candidate only
 SPLIT_THREADS = 256  # threads of each CTA of a split, chunked row
 STAGE_BYTES = 96 * 1024  # a split row's part up to this size is kept in shared memory
 
@@ -183,7 +185,7 @@ class RowTiling:
         shared memory by the kernels; one-pass parts in registers and one CTA per row were
         slower at 256 rows of 128256-262144)."""
         tile = SPLIT_THREADS * want  # vectors of a chunk
-        sizes = [c for c in CLUSTER_SIZES if c <= max_ctas]
+        sizes = [c for c in CLUSTER_SIZES if c <= min(max_ctas, PLAN_CTAS)]
         first = next((i for i in range(len(sizes) - 1, -1, -1) if -(-n // sizes[i]) > tile), 0)
         for c in sizes[first::-1]:  # fewer CTAs where the parts' rounding leaves one empty
             try:
@@ -255,8 +257,11 @@ def row_configs(rows: int, cols: int, elem_bytes: int, max_elems: int = MAX_ELEM
     CTAs small enough to overlap) or, for a kernel that splits rows over a cluster
     (``max_ctas`` > 1), over 4 or 8 CTAs in one pass (few rows then still fill the GPU). For a
     row too long for one CTA: the split, chunked plan beside halved chunks, 512-thread CTAs,
-    half the CTAs, one pass over 4 or 8 CTAs, and one CTA per row. Each distinct tiling
-    once."""
+    half the CTAs, one pass over 4 or 8 CTAs, and one CTA per row; where the plan's 8 parts
+    take 4 chunks or more and the kernel takes 16 CTAs (``max_ctas`` 16), twice the CTAs
+    with half the chunk and with the same chunk (a non-portable cluster, which the kernel's
+    declaration asks for; a GPU that cannot launch it drops the candidate). Each distinct
+    tiling once."""
     base = RowTiling.plan(rows, cols, elem_bytes, max_elems=max_elems, max_ctas=max_ctas,
                           split_elems=split_elems)
     out = [{}]
@@ -266,6 +271,8 @@ def row_configs(rows: int, cols: int, elem_bytes: int, max_elems: int = MAX_ELEM
                 {"ctas": base.ctas, "chunk": tile, "threads": 512},
                 {"ctas": max(2, base.ctas // 2), "chunk": tile},
                 {"ctas": 8}, {"ctas": 4, "threads": 512}, {"ctas": 1}]
+        if max_ctas >= 16 and base.ctas == PLAN_CTAS and base.chunks >= 4:
+            out += [{"ctas": 16, "chunk": c, "threads": SPLIT_THREADS} for c in (tile // 2, tile)]
     elif base.chunks > 1:
         out += [{"threads": 256}, {"threads": MAX_THREADS,
                                    "vectors": max(1, max_elems * 3 // 4 // base.vec)}]
