@@ -387,12 +387,16 @@ def _dense(tile: Tile, scaling: str, fast_accum: bool, overlap: bool = False):
             @T.inline
             def free(it):
                 """The consumer's arrival on ring position ``it``'s stage, in each CTA (a
-                pair's at CTA scope: its reads are done, no cluster fence is needed)."""
-                if leader:
-                    for r in T.static_range(mc):
-                        T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[it % stages]), 0,
-                                                        remote=r if mc == 2 else None,
-                                                        scope="cta" if mc == 2 else None)
+                pair's at CTA scope: its reads are done, no cluster fence is needed; the
+                two arrivals from two warps, 0 and 2, as CUTLASS spreads them, so that no
+                warp of the warpgroup issues both)."""
+                if mc == 2:
+                    for r in T.static_range(2):
+                        if tid % 128 == 64 * r:
+                            T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[it % stages]),
+                                                            0, remote=r, scope="cta")
+                elif leader:
+                    T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[it % stages]), 0)
 
             @T.inline
             def step(j, m0, n0, kt):

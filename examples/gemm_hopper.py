@@ -1129,12 +1129,18 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                                      Bs[s, :, c0:c0 + wn], accum=kt > k_begin)
                 T.ptx.wgmma.commit_group()
                 T.ptx.wgmma.wait_group(1)  # the previous stage's wgmma has finished
-                if kt > k_begin and leader:
-                    release(empty, (it + stages - 1) % stages, P, crank)
+                if P == 2:  # the leader and warp 2's first thread (release: which does what)
+                    if kt > k_begin and tid % 64 == 0:
+                        release(empty, (it + stages - 1) % stages, P, crank, leader, tid)
+                elif kt > k_begin and leader:
+                    release(empty, (it + stages - 1) % stages, P, crank, leader, tid)
                 it = it + 1
             T.ptx.wgmma.wait_group(0)
-            if k_end > k_begin and leader:
-                release(empty, (it + stages - 1) % stages, P, crank)
+            if P == 2:
+                if k_end > k_begin and tid % 64 == 0:
+                    release(empty, (it + stages - 1) % stages, P, crank, leader, tid)
+            elif k_end > k_begin and leader:
+                release(empty, (it + stages - 1) % stages, P, crank, leader, tid)
             return it
 
         @T.inline
@@ -1257,13 +1263,18 @@ def tile_origin(mt, nt, bm, bn, P, crank, swap, r0=0, c0=0):
 
 
 @T.inline
-def release(empty, s, P, crank):
-    """A consumer warpgroup is done with stage ``s``: tell this CTA's producer, and with a
-    multicast B the other CTA's too (its copies write into this CTA's stage as well)."""
-    T.ptx.mbarrier.arrive(T.address_of(empty[s]))
-    if P == 2:
-        T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[s]), 0, remote=1 - crank,
-                                        scope="cta")  # reads done: no cluster fence
+def release(empty, s, P, crank, leader, tid):
+    """A consumer warpgroup is done with stage ``s``: its leader tells this CTA's producer,
+    and with a multicast B its warp 2 tells the other CTA's (its copies write into this
+    CTA's stage as well; two warps, as CUTLASS spreads them, so that no warp issues both)."""
+    if P == 1:  # (the caller asked leader)
+        T.ptx.mbarrier.arrive(T.address_of(empty[s]))
+    else:
+        if leader:
+            T.ptx.mbarrier.arrive(T.address_of(empty[s]))
+        if tid % 128 == 64:
+            T.ptx.mbarrier.arrive.expect_tx(T.address_of(empty[s]), 0, remote=1 - crank,
+                                            scope="cta")  # reads done: no cluster fence
 
 
 @T.inline

@@ -95,6 +95,23 @@ def test_the_log_shows_k_major_fp8_wgmma_and_the_promotion():
     assert ".reqntid 384" in ptx  # so that ptxas honours setmaxnreg (whole-program)
 
 
+def test_a_pair_frees_each_stage_from_two_warps_at_cta_scope():
+    """In CTA pairs each consumer warpgroup frees a stage in both CTAs, warp 0 in rank 0 and
+    warp 2 in rank 1 (as CUTLASS spreads them): no warp issues both remote arrivals before
+    the warpgroup's next wgmma (H200: the pairs 1-4 % faster, benchmarks/RESULTS.md), and
+    no cluster-scope release (the stage's reads are done)."""
+    import re
+
+    for share in ("b", "a"):
+        k = tw.compile(F.make_gemm_fp8(512, 512, 256, "block", False, 128, 128, None, 4, 2,
+                                       share, overlap=True), "sm_90a")
+        frees = re.findall(r"if tid % 128 == (\d+):\n\s+T\.ptx\.mbarrier\.arrive\.expect_tx"
+                           r"\(T\.address_of\(empty\[[^\]]+\]\), 0, (\d), None, 'cta'\)",
+                           k.source("lowered"))
+        assert frees and set(frees) == {("0", "0"), ("64", "1")}, frees
+        assert "release.cluster.shared::cluster" not in k.ptx
+
+
 def test_the_vectors_beside_the_accumulator_hold_each_thread_s_rows_and_columns():
     """wgmma_accumulator_rows / _cols: thread t holds, in register i, the row (column) of
     its accumulator values that read it (the ISA formula, ptx/wgmma.py)."""
