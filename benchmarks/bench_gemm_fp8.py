@@ -14,13 +14,16 @@ its first launch from M = 1024 on), the model's tile and, where that tile has on
 warpgroup, the same tile with ``overlap=True`` (tile name ``/ovl``); at M = 4096 the kernel
 (every scaling) also runs with the other wide tiles and 128 x 128 with overlap
 (``--pairs``: as CTA pairs multicasting B too; ``--no-sweep`` skips them). The tilewise
-column is the fastest of them, the ``auto`` column what a user gets.
+column is the fastest of them, the ``auto`` column what a user gets. cuBLASLt always gets
+the 1 x 128 scales MN-major (as it reads them); ours and Triton get them row-major unless
+``--sa-mn`` (the same MN-major array: ours 2-4 % faster at K = 16384, benchmarks/RESULTS.md).
 Grouped GEMMs: the factory as a user calls it (``auto``: fp8 tunes between its model's tile
 and 128 x 128 with ``overlap=True`` from 1024 rows on; the pick is named) and, for fp8,
 128 x 128 with ``overlap=True``.
 
     PYTHONPATH=src python benchmarks/bench_gemm_fp8.py [--ms 64,128,4096]
-        [--modes block,row,tensor] [--no-grouped] [--no-sweep] [--pairs] [--json OUT.json]
+        [--modes block,row,tensor] [--no-grouped] [--no-sweep] [--pairs] [--sa-mn]
+        [--json OUT.json]
 """
 
 import argparse
@@ -42,6 +45,7 @@ GROUPED = [  # (layout, groups, rows a group (expected), N, K, fp8)
     ("contiguous", 4, 8192, 4096, 7168, False)]
 SWEEP = [(bm, bn, mc) for bm, bn in ((128, 128), (256, 128), (128, 256)) for mc in (1, 2)]
 PAIRS = False  # --pairs: the sweep's CTA pairs too (0.6-0.8 x the tile alone on the H200)
+SA_MN = False  # --sa-mn: block scales of A MN-major for our kernels too (cuBLASLt's layout)
 
 
 def _example(name):
@@ -250,6 +254,8 @@ def _overlaps(F, tile) -> bool:
 
 def _dense_case(torch, F, trit, kernels, mode, M, N, K, sweep, sms, log):
     a, b, sa, sb, ref = problem(torch, M, N, K, mode)
+    if SA_MN and mode == "block":
+        sa = sa.t().contiguous().t()  # the same scales, MN-major (what cuBLASLt gets)
     flops = 2.0 * M * N * K
     c = torch.empty(M, N, dtype=torch.bfloat16, device="cuda")
     row = dict(mode=mode, M=M, N=N, K=K)
@@ -440,12 +446,14 @@ def main():
     ap.add_argument("--no-grouped", action="store_true")
     ap.add_argument("--no-sweep", action="store_true")
     ap.add_argument("--pairs", action="store_true", help="the sweep's CTA pairs too")
+    ap.add_argument("--sa-mn", action="store_true",
+                    help="ours and Triton get A's block scales MN-major too, as cuBLASLt does")
     ap.add_argument("--json", default=None)
     ap.add_argument("--budget", type=float, default=170.0,
                     help="seconds; cases that would start later are skipped (tables still print)")
     opts = ap.parse_args()
-    global PAIRS
-    PAIRS = opts.pairs
+    global PAIRS, SA_MN
+    PAIRS, SA_MN = opts.pairs, opts.sa_mn
     import torch
     import triton
 
