@@ -40,7 +40,8 @@ ROWS = [(16, 1024, "float16", {}), (2, 8192, "bfloat16", {}), (6, 96, "float32",
         (2, 3000, "float16", {"ctas": 2, "chunk": 512}),
         (3, 1001, "bfloat16", {"ctas": 4, "chunk": 64, "threads": 32}),
         # ... over 16 CTAs (a non-portable cluster: the longest rows' tuner candidate)
-        (2, 8000, "bfloat16", {"ctas": 16, "chunk": 64, "threads": 32})]
+        (2, 8000, "bfloat16", {"ctas": 16, "chunk": 64, "threads": 32}),
+        (2, 8000, "float32", {"ctas": 16, "chunk": 64, "threads": 32})]
 IDS = [f"{r}x{c}-{d}" + ("-chunked" if kw.get("chunk") else "")
        + (f"-split{kw['ctas']}" if kw.get("ctas") else "") for r, c, d, kw in ROWS]
 
