@@ -1129,17 +1129,13 @@ def _kernel(dtype, sms, producer, bm, bn, splits, stages, multicast=1, swap=Fals
                                      Bs[s, :, c0:c0 + wn], accum=kt > k_begin)
                 T.ptx.wgmma.commit_group()
                 T.ptx.wgmma.wait_group(1)  # the previous stage's wgmma has finished
-                if P == 2:  # the leader and warp 2's first thread (release: which does what)
-                    if kt > k_begin and tid % 64 == 0:
-                        release(empty, (it + stages - 1) % stages, P, crank, leader, tid)
-                elif kt > k_begin and leader:
+                # the threads that release (release: which does what): the leader, and
+                # with a pair warp 2's first thread too
+                if kt > k_begin and (tid % 64 == 0 if P == 2 else leader):
                     release(empty, (it + stages - 1) % stages, P, crank, leader, tid)
                 it = it + 1
             T.ptx.wgmma.wait_group(0)
-            if P == 2:
-                if k_end > k_begin and tid % 64 == 0:
-                    release(empty, (it + stages - 1) % stages, P, crank, leader, tid)
-            elif k_end > k_begin and leader:
+            if k_end > k_begin and (tid % 64 == 0 if P == 2 else leader):
                 release(empty, (it + stages - 1) % stages, P, crank, leader, tid)
             return it
 
