@@ -116,3 +116,45 @@ def test_st_cluster_needs_a_target_with_clusters():
     k = kernel(*START, *SEND, "T.cuda.cluster_sync()", *READ)
     with pytest.raises(tw.TilewiseError, match="cluster"):
         tw.compile(k, "sm_80")
+
+
+def test_a_phase_releases_the_stores_of_the_threads_that_arrived_with_release():
+    """The senders (warp 0) arrive with release, the other warps ``.relaxed`` (the row
+    kernels' exchange): the stores are ordered before the reads, no hazard."""
+    body = (*START, *SEND, "if tid < 32:", "    T.ptx.barrier.cluster.arrive(aligned=True)",
+            "else:", "    T.ptx.barrier.cluster.arrive(relaxed=True, aligned=True)",
+            "T.ptx.barrier.cluster.wait(aligned=True)", *READ)
+    a, b, report = run(kernel(*body), strict=True)
+    assert report.ok
+    want = np.array([[a[bx // 4 * 4 + s, s * 16 + bx % 4] for s in range(4)]
+                     for bx in range(8)], np.float32)
+    assert np.array_equal(b, want)
+
+
+def test_a_sender_that_arrived_relaxed_is_reported_though_others_released():
+    """Warp 0 (the senders) arrives ``.relaxed``, warp 1 with release: the stores are not
+    ordered before the destination's reads."""
+    body = (*START, *SEND, "if tid < 32:",
+            "    T.ptx.barrier.cluster.arrive(relaxed=True, aligned=True)",
+            "else:", "    T.ptx.barrier.cluster.arrive(aligned=True)",
+            "T.ptx.barrier.cluster.wait(aligned=True)", *READ)
+    with pytest.raises(tw.HazardError) as info:
+        run(kernel(*body), strict=True)
+    assert "(st_cluster) with no bar.sync in between" in str(info.value)
+    assert "# <- read" in info.value.span.source_line
+
+
+def test_a_write_of_a_thread_that_arrived_relaxed_stays_unordered_in_its_own_cta():
+    """A thread's own shared write, read by another thread of its CTA after a cluster phase
+    the writer arrived on ``.relaxed``: not ordered; with release it is."""
+    for arrive, ok in (("relaxed=True, aligned=True", False), ("aligned=True", True)):
+        body = (*START, "if tid == 40:", "    part[0] = A[bx, 0]", "if tid < 32:",
+                "    T.ptx.barrier.cluster.arrive(aligned=True)", "else:",
+                f"    T.ptx.barrier.cluster.arrive({arrive})",
+                "T.ptx.barrier.cluster.wait(aligned=True)", "if tid == 0:",
+                "    B[bx, 0] = part[0]  # <- read")
+        if ok:
+            assert run(kernel(*body), strict=True)[2].ok
+        else:
+            with pytest.raises(tw.HazardError, match="thread 40"):
+                run(kernel(*body), strict=True)

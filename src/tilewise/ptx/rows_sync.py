@@ -21,7 +21,8 @@ ROWS = [
            _p("aligned", "flag", False, spell=((1, ".aligned"), (0, "")))),
           "barrier.cluster.arrive{.relaxed}{.aligned}", "cluster",
           llvm="llvm.nvvm.barrier.cluster.arrive{relaxed}{aligned}",
-          doc="arrive on the cluster barrier (release; relaxed=True orders nothing); "
+          doc="arrive on the cluster barrier (release; relaxed=True: this thread releases "
+              "nothing); "
               "aligned=True: every thread of the warp executes it"),
     PtxOp("ptx.barrier.cluster.wait",
           (_p("aligned", "flag", False, spell=((1, ".aligned"), (0, ""))),),

@@ -14,7 +14,10 @@ completes, every CTA's accesses made before its threads arrived are ordered befo
 later access (each CTA's shared-memory shadows cleared, once, by the first wait that sees
 the phase complete: a CTA still blocked there has made no later access, and one that
 resumes later must not forget the accesses others made meanwhile). A phase that some
-thread arrived on with ``.relaxed`` orders no memory.
+thread arrived on with ``.relaxed`` orders only the accesses of the threads that arrived
+without it (a relaxed arrive releases nothing of its thread's): the CTAs' shadows are cleared
+for those threads alone (their own shared-memory writes, and their ``st_cluster`` stores
+into other CTAs), as a named barrier does for its participants.
 """
 
 from __future__ import annotations
@@ -62,9 +65,9 @@ class Cluster:
         self.relaxed[ctx.rank, tids] = relaxed
 
     def released(self) -> bool:
-        """Whether the phase just completed orders memory: no thread's arrival on it was
-        ``.relaxed`` (a relaxed arrive releases nothing; counted conservatively, by each
-        thread's latest arrival)."""
+        """Whether the phase just completed orders all memory: no thread's arrival on it was
+        ``.relaxed`` (a relaxed arrive releases nothing; counted by each thread's latest
+        arrival). Otherwise it orders the accesses of the others alone (barrier_wait)."""
         return not self.relaxed.any()
 
     def barrier_wait(self, ctx, tids, span, what: str) -> bool:
@@ -84,4 +87,8 @@ class Cluster:
                 for c in self.ctxs:  # every CTA's accesses before its arrival, at once (a
                     if c is not None:  # CTA that resumes later must not clear newer ones)
                         c.mem.barrier(cluster=True)
+            elif not self.relaxed.all():  # only the threads that arrived with release
+                for c in self.ctxs:
+                    if c is not None:
+                        c.mem.release_cluster(~self.relaxed)
         return True

@@ -239,6 +239,20 @@ class CtaMemory:
         own[mine] = VISIBLE
         self.readers.release(member)
 
+    def release_cluster(self, rel: np.ndarray) -> None:
+        """A cluster-barrier phase completed on which the threads ``rel`` (a CTA rank x
+        thread mask) arrived with release semantics and the others ``.relaxed``: what the
+        releasing threads of this CTA wrote here, and what releasing threads of other CTAs
+        stored here (``st_cluster``), becomes visible to every thread (:meth:`release`)."""
+        self.release(np.flatnonzero(rel[self.rank]))
+        if not (self.remote_owned and self.plan.checks.shared):
+            return
+        own = self.owner
+        at = np.flatnonzero(own >= REMOTE_OWNER0)
+        if len(at):  # remote owners are REMOTE_OWNER0 + rank * threads + tid
+            at = at[rel.ravel()[own[at].astype(np.int64) - REMOTE_OWNER0]]
+            own[at] = VISIBLE
+
     def barrier(self, cluster: bool = False) -> None:
         """``bar.sync``: every completed write becomes visible to every thread. Bytes of a
         bulk copy do only once some thread has observed its mbarrier phase complete (a
