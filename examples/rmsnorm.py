@@ -25,7 +25,8 @@ first, the likeliest to be in L2) the normalisation with the chunk's weights.
 A row too long for one CTA's registers is **split over a cluster** of 2, 4 or 8 CTAs, as in
 ``examples/softmax.py``: each CTA takes a part of the row (one pass, or chunked with the part
 kept in shared memory up to 96 KB: ``RowTiling.staged``), hands its part's sum of squares
-to every CTA of the cluster (``T.ptx.st_cluster``, then ``T.cuda.cluster_sync()``), and adds
+to every CTA of the cluster (``T.ptx.st_cluster``, then a cluster barrier on which only
+the senders' warp arrives with release: ``tilewise.dsmem.cluster_sync_sent``), and adds
 the C sums in rank order, so every part is scaled by the same ``rsqrt``.
 
 Accuracy: float32 throughout; ``rsqrt.approx.f32`` has a relative error of at most
@@ -38,6 +39,7 @@ import numpy as np
 
 import tilewise
 from tilewise import T, Tx
+from tilewise.dsmem import cluster_sync_sent
 from tilewise.layout import RowTiling
 from tilewise.layout.rows import row_configs
 
@@ -124,7 +126,7 @@ def exchange(part, q, C, rank, tid):
     order (the same sum in every CTA)."""
     if tid < C:
         T.ptx.st_cluster(T.address_of(part[rank]), q, tid)
-    T.cuda.cluster_sync()  # release the stores, acquire the others'
+    cluster_sync_sent(tid, C)  # the senders release their stores; all acquire
     total: T.float32 = 0.0
     for c in range(C):
         total = total + part[c]

@@ -35,8 +35,10 @@ too long for one CTA, and a tuner candidate for wide rows with few of them): CTA
 takes columns ``[r * P, r * P + P)``, one pass in registers or chunked as above (its part
 kept in shared memory when it fits 96 KB, ``RowTiling.staged``, so the second pass does
 not read global memory again); then thread r of each CTA stores the part's max and sum into CTA r
-(``T.ptx.st_cluster``, ``st.shared::cluster``), ``T.cuda.cluster_sync()`` publishes them,
-and every CTA combines the C pairs in rank order (the row's max ``M`` and
+(``T.ptx.st_cluster``, ``st.shared::cluster``), a cluster barrier publishes them (the
+senders' warp arrives with release, the others ``.relaxed``:
+``tilewise.dsmem.cluster_sync_sent``, 0-4 % faster on the H200 than every warp
+releasing), and every CTA combines the C pairs in rank order (the row's max ``M`` and
 ``sum_r s_r e^(m_r - M)``, libdevice ``expf``), so all parts are normalised alike. A relaxed
 cluster-barrier arrive at the start and its wait before the first store make sure every
 CTA of the cluster has started.
@@ -54,6 +56,7 @@ import numpy as np
 
 import tilewise
 from tilewise import T, Tx
+from tilewise.dsmem import cluster_sync_sent
 from tilewise.layout import RowTiling
 from tilewise.layout.rows import row_configs
 
@@ -143,7 +146,7 @@ def exchange(part, m, s, C, rank, tid):
     if tid < C:
         T.ptx.st_cluster(T.address_of(part[0, rank]), m, tid)
         T.ptx.st_cluster(T.address_of(part[1, rank]), s, tid)
-    T.cuda.cluster_sync()  # release the stores, acquire the others'
+    cluster_sync_sent(tid, C)  # the senders release their stores; all acquire
     top: T.float32 = part[0, 0]
     for r in range(1, C):
         top = T.max(top, part[0, r])
