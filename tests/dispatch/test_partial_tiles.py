@@ -73,6 +73,36 @@ def test_the_guards_cover_only_what_may_be_outside():
     assert text.count("< 300") == 2 * 2 and text.count("< 5") >= 5
 
 
+def test_a_start_made_with_min_or_max_is_bounded_and_guarded():
+    """Chunks of 256 of a 1000-element row, walked from the last with ``T.max`` (the next
+    chunk, clamped at the first): the start's bounds come through ``T.max`` (it had been
+    "unbounded", trusted to stay inside, and the last chunk read past the end), so the
+    chunks that may pass 1000 are guarded; the copy is checked in the simulator."""
+
+    @T.prim_func
+    def chunks(X_ptr: T.handle, Y_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (1000,), "float32")
+        Y = T.match_buffer(Y_ptr, (4, 256), "float32")
+        T.device_entry()
+        tid = T.thread_id([64])  # noqa: F841
+        x = T.alloc_local((4,), "float32").view(256, layout=S[(64, 4):(1 @ tx, 1)])
+        for c in range(4):
+            c0 = T.max(4 - c - 1, T.min(c, 0)) * 256  # 768, 512, 256, 0
+            Tx.cta.copy(x, X[c0:c0 + 256])
+            Tx.cta.copy(Y[c:c + 1, 0:256], x.view(1, 256, layout=S[(1, 64, 4):(0, 1 @ tx, 1)]))
+
+    text = lower(chunks, "sm_90a").func.script()
+    assert "< 1000" in text  # the guard of the chunk that passes the end
+    x = np.random.default_rng(3).standard_normal(1000).astype(np.float32)
+    y = np.full((4, 256), np.nan, np.float32)
+    tw.simulate(chunks, x, y)
+    want = np.zeros((4, 256), np.float32)  # outside the row: the copy's fill, 0
+    for c in range(4):
+        part = x[(3 - c) * 256:(4 - c) * 256]
+        want[c, :len(part)] = part
+    assert np.array_equal(y, want)
+
+
 def test_ptx_keeps_16_byte_vectors_under_the_guards():
     ptx = tw.compile(make_row_copy(4, 3000, 3072, RB=1, G=128), "sm_90a").source("ptx")
     assert ptx.count("ld.global.v4.b32") == 3 and ptx.count("st.global.v4.b32") == 6

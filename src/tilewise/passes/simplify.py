@@ -106,6 +106,12 @@ class _Simplify(Mutator):
             inner = self.bound(e.a)
             if e.op == "//" and inner:
                 return inner[0] // d, inner[1] // d
+        if isinstance(e, BinOp) and e.op in ("min", "max"):  # T.min / T.max
+            a, b = self.bound(e.a), self.bound(e.b)
+            if a is None or b is None:
+                return None
+            pick = min if e.op == "min" else max
+            return pick(a[0], b[0]), pick(a[1], b[1])
         if isinstance(e, BinOp) and e.op in ("+", "-", "*"):
             terms, c0 = _linear(e)
             if len(terms) == 1 and next(iter(terms.values()))[0] is e:
