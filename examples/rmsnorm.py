@@ -67,18 +67,30 @@ def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6
 
 def configs(rows: int, cols: int, dtype: str) -> list[dict]:
     """The candidates the tuner times, the plan first (``tilewise.layout.rows.row_configs``:
-    other CTA sizes, vectors per thread and CTAs per row)."""
-    return row_configs(rows, cols, ITEMSIZE[dtype], MAX_ELEMS, MAX_CTAS, SPLIT_ELEMS)
+    other CTA sizes, vectors per thread and CTAs per row), and where a row's parts take four
+    chunks or more, the chunked 512-thread and 16-CTA splits again with ``prefetch=True``:
+    on the H200 such forms gained 1-3 % at 262144 and 524288 columns and lost 5-11 % on
+    others (the second buffer's registers; benchmarks/RESULTS.md, "RMSNorm's weights
+    prefetched"), so only the tuner takes them, where they win."""
+    out = row_configs(rows, cols, ITEMSIZE[dtype], MAX_ELEMS, MAX_CTAS, SPLIT_ELEMS)
+    base = RowTiling.plan(rows, cols, ITEMSIZE[dtype], max_elems=MAX_ELEMS, max_ctas=MAX_CTAS,
+                          split_elems=SPLIT_ELEMS)
+    if base.ctas > 1 and base.chunks >= 4:
+        out += [{**c, "prefetch": True} for c in out
+                if "chunk" in c and (c.get("threads") == 512 or c.get("ctas") == 16)]
+    return out
 
 
 def rmsnorm_kernel(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
                    threads: int | None = None, vectors: int | None = None,
-                   chunk: int | None = None, ctas: int | None = None):
-    """The kernel for one configuration (:meth:`RowTiling.plan`; ``ctas=1``: no cluster)."""
+                   chunk: int | None = None, ctas: int | None = None, prefetch: bool = False):
+    """The kernel for one configuration (:meth:`RowTiling.plan`; ``ctas=1``: no cluster).
+    ``prefetch`` (a row walked in chunks): pass 2 reads each chunk's weights one chunk
+    ahead, the first while the parts' sums are exchanged (a second register buffer)."""
     t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors, chunk, MAX_ELEMS, ctas,
                        MAX_CTAS, SPLIT_ELEMS)
     if t.chunks > 1:
-        return _chunked(rows, cols, dtype, eps, t)
+        return _chunked(rows, cols, dtype, eps, t, prefetch)
     if t.ctas > 1:
         return _split(rows, cols, dtype, eps, t)
     return _one_pass(rows, cols, dtype, eps, t)
@@ -175,7 +187,8 @@ def _split(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
     return rmsnorm_split
 
 
-def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
+def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling,
+             prefetch: bool = False):
     W_, n, nc, G, C = t.cols, t.regs, t.chunks, t.threads_per_row, t.ctas
     P = t.part_cols  # columns of a CTA's part of the row (all of it without a cluster)
     stage = t.staged(ITEMSIZE[dtype])  # pass 2 from shared memory
@@ -203,6 +216,8 @@ def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
         xf = fr.view(1, W_, layout=layout)
         xt = fr.view(G, n, layout=mine)  # the same registers, a row per thread
         w = T.alloc_local((n,), dtype).view(W_, layout=weights)
+        if prefetch:
+            wn = T.alloc_local((n,), dtype).view(W_, layout=weights)  # the next chunk's
         wf = T.alloc_local((n,), "float32").view(W_, layout=weights)
         qr = T.alloc_local((1,), "float32")  # this thread's sum of squares
         q = qr.view(G, 1, layout=one)
@@ -218,6 +233,8 @@ def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
             Tx.cta.cast(xf, x)
             Tx.cta.mul(xf, xf, xf)
             Tx.cta.sum(q, xt, axes=-1, accum=True)
+        if prefetch:  # pass 2's first weights, read while the sums are combined
+            Tx.cta.copy(w, W[base + (nc - 1) * W_:base + nc * W_])
         Tx.cta.sum(r, qr.view(1, G, layout=spread), axes=-1)  # across the threads
         if C > 1:  # the parts of the row
             T.ptx.barrier.cluster.wait(aligned=True)
@@ -229,13 +246,19 @@ def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
                 Tx.cta.copy(x, Xs[nc - 1 - c:nc - c, :])
             else:
                 Tx.cta.copy(x, X[row:row + 1, c0:c0 + W_])
-            Tx.cta.copy(w, W[c0:c0 + W_])
+            if not prefetch:
+                Tx.cta.copy(w, W[c0:c0 + W_])
+            elif c < nc - 1:  # the next chunk's weights, in flight while this one is
+                cn = base + (nc - 2 - c) * W_  # scaled and stored
+                Tx.cta.copy(wn, W[cn:cn + W_])
             Tx.cta.cast(xf, x)
             Tx.cta.cast(wf, w)
             Tx.cta.mul(xf, xf, r)
             Tx.cta.mul(xf, xf, wf)
             Tx.cta.cast(x, xf)
             Tx.cta.copy(Y[row:row + 1, c0:c0 + W_], x)
+            if prefetch and c < nc - 1:
+                Tx.cta.cast(w, wn)  # (the same type: a register move)
 
     return rmsnorm_chunked
 

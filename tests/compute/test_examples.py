@@ -64,6 +64,32 @@ def test_rmsnorm(rows, cols, dtype, kw):
     assert close(y, ex.reference(x, w, y)[2], RTOL[dtype], ex.ATOL)
 
 
+@pytest.mark.parametrize("rows,cols,dtype,kw", [
+    (2, 3000, "float16", {"ctas": 2, "chunk": 512}),  # 3 chunks a part, the last partial
+    (3, 1001, "bfloat16", {"ctas": 4, "chunk": 64, "threads": 32}),
+    (2, 8000, "float32", {"ctas": 16, "chunk": 64, "threads": 32}),
+    (1, 2049, "bfloat16", {"chunk": 512}),  # one CTA a row: pass 2 from global memory
+    (2, 1000, "float16", {"chunk": 512})])  # two chunks: one prefetch
+def test_rmsnorm_with_the_weights_prefetched(rows, cols, dtype, kw):
+    """prefetch=True (a tuner candidate for the longest rows): pass 2 reads each chunk's
+    weights one chunk ahead, the first during the exchange."""
+    ex = example("rmsnorm")
+    x, w, y = ex.inputs(np.random.default_rng(2), (rows, cols), np_dtype(dtype))
+    y[...] = np.nan
+    tw.simulate(ex.rmsnorm_kernel(rows, cols, dtype, **kw, prefetch=True), x, w, y,
+                strict=True)
+    assert close(y, ex.reference(x, w, y)[2], RTOL[dtype], ex.ATOL)
+
+
+def test_rmsnorm_tunes_the_prefetch_only_on_rows_of_four_chunks_a_part_or_more():
+    ex = example("rmsnorm")
+    long = ex.configs(256, 262144, "bfloat16")
+    assert long[0] == {} and {c.get("ctas") for c in long if c.get("prefetch")} == {8, 16}
+    assert all(c.get("chunk") for c in long if c.get("prefetch"))
+    for cols in (4096, 65536, 128256):
+        assert not any(c.get("prefetch") for c in ex.configs(256, cols, "bfloat16")), cols
+
+
 def test_the_factories_are_tuned_kernels_that_simulate_their_plan():
     """make_softmax / make_rmsnorm return tilewise.autotune kernels; tw.simulate runs the
     planned (first) configuration, and nothing warns of a slow path."""
