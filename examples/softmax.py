@@ -37,7 +37,7 @@ kept in shared memory when it fits 96 KB, ``RowTiling.staged``, so the second pa
 not read global memory again); then thread r of each CTA stores the part's max and sum into CTA r
 (``T.ptx.st_cluster``, ``st.shared::cluster``), a cluster barrier publishes them (the
 senders' warp arrives with release, the others ``.relaxed``:
-``tilewise.dsmem.cluster_sync_sent``, 0-4 % faster on the H200 than every warp
+``tilewise.dsmem.cluster_sync_sent``, 0-5 % faster on the H200 than every warp
 releasing), and every CTA combines the C pairs in rank order (the row's max ``M`` and
 ``sum_r s_r e^(m_r - M)``, libdevice ``expf``), so all parts are normalised alike. A relaxed
 cluster-barrier arrive at the start and its wait before the first store make sure every

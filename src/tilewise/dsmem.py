@@ -63,7 +63,7 @@ def cluster_sync_sent(tid, senders):
     ``.relaxed``, which spares them the release fence; then every thread waits (acquire).
     The other warps' own shared-memory writes are not published to the cluster by it (nor
     ordered in their CTA: a ``bar.sync`` does that). On the H200 the row kernels' split
-    forms ran 0-4 % faster with it than with ``T.cuda.cluster_sync()``
+    forms ran 0-5 % faster with it than with ``T.cuda.cluster_sync()``
     (benchmarks/RESULTS.md, "The exchange's release from the senders' warp only")."""
     if tid < (senders + 31) // 32 * 32:
         T.ptx.barrier.cluster.arrive(aligned=True)
