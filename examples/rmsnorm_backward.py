@@ -9,8 +9,9 @@ Two kernels. ``make_rmsnorm_backward`` is a row kernel laid out as the forward o
 (``RowTiling``): per row it recomputes ``r``, forms ``dX`` in registers and also writes ``r``
 (float32, one per row) for the second; ``make_rmsnorm_weight_grad`` reduces over the rows:
 one thread per column walks the rows (coalesced: a warp reads 32 consecutive columns of a
-row), accumulating ``dY * X * r`` in float32. Rows that do not split into 16-byte vectors
-take the shared-memory form of the row kernel.
+row), accumulating ``dY * X * r`` in float32. The row kernel takes any row count (a
+symbolic size) and any width its registers hold (partial tiles, the padding read as 0);
+longer rows take its shared-memory form.
 """
 
 import numpy as np
@@ -22,41 +23,52 @@ TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
+BWD_ELEMS = 16  # of a row per thread at 1024 threads: X, dY, W and four float32 tiles live
+
+
 def make_rmsnorm_backward(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
-                          threads: int | None = None, vectors: int = 4):
+                          threads: int | None = None, vectors: int | None = None):
     """A kernel ``k(X, W, dY, dX, Rstd)``: X, dY, dX ``rows x cols`` and W ``cols`` of
-    ``dtype``; Rstd ``rows x 1`` float32 receives ``r`` of each row."""
+    ``dtype``; Rstd ``rows x 1`` float32 receives ``r`` of each row. Any row count (a
+    symbolic size) and any width that fits one CTA's registers (``RowTiling`` with
+    :data:`BWD_ELEMS`; partial tiles, the padding read as 0); longer rows, and rows so short
+    that a thread would hold several, take the shared-memory form."""
     try:
-        t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors)
+        t = RowTiling.plan(RowTiling.plan_rows(rows), cols, ITEMSIZE[dtype], threads, vectors,
+                           max_elems=BWD_ELEMS)
     except ValueError:
+        t = None
+    if t is None or t.chunks > 1 or t.rows_per_thread > 1:  # (Rstd: one row a thread)
         return make_rmsnorm_backward_smem(rows, cols, dtype, eps)
-    R_, layout, per_row, weights, n = t.rows, t.tile(), t.per_row(), t.columns(), t.regs
+    R_, W_, layout, per_row, weights, n = (t.rows, t.cols, t.tile(), t.per_row(), t.columns(),
+                                           t.regs)
     G_ = t.threads_per_row
+    M = T.int32()  # the row count, bound from the arrays at launch
 
     @T.prim_func
     def rmsnorm_backward(X_ptr: T.handle, W_ptr: T.handle, dY_ptr: T.handle,
                          dX_ptr: T.handle, Rstd_ptr: T.handle):
-        X = T.match_buffer(X_ptr, (rows, cols), dtype)
+        X = T.match_buffer(X_ptr, (M, cols), dtype)
         W = T.match_buffer(W_ptr, (cols,), dtype)
-        dY = T.match_buffer(dY_ptr, (rows, cols), dtype)
-        dX = T.match_buffer(dX_ptr, (rows, cols), dtype)
-        Rstd = T.match_buffer(Rstd_ptr, (rows, 1), "float32")
+        dY = T.match_buffer(dY_ptr, (M, cols), dtype)
+        dX = T.match_buffer(dX_ptr, (M, cols), dtype)
+        Rstd = T.match_buffer(Rstd_ptr, (M, 1), "float32")
         T.device_entry()
-        bx = T.cta_id([rows // R_])
+        bx = T.cta_id([T.ceildiv(M, R_)])
         tid = T.thread_id([t.threads])
-        x = T.alloc_local((n,), dtype).view(R_, cols, layout=layout)
-        g = T.alloc_local((n,), dtype).view(R_, cols, layout=layout)
-        w = T.alloc_local((n,), dtype).view(cols, layout=weights)
-        xf = T.alloc_local((n,), "float32").view(R_, cols, layout=layout)
-        gf = T.alloc_local((n,), "float32").view(R_, cols, layout=layout)
-        pf = T.alloc_local((n,), "float32").view(R_, cols, layout=layout)
-        wf = T.alloc_local((n,), "float32").view(cols, layout=weights)
+        x = T.alloc_local((n,), dtype).view(R_, W_, layout=layout)
+        g = T.alloc_local((n,), dtype).view(R_, W_, layout=layout)
+        w = T.alloc_local((n,), dtype).view(W_, layout=weights)
+        xf = T.alloc_local((n,), "float32").view(R_, W_, layout=layout)
+        gf = T.alloc_local((n,), "float32").view(R_, W_, layout=layout)
+        pf = T.alloc_local((n,), "float32").view(R_, W_, layout=layout)
+        wf = T.alloc_local((n,), "float32").view(W_, layout=weights)
         rr = T.alloc_local((1,), "float32")
         r = rr.view(R_, 1, layout=per_row)
         c = T.alloc_local((1,), "float32").view(R_, 1, layout=per_row)
-        Tx.cta.copy(x, X[bx * R_:bx * R_ + R_, 0:cols])
-        Tx.cta.copy(g, dY[bx * R_:bx * R_ + R_, 0:cols])
-        Tx.cta.copy(w, W[0:cols])
+        Tx.cta.copy(x, X[bx * R_:bx * R_ + R_, 0:W_], fill=0.0)  # past the row: 0, adding
+        Tx.cta.copy(g, dY[bx * R_:bx * R_ + R_, 0:W_], fill=0.0)  # 0 to both sums
+        Tx.cta.copy(w, W[0:W_], fill=0.0)
         Tx.cta.cast(xf, x)
         Tx.cta.cast(gf, g)
         Tx.cta.cast(wf, w)
@@ -73,9 +85,10 @@ def make_rmsnorm_backward(rows: int, cols: int, dtype: str = "float16", eps: flo
         Tx.cta.sub(gf, gf, xf)
         Tx.cta.mul(gf, gf, r)
         Tx.cta.cast(g, gf)
-        Tx.cta.copy(dX[bx * R_:bx * R_ + R_, 0:cols], g)
-        if tid % G_ == 0:  # r is replicated over the row's threads: its first one stores it
-            Rstd[bx * R_ + tid // G_, 0] = rr[0]
+        Tx.cta.copy(dX[bx * R_:bx * R_ + R_, 0:W_], g)  # the columns and rows inside only
+        row = bx * R_ + tid // G_
+        if tid % G_ == 0 and row < M:  # r is replicated over the row's threads: its first
+            Rstd[row, 0] = rr[0]       # one stores it (rows past M: none)
 
     return rmsnorm_backward
 

@@ -12,8 +12,10 @@ CTA, ``G`` threads per row, 16-byte vectors)::
     Tx.cta.sub(gf, gf, d);  Tx.cta.mul(gf, gf, yf)        # d broadcast over the row
     Tx.cta.cast(g, gf);  Tx.cta.copy(dX[rows], g)
 
-Rows that do not split into 16-byte vectors over a power-of-two number of threads take the
-shared-memory form (one row per CTA). Accuracy: float32 throughout, rounded once.
+Any width that fits one CTA's registers (partial tiles: a width the threads' vectors do not
+divide is padded, the padding read as 0 and never written) and any row count (a symbolic
+size); rows longer than the registers hold take the shared-memory form (one row per CTA, up
+to 4096 columns). Accuracy: float32 throughout, rounded once.
 """
 
 import numpy as np
@@ -25,32 +27,43 @@ TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
+BWD_ELEMS = 16  # of a row per thread at 1024 threads: Y, dY and three float32 tiles live
+
+
 def make_softmax_backward(rows: int, cols: int, dtype: str = "float16",
-                          threads: int | None = None, vectors: int = 4):
+                          threads: int | None = None, vectors: int | None = None):
     """A kernel ``k(Y, dY, dX)``, all ``rows x cols`` of ``dtype``: the gradient of the
-    softmax over the last axis, given its output ``Y`` and the output's gradient ``dY``."""
+    softmax over the last axis, given its output ``Y`` and the output's gradient ``dY``.
+    Any row count (a symbolic size of the kernel) and any width that fits one CTA's
+    registers (``RowTiling`` with :data:`BWD_ELEMS`: 16384 halves or 8192 floats; partial
+    tiles as in the forward kernel, the padding read as 0); longer rows take the
+    shared-memory form (up to 4096 columns, else refused)."""
     try:
-        t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors)
+        t = RowTiling.plan(RowTiling.plan_rows(rows), cols, ITEMSIZE[dtype], threads, vectors,
+                           max_elems=BWD_ELEMS)
     except ValueError:
+        t = None
+    if t is None or t.chunks > 1:
         return make_softmax_backward_smem(rows, cols, dtype)
-    R_, layout, per_row, n = t.rows, t.tile(), t.per_row(), t.regs
+    R_, W, layout, per_row, n = t.rows, t.cols, t.tile(), t.per_row(), t.regs
+    M = T.int32()  # the row count, bound from the arrays at launch
 
     @T.prim_func
     def softmax_backward(Y_ptr: T.handle, dY_ptr: T.handle, dX_ptr: T.handle):
-        Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
-        dY = T.match_buffer(dY_ptr, (rows, cols), dtype)
-        dX = T.match_buffer(dX_ptr, (rows, cols), dtype)
+        Y = T.match_buffer(Y_ptr, (M, cols), dtype)
+        dY = T.match_buffer(dY_ptr, (M, cols), dtype)
+        dX = T.match_buffer(dX_ptr, (M, cols), dtype)
         T.device_entry()
-        bx = T.cta_id([rows // R_])
+        bx = T.cta_id([T.ceildiv(M, R_)])
         tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
-        y = T.alloc_local((n,), dtype).view(R_, cols, layout=layout)
-        g = T.alloc_local((n,), dtype).view(R_, cols, layout=layout)
-        yf = T.alloc_local((n,), "float32").view(R_, cols, layout=layout)
-        gf = T.alloc_local((n,), "float32").view(R_, cols, layout=layout)
-        pf = T.alloc_local((n,), "float32").view(R_, cols, layout=layout)
-        d = T.alloc_local((1,), "float32").view(R_, 1, layout=per_row)
-        Tx.cta.copy(y, Y[bx * R_:bx * R_ + R_, 0:cols])
-        Tx.cta.copy(g, dY[bx * R_:bx * R_ + R_, 0:cols])
+        y = T.alloc_local((n,), dtype).view(R_, W, layout=layout)
+        g = T.alloc_local((n,), dtype).view(R_, W, layout=layout)
+        yf = T.alloc_local((n,), "float32").view(R_, W, layout=layout)
+        gf = T.alloc_local((n,), "float32").view(R_, W, layout=layout)
+        pf = T.alloc_local((n,), "float32").view(R_, W, layout=layout)
+        d = T.alloc_local((t.rows_per_thread,), "float32").view(R_, 1, layout=per_row)
+        Tx.cta.copy(y, Y[bx * R_:bx * R_ + R_, 0:W], fill=0.0)  # past the row: 0,
+        Tx.cta.copy(g, dY[bx * R_:bx * R_ + R_, 0:W], fill=0.0)  # adding 0 to the sum
         Tx.cta.cast(yf, y)
         Tx.cta.cast(gf, g)
         Tx.cta.mul(pf, yf, gf)
@@ -58,7 +71,7 @@ def make_softmax_backward(rows: int, cols: int, dtype: str = "float16",
         Tx.cta.sub(gf, gf, d)
         Tx.cta.mul(gf, gf, yf)
         Tx.cta.cast(g, gf)
-        Tx.cta.copy(dX[bx * R_:bx * R_ + R_, 0:cols], g)
+        Tx.cta.copy(dX[bx * R_:bx * R_ + R_, 0:W], g)  # the columns and rows inside only
 
     return softmax_backward
 

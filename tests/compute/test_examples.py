@@ -90,6 +90,25 @@ def test_rmsnorm_tunes_the_prefetch_only_on_rows_of_four_chunks_a_part_or_more()
         assert not any(c.get("prefetch") for c in ex.configs(256, cols, "bfloat16")), cols
 
 
+@pytest.mark.parametrize("rows,cols,dtype", [
+    (3, 130, "float16"), (5, 1000, "bfloat16"), (2, 3000, "float32"), (1, 7, "float16"),
+    (3, 5120, "bfloat16"), (1, 9000, "float16")])
+def test_the_backward_row_kernels_take_any_width_and_row_count(rows, cols, dtype):
+    """softmax / RMSNorm backward (the torch ops' gradients) at widths their threads'
+    vectors do not divide and row counts their CTAs do not divide: partial tiles, the
+    padding read as 0 (these widths had been script errors inside the examples)."""
+    sb, rb = example("softmax_backward"), example("rmsnorm_backward")
+    rng = np.random.default_rng(4)
+    a = sb.inputs(rng, (rows, cols), np_dtype(dtype))
+    tw.simulate(sb.make_softmax_backward(rows, cols, dtype), *a, strict=True)
+    assert close(a[2], sb.reference(*a)[2], 2.0 ** -6, 2.0 ** -10)
+    b = rb.inputs(rng, (rows, cols), np_dtype(dtype))
+    tw.simulate(rb.make_rmsnorm_backward(rows, cols, dtype), *b, strict=True)
+    want = rb.reference(*b)
+    assert close(b[3], want[3], 2.0 ** -6, 2.0 ** -8)
+    assert close(b[4], want[4], 1e-5, 0.0)
+
+
 def test_the_factories_are_tuned_kernels_that_simulate_their_plan():
     """make_softmax / make_rmsnorm return tilewise.autotune kernels; tw.simulate runs the
     planned (first) configuration, and nothing warns of a slow path."""
