@@ -2,10 +2,11 @@
 """Random shapes no list names, through the examples' factories in the simulator, against
 numpy (CPU, no GPU): softmax / RMSNorm (any width 1-9000, any dtype, a random tuner
 candidate), the bf16/fp16 GEMM (``make_gemm``: M 1-199, N and K multiples of 8), the fp8
-GEMM (``make_gemm_fp8``: every scaling, sometimes a forced tile) and attention (1-139 query
-and key rows, head dims 32-128, GQA, causal, with the LSE). Each output is poisoned with NaN
-first. A TilewiseError (a shape a factory refuses) is printed and allowed; a wrong result
-or any other exception is a finding (exit status 1).
+GEMM (``make_gemm_fp8``: every scaling, sometimes a forced tile), attention (1-139 query
+and key rows, head dims 32-128, GQA, causal, with the LSE), the grouped GEMMs (fp8 / bf16,
+contiguous / masked, 1-3 groups of 0-149 rows) and the softmax / RMSNorm backward kernels.
+Each output is poisoned with NaN first. A TilewiseError (a shape a factory refuses) is
+printed and allowed; a wrong result or any other exception is a finding (exit status 1).
 
     PYTHONPATH=src python scripts/shape_fuzz.py [--seed 1] [--seconds 600]
 """
@@ -44,8 +45,9 @@ def close(got, want, rtol, atol) -> bool:
 class Cases:
     def __init__(self, rng):
         self.rng = rng
-        self.ex = {name: example(name) for name in ("softmax", "rmsnorm", "gemm_hopper",
-                                                     "gemm_fp8", "attention")}
+        self.ex = {name: example(name) for name in (
+            "softmax", "rmsnorm", "gemm_hopper", "gemm_fp8", "attention", "gemm_grouped",
+            "softmax_backward", "rmsnorm_backward")}
 
     def rows(self):
         rng = self.rng
@@ -108,6 +110,42 @@ class Cases:
         return f"attention heads {h}/{hk} {sq}x{sk} d{hd} causal={causal}", ok
 
 
+    def grouped(self):
+        rng = self.rng
+        G = self.ex["gemm_grouped"]
+        fp8 = bool(rng.random() < 0.5)
+        layout = str(rng.choice(["contiguous", "masked"]))
+        counts = tuple(int(rng.integers(0, 150)) for _ in range(int(rng.integers(1, 4))))
+        N = 8 * int(rng.integers(1, 20))
+        K = (16 if fp8 else 8) * int(rng.integers(1, 20))
+        args = G.grouped_inputs(rng, layout, counts, N, K, fp8)
+        make = G.make_grouped_gemm_fp8 if fp8 else G.make_grouped_gemm_bf16
+        tw.simulate(make(len(counts), N, K, layout, num_sms=int(rng.integers(1, 4))), *args)
+        ref = G.grouped_reference(args, layout, fp8)
+        valid = ~np.isnan(ref)
+        got = np.asarray(args[-2], np.float64)
+        scale = np.abs(ref[valid]).max() if valid.any() else 1.0
+        ok = close(got[valid], ref[valid], 2.0 ** -7, 2.0 ** -6 * scale)
+        return f"grouped {'fp8' if fp8 else 'bf16'} {layout} {counts} N {N} K {K}", ok
+
+    def row_backward(self):
+        rng = self.rng
+        op = str(rng.choice(["softmax_backward", "rmsnorm_backward"]))
+        dt = str(rng.choice(["float16", "bfloat16", "float32"]))
+        rows = int(rng.integers(1, 5))
+        cols = int(rng.integers(1, 200) if rng.random() < 0.5 else rng.integers(200, 9000))
+        mod = self.ex[op]
+        k = getattr(mod, f"make_{op}")(rows, cols, dt)
+        args = mod.inputs(rng, (rows, cols), ml_dtypes.bfloat16 if dt == "bfloat16" else dt)
+        tw.simulate(k, *args)
+        want = mod.reference(*args)
+        ok = all(close(g, w, 2.0 ** -6, 2.0 ** -7 * max(1.0, np.abs(np.asarray(w, np.float64))
+                                                        .max()))
+                 for g, w in zip(args[3:] if op == "rmsnorm_backward" else args[2:],
+                                 want[3:] if op == "rmsnorm_backward" else want[2:]))
+        return f"{op} {rows}x{cols} {dt}", ok
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=1)
@@ -115,7 +153,8 @@ def main() -> int:
     a = p.parse_args()
     warnings.simplefilter("ignore", tw.TilewisePerformanceWarning)
     cases = Cases(np.random.default_rng(a.seed))
-    kinds = [cases.rows, cases.gemm, cases.fp8, cases.attention]
+    kinds = [cases.rows, cases.gemm, cases.fp8, cases.attention, cases.grouped,
+             cases.row_backward]
     t0, n, findings = time.time(), 0, []
     while time.time() - t0 < a.seconds:
         kind = kinds[n % len(kinds)]
