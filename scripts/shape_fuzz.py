@@ -49,13 +49,17 @@ class Cases:
             "softmax", "rmsnorm", "gemm_hopper", "gemm_fp8", "attention", "gemm_grouped",
             "softmax_backward", "rmsnorm_backward")}
 
+    def row_shape(self, ops):
+        """A row kernel of ``ops``, its module, a dtype, 1-4 rows and 1-8999 columns."""
+        rng = self.rng
+        op = str(rng.choice(ops))
+        dt = str(rng.choice(["float16", "bfloat16", "float32"]))
+        cols = int(rng.integers(1, 200) if rng.random() < 0.5 else rng.integers(200, 9000))
+        return op, self.ex[op], dt, int(rng.integers(1, 5)), cols
+
     def rows(self):
         rng = self.rng
-        op = str(rng.choice(["softmax", "rmsnorm"]))
-        dt = str(rng.choice(["float16", "bfloat16", "float32"]))
-        rows = int(rng.integers(1, 5))
-        cols = int(rng.integers(1, 200) if rng.random() < 0.5 else rng.integers(200, 9000))
-        mod = self.ex[op]
+        op, mod, dt, rows, cols = self.row_shape(["softmax", "rmsnorm"])
         cfgs = mod.configs(rows, cols, dt)
         cfg = cfgs[int(rng.integers(len(cfgs)))]
         k = getattr(mod, f"{op}_kernel")(rows, cols, dt, **cfg)
@@ -130,11 +134,7 @@ class Cases:
 
     def row_backward(self):
         rng = self.rng
-        op = str(rng.choice(["softmax_backward", "rmsnorm_backward"]))
-        dt = str(rng.choice(["float16", "bfloat16", "float32"]))
-        rows = int(rng.integers(1, 5))
-        cols = int(rng.integers(1, 200) if rng.random() < 0.5 else rng.integers(200, 9000))
-        mod = self.ex[op]
+        op, mod, dt, rows, cols = self.row_shape(["softmax_backward", "rmsnorm_backward"])
         k = getattr(mod, f"make_{op}")(rows, cols, dt)
         args = mod.inputs(rng, (rows, cols), ml_dtypes.bfloat16 if dt == "bfloat16" else dt)
         tw.simulate(k, *args)
