@@ -113,7 +113,6 @@ class Cases:
         ok = close(o, want, 2.0 ** -6, 2.0 ** -7) and close(lse, wlse, 1e-3, 1e-3)
         return f"attention heads {h}/{hk} {sq}x{sk} d{hd} causal={causal}", ok
 
-
     def grouped(self):
         rng = self.rng
         G = self.ex["gemm_grouped"]
