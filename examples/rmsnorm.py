@@ -25,9 +25,9 @@ first, the likeliest to be in L2) the normalisation with the chunk's weights.
 A row too long for one CTA's registers is **split over a cluster** of 2, 4 or 8 CTAs, as in
 ``examples/softmax.py``: each CTA takes a part of the row (one pass, or chunked with the part
 kept in shared memory up to 96 KB: ``RowTiling.staged``), hands its part's sum of squares
-to every CTA of the cluster (``T.ptx.st_cluster``, then a cluster barrier on which only
-the senders' warp arrives with release: ``tilewise.dsmem.cluster_sync_sent``), and adds
-the C sums in rank order, so every part is scaled by the same ``rsqrt``.
+to every CTA of the cluster and adds the C sums in rank order (``tilewise.dsmem.cluster_sum``:
+``T.ptx.st_cluster``, then a cluster barrier on which only the senders' warp arrives with
+release), so every part is scaled by the same ``rsqrt``.
 
 Accuracy: float32 throughout; ``rsqrt.approx.f32`` has a relative error of at most
 2^-22.9 (PTX ISA); the result is rounded once to the output type.
@@ -39,7 +39,7 @@ import numpy as np
 
 import tilewise
 from tilewise import T, Tx
-from tilewise.dsmem import cluster_sync_sent
+from tilewise.dsmem import cluster_sum
 from tilewise.layout import RowTiling
 from tilewise.layout.rows import row_configs
 
@@ -131,20 +131,6 @@ def _one_pass(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
     return rmsnorm
 
 
-@T.inline
-def exchange(part, q, C, rank, tid):
-    """Hand this CTA's sum of squares ``q`` of its part of a row split over the cluster to
-    every CTA of the cluster (thread c stores into CTA c) and add all the parts, in rank
-    order (the same sum in every CTA)."""
-    if tid < C:
-        T.ptx.st_cluster(T.address_of(part[rank]), q, tid)
-    cluster_sync_sent(tid, C)  # the senders release their stores; all acquire
-    total: T.float32 = 0.0
-    for c in range(C):
-        total = total + part[c]
-    return total
-
-
 def _split(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
     W_, n, C = t.cols, t.regs, t.ctas
     layout, per_row, weights = t.tile(), t.per_row(), t.columns()
@@ -175,7 +161,7 @@ def _split(rows: int, cols: int, dtype: str, eps: float, t: RowTiling):
         Tx.cta.cast(xf, x)
         Tx.cta.mul(sq, xf, xf)
         Tx.cta.sum(r, sq, axes=-1)
-        rr[0] = exchange(part, rr[0], C, rank, tid)
+        rr[0] = cluster_sum(part, rr[0], C, rank, tid)
         Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
         Tx.cta.cast(xf, x)  # again: x, half the registers, is what lived across
         Tx.cta.mul(xf, xf, r)
@@ -238,7 +224,7 @@ def _chunked(rows: int, cols: int, dtype: str, eps: float, t: RowTiling,
         Tx.cta.sum(r, qr.view(1, G, layout=spread), axes=-1)  # across the threads
         if C > 1:  # the parts of the row
             T.ptx.barrier.cluster.wait(aligned=True)
-            rr[0] = exchange(part, rr[0], C, rank, tid)
+            rr[0] = cluster_sum(part, rr[0], C, rank, tid)
         Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
         for c in range(nc):  # pass 2, newest chunk first
             c0 = base + (nc - 1 - c) * W_

@@ -70,3 +70,20 @@ def cluster_sync_sent(tid, senders):
     else:
         T.ptx.barrier.cluster.arrive(relaxed=True, aligned=True)
     T.ptx.barrier.cluster.wait(aligned=True)
+
+
+@T.inline
+def cluster_sum(part, value, ctas, rank, tid):
+    """The sum over the ``ctas`` CTAs of a cluster of each one's float32 ``value`` (such as
+    its part of a row's sum), the same in every CTA: thread ``c`` stores this CTA's value
+    into ``part[rank]`` of CTA ``c`` (``part``: ``T.alloc_shared((ctas,), "float32")``),
+    :func:`cluster_sync_sent`, then every thread adds ``part[0 .. ctas)`` in rank order.
+    Every thread of every CTA calls it (it holds a cluster barrier), with this CTA's rank
+    and thread index."""
+    if tid < ctas:
+        T.ptx.st_cluster(T.address_of(part[rank]), value, tid)
+    cluster_sync_sent(tid, ctas)  # the senders release their stores; all acquire
+    total: T.float32 = 0.0
+    for c in range(ctas):
+        total = total + part[c]
+    return total
