@@ -14,13 +14,17 @@ CTA, ``G`` threads per row, 16-byte vectors)::
 
 Any width that fits one CTA's registers (partial tiles: a width the threads' vectors do not
 divide is padded, the padding read as 0 and never written) and any row count (a symbolic
-size); rows longer than the registers hold take the shared-memory form (one row per CTA, up
-to 4096 columns). Accuracy: float32 throughout, rounded once.
+size). A row longer than the registers hold is split over the CTAs of a cluster (each
+holds its part; their sums are added through distributed shared memory), and one longer
+than 16 CTAs hold is walked in chunks by one CTA, twice (the sum, then the result; the
+second pass reads the row again, from L2 where it still is).
+Accuracy: float32 throughout, rounded once.
 """
 
 import numpy as np
 
-from tilewise import T, Tx, config_error
+from tilewise import T, Tx
+from tilewise.dsmem import cluster_sum
 from tilewise.layout import RowTiling
 
 TARGET = "sm_90a"
@@ -30,21 +34,44 @@ ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
 BWD_ELEMS = 16  # of a row per thread at 1024 threads: Y, dY and three float32 tiles live
 
 
+SPLIT_CTAS = (2, 4, 8, 16)  # a long row over this many CTAs of a cluster, the fewest that hold it
+
+
+def split_tiling(rows: int, cols: int, dtype: str) -> RowTiling | None:
+    """The tiling of a row too long for one CTA's registers over the fewest CTAs of a
+    cluster (:data:`SPLIT_CTAS`) whose parts their registers hold, or None (longer)."""
+    for c in SPLIT_CTAS:
+        try:
+            t = RowTiling.plan(RowTiling.plan_rows(rows), cols, ITEMSIZE[dtype], ctas=c,
+                               max_elems=BWD_ELEMS)
+        except ValueError:  # a part of this split would be empty
+            continue
+        if t.chunks == 1:
+            return t
+    return None
+
+
 def make_softmax_backward(rows: int, cols: int, dtype: str = "float16",
-                          threads: int | None = None, vectors: int | None = None):
+                          threads: int | None = None, vectors: int | None = None,
+                          chunk: int | None = None, split: bool = True):
     """A kernel ``k(Y, dY, dX)``, all ``rows x cols`` of ``dtype``: the gradient of the
     softmax over the last axis, given its output ``Y`` and the output's gradient ``dY``.
-    Any row count (a symbolic size of the kernel) and any width that fits one CTA's
+    Any row count (a symbolic size of the kernel) and any width: a row that fits one CTA's
     registers (``RowTiling`` with :data:`BWD_ELEMS`: 16384 halves or 8192 floats; partial
-    tiles as in the forward kernel, the padding read as 0); longer rows take the
-    shared-memory form (up to 4096 columns, else refused)."""
-    try:
-        t = RowTiling.plan(RowTiling.plan_rows(rows), cols, ITEMSIZE[dtype], threads, vectors,
-                           max_elems=BWD_ELEMS)
-    except ValueError:
-        t = None
-    if t is None or t.chunks > 1:
-        return make_softmax_backward_smem(rows, cols, dtype)
+    tiles as in the forward kernel, the padding read as 0) in one pass; a longer one split
+    over the fewest CTAs of a cluster that hold it in one pass (:func:`_split`, up to 16 x
+    16384 halves) where its vectors are 8 bytes or more; a longer one still, one of an odd
+    width (2-byte vectors), or any with ``split=False`` (or with ``chunk=``: chunks of about
+    that many columns) by one CTA walking it in chunks twice (:func:`_chunked`)."""
+    t = RowTiling.plan(RowTiling.plan_rows(rows), cols, ITEMSIZE[dtype], threads, vectors,
+                       chunk=chunk, max_elems=BWD_ELEMS)
+    if t.chunks > 1 and split and chunk is None and t.vec * ITEMSIZE[dtype] >= 8:
+        ts = split_tiling(rows, cols, dtype)  # (rows of narrower vectors: one CTA measured
+        # faster, 2210 against 2034 GB/s at 1024 x 50257 bf16, benchmarks/RESULTS.md)
+        if ts is not None:
+            return _split(cols, dtype, ts)
+    if t.chunks > 1:
+        return _chunked(cols, dtype, t)
     R_, W, layout, per_row, n = t.rows, t.cols, t.tile(), t.per_row(), t.regs
     M = T.int32()  # the row count, bound from the arrays at launch
 
@@ -76,36 +103,98 @@ def make_softmax_backward(rows: int, cols: int, dtype: str = "float16",
     return softmax_backward
 
 
-def make_softmax_backward_smem(rows: int, cols: int, dtype: str = "float16",
-                               threads: int = 128):
-    """The softmax gradient for any row length up to 4096: one row per CTA in shared memory
-    as float32, the memory variants of the primitives, a barrier between steps."""
-    if cols > 4096:
-        raise config_error(f"{cols} columns do not fit the 48 KB of shared memory as float32")
+def _split(cols: int, dtype: str, t: RowTiling):
+    """A row split over the ``C`` CTAs of a cluster, each holding its part in registers:
+    each CTA's sum of ``dY * Y`` over its part, added over the cluster in rank order
+    (``tilewise.dsmem.cluster_sum``: the same sum in every CTA), then its part of the
+    result. One read of Y and dY."""
+    W, n, C = t.cols, t.regs, t.ctas
+    layout, per_row = t.tile(), t.per_row()
+    M = T.int32()
 
     @T.prim_func
-    def softmax_backward_smem(Y_ptr: T.handle, dY_ptr: T.handle, dX_ptr: T.handle):
-        Y = T.match_buffer(Y_ptr, (rows, cols), dtype)
-        dY = T.match_buffer(dY_ptr, (rows, cols), dtype)
-        dX = T.match_buffer(dX_ptr, (rows, cols), dtype)
+    def softmax_backward_split(Y_ptr: T.handle, dY_ptr: T.handle, dX_ptr: T.handle):
+        Y = T.match_buffer(Y_ptr, (M, cols), dtype)
+        dY = T.match_buffer(dY_ptr, (M, cols), dtype)
+        dX = T.match_buffer(dX_ptr, (M, cols), dtype)
         T.device_entry()
-        bx = T.cta_id([rows])
-        tid = T.thread_id([threads])  # noqa: F841
-        ys = T.alloc_shared((1, cols), "float32")
-        gs = T.alloc_shared((1, cols), "float32")
-        ps = T.alloc_shared((1, cols), "float32")
-        d = T.alloc_shared((1, 1), "float32")
-        Tx.cta.cast(ys, Y[bx:bx + 1, 0:cols])
-        Tx.cta.cast(gs, dY[bx:bx + 1, 0:cols])
-        Tx.cta.mul(ps, ys, gs)
-        T.cuda.cta_sync()
-        Tx.cta.sum(d, ps, axes=-1)
-        T.cuda.cta_sync()
-        Tx.cta.sub(gs, gs, d)
-        Tx.cta.mul(gs, gs, ys)
-        Tx.cta.cast(dX[bx:bx + 1, 0:cols], gs)
+        bx = T.cta_id([M * C])
+        rank = T.cta_id_in_cluster([C])  # this CTA's part of the row: columns rank * W ...
+        tid = T.thread_id([t.threads])
+        row = bx // C
+        part = T.alloc_shared((C,), "float32")  # CTA c's sum of dY * Y
+        T.ptx.barrier.cluster.arrive(relaxed=True, aligned=True)  # then every CTA has started
+        y = T.alloc_local((n,), dtype).view(1, W, layout=layout)
+        g = T.alloc_local((n,), dtype).view(1, W, layout=layout)
+        yf = T.alloc_local((n,), "float32").view(1, W, layout=layout)
+        gf = T.alloc_local((n,), "float32").view(1, W, layout=layout)
+        pf = T.alloc_local((n,), "float32").view(1, W, layout=layout)
+        dr = T.alloc_local((1,), "float32")
+        d = dr.view(1, 1, layout=per_row)
+        Tx.cta.copy(y, Y[row:row + 1, rank * W:rank * W + W], fill=0.0)  # the padding: 0
+        Tx.cta.copy(g, dY[row:row + 1, rank * W:rank * W + W], fill=0.0)
+        T.ptx.barrier.cluster.wait(aligned=True)  # with the loads in flight
+        Tx.cta.cast(yf, y)
+        Tx.cta.cast(gf, g)
+        Tx.cta.mul(pf, yf, gf)
+        Tx.cta.sum(d, pf, axes=-1)
+        dr[0] = cluster_sum(part, dr[0], C, rank, tid)  # the row's sum
+        Tx.cta.sub(gf, gf, d)
+        Tx.cta.mul(gf, gf, yf)
+        Tx.cta.cast(g, gf)
+        Tx.cta.copy(dX[row:row + 1, rank * W:rank * W + W], g)  # the columns inside only
 
-    return softmax_backward_smem
+    return softmax_backward_split
+
+
+def _chunked(cols: int, dtype: str, t: RowTiling):
+    """A row longer than the registers hold: one CTA a row walks it in chunks twice. Pass 1
+    adds each thread's ``dY * Y`` over the chunks (no barrier), then the threads' sums;
+    pass 2 reads the chunks again, newest first (the likeliest still in L2), and writes
+    ``Y * (dY - sum)``."""
+    W, n, nc, G = t.cols, t.regs, t.chunks, t.threads_per_row
+    layout, per_row = t.tile(), t.per_row()
+    mine, one, spread = t.by_thread(), t.per_thread(), t.across_threads()
+    M = T.int32()
+
+    @T.prim_func
+    def softmax_backward_chunked(Y_ptr: T.handle, dY_ptr: T.handle, dX_ptr: T.handle):
+        Y = T.match_buffer(Y_ptr, (M, cols), dtype)
+        dY = T.match_buffer(dY_ptr, (M, cols), dtype)
+        dX = T.match_buffer(dX_ptr, (M, cols), dtype)
+        T.device_entry()
+        bx = T.cta_id([M])
+        tid = T.thread_id([t.threads])  # noqa: F841 (the layouts name it as tx)
+        y = T.alloc_local((n,), dtype).view(1, W, layout=layout)
+        g = T.alloc_local((n,), dtype).view(1, W, layout=layout)
+        yf = T.alloc_local((n,), "float32").view(1, W, layout=layout)
+        gf = T.alloc_local((n,), "float32").view(1, W, layout=layout)
+        pr = T.alloc_local((n,), "float32")
+        pf = pr.view(1, W, layout=layout)
+        sr = T.alloc_local((1,), "float32")  # this thread's sum of dY * Y
+        s = sr.view(G, 1, layout=one)
+        d = T.alloc_local((1,), "float32").view(1, 1, layout=per_row)
+        Tx.cta.fill(s, 0.0)
+        for c in range(nc):  # pass 1: per thread (the padding reads as 0, adding 0)
+            Tx.cta.copy(y, Y[bx:bx + 1, c * W:c * W + W], fill=0.0)
+            Tx.cta.copy(g, dY[bx:bx + 1, c * W:c * W + W], fill=0.0)
+            Tx.cta.cast(yf, y)
+            Tx.cta.cast(gf, g)
+            Tx.cta.mul(pf, yf, gf)
+            Tx.cta.sum(s, pr.view(G, n, layout=mine), axes=-1, accum=True)
+        Tx.cta.sum(d, sr.view(1, G, layout=spread), axes=-1)  # the row's sum
+        for c in range(nc):  # pass 2, newest chunk first
+            c0 = (nc - 1 - c) * W
+            Tx.cta.copy(y, Y[bx:bx + 1, c0:c0 + W])
+            Tx.cta.copy(g, dY[bx:bx + 1, c0:c0 + W])
+            Tx.cta.cast(yf, y)
+            Tx.cta.cast(gf, g)
+            Tx.cta.sub(gf, gf, d)
+            Tx.cta.mul(gf, gf, yf)
+            Tx.cta.cast(g, gf)
+            Tx.cta.copy(dX[bx:bx + 1, c0:c0 + W], g)  # the columns inside only
+
+    return softmax_backward_chunked
 
 
 SHAPE = (64, 1024)

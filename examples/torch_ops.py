@@ -10,7 +10,10 @@ traces without a graph break and CUDA graphs capture.
 
 Forward ops come from the examples' factories (``make_rmsnorm``, ``make_gemm``,
 ``make_softmax``); their gradients are tilewise kernels too: ``make_softmax_backward``,
-``make_rmsnorm_backward`` + ``make_rmsnorm_weight_grad``, and two GEMMs for
+``make_rmsnorm_backward_fused`` (dX and dW's partial sums from one read of X and dY; the
+shapes it does not take, few rows or rows too long for its registers:
+``make_rmsnorm_backward`` + ``make_rmsnorm_weight_partial``)
+then ``make_rmsnorm_weight_sum``, and two GEMMs for
 ``C = A @ B`` (``dA = dC @ B^T``, ``dB = A^T @ dC``; the transposes are torch copies).
 Any M, N and K: where K or N is not a multiple of 8 (TMA's 16-byte rows; in ``dB`` the K
 is the forward's M), the op takes ``make_gemm``'s padded kernel of those sizes. On CPU
@@ -34,7 +37,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tilewise.torch as twt  # noqa: E402
 from gemm_hopper import make_gemm  # noqa: E402
 from rmsnorm import make_rmsnorm  # noqa: E402
-from rmsnorm_backward import make_rmsnorm_backward, make_rmsnorm_weight_grad  # noqa: E402
+from rmsnorm_backward import (fused_plan, make_rmsnorm_backward,  # noqa: E402
+                              make_rmsnorm_backward_fused, make_rmsnorm_weight_partial,
+                              make_rmsnorm_weight_sum)
 from softmax import make_softmax  # noqa: E402
 from softmax_backward import make_softmax_backward  # noqa: E402
 
@@ -43,6 +48,20 @@ _REGISTERED: dict = {}
 
 def _rows(X):
     return X.shape[0], X.shape[1], X.dtype
+
+
+def _fused_args(X, W, dY, eps: float = 1e-6) -> dict:
+    return {"rows": X.shape[0], "cols": X.shape[1], "dtype": X.dtype, "eps": eps,
+            "num_sms": _sms(X)}
+
+
+def _sms(X):
+    """The SMs a persistent kernel plans for: the GPU's; 2 on CPU tensors (the simulator)."""
+    return None if X.device.type == "cuda" else 2
+
+
+def _weight_sum_args(P, dtype: str):
+    return P.shape[0], P.shape[1], dtype
 
 
 def register(namespace: str = "tilewise") -> types.SimpleNamespace:
@@ -67,9 +86,19 @@ def register(namespace: str = "tilewise") -> types.SimpleNamespace:
     ns.rmsnorm_backward = twt.custom_op(
         f"{namespace}::rmsnorm_backward", make_rmsnorm_backward, outputs=("dX", "Rstd"),
         specialize=rmsnorm_backward_args)
-    ns.rmsnorm_weight_grad = twt.custom_op(
-        f"{namespace}::rmsnorm_weight_grad", make_rmsnorm_weight_grad, outputs=("dW",),
+    # dW: float32 partial sums over the rows (P, which torch allocates) -- from the fused
+    # backward's CTAs where the row fits its registers, else from slices of the rows --
+    # then their sum in order. On CPU tensors (the simulator) the fused grid is planned for
+    # 2 SMs.
+    ns.rmsnorm_backward_fused = twt.custom_op(
+        f"{namespace}::rmsnorm_backward_fused", make_rmsnorm_backward_fused,
+        outputs=("dX", "P"), specialize=_fused_args)
+    ns.rmsnorm_weight_partial = twt.custom_op(
+        f"{namespace}::rmsnorm_weight_partial", make_rmsnorm_weight_partial, outputs=("P",),
         specialize=lambda X, dY, Rstd: _rows(X))
+    ns.rmsnorm_weight_sum = twt.custom_op(
+        f"{namespace}::rmsnorm_weight_sum", make_rmsnorm_weight_sum, outputs=("dW",),
+        specialize=_weight_sum_args)
     # one symbolic kernel per dtype: M, N and K stay symbolic under torch.compile. On CPU
     # tensors (the simulator) the persistent grid is 8 CTAs instead of one per SM.
     ns.gemm = twt.custom_op(f"{namespace}::gemm", make_gemm, outputs=("C",),
@@ -101,8 +130,12 @@ def _rmsnorm_autograd(ns):
     def backward(ctx, dY):
         X, W = ctx.saved_tensors
         dY = dY.contiguous()
-        dX, rstd = ns.rmsnorm_backward(X, W, dY, ctx.eps)
-        dW = ns.rmsnorm_weight_grad(X, dY, rstd)
+        if fused_plan(X.shape[0], X.shape[1], twt.dtype_name(X.dtype), num_sms=_sms(X)):
+            dX, P = ns.rmsnorm_backward_fused(X, W, dY, ctx.eps)
+        else:
+            dX, rstd = ns.rmsnorm_backward(X, W, dY, ctx.eps)
+            P = ns.rmsnorm_weight_partial(X, dY, rstd)
+        dW = ns.rmsnorm_weight_sum(P, twt.dtype_name(W.dtype))
         return dX, dW, None
 
     ns.rmsnorm.register_autograd(backward, setup_context=setup)

@@ -4,7 +4,8 @@ numpy (CPU, no GPU): softmax / RMSNorm (any width 1-9000, any dtype, a random tu
 candidate), the bf16/fp16 GEMM (``make_gemm``: M 1-199, N and K multiples of 8), the fp8
 GEMM (``make_gemm_fp8``: every scaling, sometimes a forced tile), attention (1-139 query
 and key rows, head dims 32-128, GQA, causal, with the LSE), the grouped GEMMs (fp8 / bf16,
-contiguous / masked, 1-3 groups of 0-149 rows) and the softmax / RMSNorm backward kernels.
+contiguous / masked, 1-3 groups of 0-149 rows) and the softmax / RMSNorm backward kernels
+(chunked at random, and RMSNorm's weight gradient).
 Each output is poisoned with NaN first. A TilewiseError (a shape a factory refuses) is
 printed and allowed; a wrong result or any other exception is a finding (exit status 1).
 
@@ -134,15 +135,25 @@ class Cases:
     def row_backward(self):
         rng = self.rng
         op, mod, dt, rows, cols = self.row_shape(["softmax_backward", "rmsnorm_backward"])
-        k = getattr(mod, f"make_{op}")(rows, cols, dt)
-        args = mod.inputs(rng, (rows, cols), ml_dtypes.bfloat16 if dt == "bfloat16" else dt)
+        if rng.random() < 0.25:  # enough rows for the weight gradient's slices
+            rows, cols = int(rng.integers(30, 400)), int(rng.integers(1, 600))
+        chunk = int(rng.integers(16, cols + 16)) if rng.random() < 0.3 else None
+        k = getattr(mod, f"make_{op}")(rows, cols, dt, chunk=chunk)
+        npd = ml_dtypes.bfloat16 if dt == "bfloat16" else dt
+        args = mod.inputs(rng, (rows, cols), npd)
         tw.simulate(k, *args)
         want = mod.reference(*args)
+        outs = slice(3, None) if op == "rmsnorm_backward" else slice(2, None)
+        if op == "rmsnorm_backward":  # and dW from X, dY and the kernel's r
+            dw = np.full((cols,), np.nan, npd)
+            tw.simulate(mod.make_rmsnorm_weight_grad(rows, cols, dt), args[0], args[2],
+                        args[4], dw)
+            x64, g64 = args[0].astype(np.float64), args[2].astype(np.float64)
+            args, want = [*args, dw], [*want, (g64 * x64 * mod.rstd(args[0])).sum(axis=0)]
         ok = all(close(g, w, 2.0 ** -6, 2.0 ** -7 * max(1.0, np.abs(np.asarray(w, np.float64))
                                                         .max()))
-                 for g, w in zip(args[3:] if op == "rmsnorm_backward" else args[2:],
-                                 want[3:] if op == "rmsnorm_backward" else want[2:]))
-        return f"{op} {rows}x{cols} {dt}", ok
+                 for g, w in zip(args[outs], want[outs]))
+        return f"{op} {rows}x{cols} {dt} chunk={chunk}", ok
 
 
 def main() -> int:

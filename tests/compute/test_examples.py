@@ -109,6 +109,111 @@ def test_the_backward_row_kernels_take_any_width_and_row_count(rows, cols, dtype
     assert close(b[4], want[4], 1e-5, 0.0)
 
 
+@pytest.mark.parametrize("rows,cols,dtype,chunk", [
+    (3, 3000, "float16", 1024), (2, 1000, "bfloat16", 256), (3, 77, "float32", 32),
+    (2, 17000, "bfloat16", None)])
+def test_the_backward_row_kernels_walk_long_rows_in_chunks(rows, cols, dtype, chunk):
+    """Rows longer than the registers hold (17000 halves; or forced with ``chunk=``) are
+    walked in chunks twice, the last chunk partial (these widths had been refused: "do not
+    fit the 48 KB of shared memory")."""
+    sb, rb = example("softmax_backward"), example("rmsnorm_backward")
+    rng = np.random.default_rng(5)
+    k = sb.make_softmax_backward(rows, cols, dtype, chunk=chunk, split=False)
+    assert k.name == "softmax_backward_chunked"
+    a = sb.inputs(rng, (rows, cols), np_dtype(dtype))
+    tw.simulate(k, *a, strict=True)
+    assert close(a[2], sb.reference(*a)[2], 2.0 ** -6, 2.0 ** -10)
+    k = rb.make_rmsnorm_backward(rows, cols, dtype, chunk=chunk)
+    assert k.name == "rmsnorm_backward_chunked"
+    b = rb.inputs(rng, (rows, cols), np_dtype(dtype))
+    tw.simulate(k, *b, strict=True)
+    want = rb.reference(*b)
+    assert close(b[3], want[3], 2.0 ** -6, 2.0 ** -8)
+    assert close(b[4], want[4], 1e-5, 0.0)
+
+
+@pytest.mark.parametrize("rows,cols,dtype,ctas", [
+    (2, 17000, "bfloat16", 2), (3, 50264, "float16", 4), (1, 128256, "bfloat16", 8),
+    (1, 300000, "bfloat16", None), (3, 50257, "float16", None)])
+def test_the_softmax_backward_splits_a_long_row_over_a_cluster(rows, cols, dtype, ctas):
+    """A row longer than one CTA's registers goes over the fewest CTAs of a cluster that
+    hold it in one pass (their sums added through distributed shared memory), the last
+    part partial; past 16 CTAs' registers, or at an odd width (2-byte vectors), one CTA
+    walks it in chunks."""
+    sb = example("softmax_backward")
+    k = sb.make_softmax_backward(rows, cols, dtype)
+    if ctas:
+        assert sb.split_tiling(rows, cols, dtype).ctas == ctas
+    assert k.name == ("softmax_backward_split" if ctas else "softmax_backward_chunked")
+    a = sb.inputs(np.random.default_rng(9), (rows, cols), np_dtype(dtype))
+    tw.simulate(k, *a, strict=True)
+    assert close(a[2], sb.reference(*a)[2], 2.0 ** -6, 2.0 ** -10)
+
+
+@pytest.mark.parametrize("rows,cols,dtype", [
+    (16, 2048, "float16"), (300, 1000, "bfloat16"), (37, 300, "bfloat16"), (5, 77, "float32"),
+    (1, 4097, "bfloat16")])
+def test_the_weight_gradient_adds_slices_of_rows_in_order(rows, cols, dtype):
+    """dW = sum over rows of dY * X * r, the rows cut into slices (several at 300 and 37
+    rows, the last one partial), each slice's sum in a float32 workspace poisoned with NaN,
+    then the slices added; widths whose 256-column tiles are partial, narrower vectors at
+    odd widths."""
+    rb = example("rmsnorm_backward")
+    t, slices, per = rb.weight_grad_plan(rows, cols, np.dtype(np_dtype(dtype)).itemsize)
+    assert per % t.rows == 0 and (slices - 1) * per < rows <= slices * per
+    if rows >= 300:
+        assert slices > 1
+    rng = np.random.default_rng(6)
+    x, _, dy, _, _ = rb.inputs(rng, (rows, cols), np_dtype(dtype))
+    r = rb.rstd(x).astype(np.float32)
+    dw = np.full((cols,), np.nan, np_dtype(dtype))
+    tw.simulate(rb.make_rmsnorm_weight_grad(rows, cols, dtype), x, dy, r, dw, strict=True)
+    want = (dy.astype(np.float64) * x.astype(np.float64) * r).sum(axis=0)
+    assert close(dw, want.astype(dw.dtype), RTOL[dtype], 1e-3)
+
+
+@pytest.mark.parametrize("rows,cols,dtype,sms,prefetch", [
+    (64, 2048, "float16", 1, False), (64, 2048, "float16", 1, True),
+    (37, 500, "bfloat16", 1, False), (70, 77, "float32", 2, True)])
+def test_the_fused_rmsnorm_backward_gives_dx_and_dw_from_one_pass(rows, cols, dtype, sms,
+                                                                  prefetch):
+    """Each CTA adds dY * X * r of its row blocks (the last one partial) into its row of
+    P (its row groups added in shared memory); the sum kernel adds P's rows. With
+    ``prefetch`` each block's loads are issued during the block before."""
+    rb = example("rmsnorm_backward")
+    t, blocks, ctas = rb.fused_plan(rows, cols, dtype, num_sms=sms)
+    assert blocks * t.rows >= rb.FUSED_MIN_ROWS and ctas > 1
+    rng = np.random.default_rng(7)
+    x, w, dy, dx, _ = rb.inputs(rng, (rows, cols), np_dtype(dtype))
+    P = np.full((ctas, cols), np.nan, np.float32)
+    tw.simulate(rb.make_rmsnorm_backward_fused(rows, cols, dtype, num_sms=sms,
+                                               prefetch=prefetch), x, w, dy, dx, P,
+                strict=True)
+    dw = np.full((cols,), np.nan, np_dtype(dtype))
+    tw.simulate(rb.make_rmsnorm_weight_sum(ctas, cols, dtype), P, dw, strict=True)
+    want = rb.reference(x, w, dy, dx, None)
+    assert close(dx, want[3], 2.0 ** -6, 2.0 ** -8)
+    wdw = (dy.astype(np.float64) * x.astype(np.float64) * rb.rstd(x)).sum(axis=0)
+    assert close(dw, wdw.astype(dw.dtype), RTOL[dtype], 1e-3)
+
+
+def test_the_rmsnorm_grads_take_the_fused_form_where_it_pays():
+    rb = example("rmsnorm_backward")
+    assert rb.make_rmsnorm_grads(16384, 4096, "bfloat16").fused
+    assert not rb.make_rmsnorm_grads(256, 4096, "bfloat16").fused  # few rows a CTA
+    assert not rb.make_rmsnorm_grads(16384, 50257, "bfloat16").fused  # chunked
+    assert not rb.make_rmsnorm_grads(16384, 5120, "bfloat16").fused  # 24 elements a thread
+    with pytest.raises(tw.TilewiseError, match="fused RMSNorm backward"):
+        rb.make_rmsnorm_backward_fused(16384, 50257, "bfloat16")
+    rng = np.random.default_rng(8)
+    x, w, dy, dx, _ = rb.inputs(rng, (3, 9000), np.float16)
+    dw = np.full((9000,), np.nan, np.float16)
+    tw.simulate(rb.make_rmsnorm_grads(3, 9000, "float16"), x, w, dy, dx, dw)
+    assert close(dx, rb.reference(x, w, dy, dx, None)[3], 2.0 ** -6, 2.0 ** -8)
+    wdw = (dy.astype(np.float64) * x.astype(np.float64) * rb.rstd(x)).sum(axis=0)
+    assert close(dw, wdw.astype(dw.dtype), RTOL["float16"], 1e-3)
+
+
 def test_the_factories_are_tuned_kernels_that_simulate_their_plan():
     """make_softmax / make_rmsnorm return tilewise.autotune kernels; tw.simulate runs the
     planned (first) configuration, and nothing warns of a slow path."""

@@ -102,6 +102,80 @@ def _inputs(torch, rows, cols, dtype):
     return x, w, torch.full_like(x, float("nan"))
 
 
+BWD_WIDTHS = [64, 1000, 3000, 5120, 32000, 50257, 128256, 262144, 300000]
+BWD_ROWS = (1, 7, 333, 5000)  # 333: the weight gradient in several slices, the last partial;
+# 5000: the fused form where the row fits it
+
+
+@pytest.fixture(scope="module")
+def backward_kernels():
+    """The backward row kernels (symbolic rows) and the weight gradient's two kernels of
+    every (rows, width, dtype), compiled at once in the compile workers: later launches of
+    the same kernels find them in the on-disk cache."""
+    from tilewise.compile_pool import compile_many
+
+    sb, rb = load_example("softmax_backward"), load_example("rmsnorm_backward")
+    keys, jobs = [], []
+    for cols in BWD_WIDTHS:
+        for dtype in DTYPES:
+            keys += [("softmax", cols, dtype), ("rmsnorm", cols, dtype)]
+            jobs += [(functools.partial(sb.make_softmax_backward, PLAN_ROWS, cols, dtype), {}),
+                     (functools.partial(rb.make_rmsnorm_backward, PLAN_ROWS, cols, dtype), {})]
+            for rows in BWD_ROWS:
+                plan = rb.fused_plan(rows, cols, dtype)
+                if plan is not None:
+                    jobs += [(functools.partial(rb.make_rmsnorm_backward_fused, rows, cols,
+                                                dtype), {}),
+                             (functools.partial(rb.make_rmsnorm_weight_sum, plan[2], cols,
+                                                dtype), {})]
+                slices = rb.weight_grad_plan(rows, cols, 2)[1]
+                jobs += [(functools.partial(rb.make_rmsnorm_weight_partial, rows, cols,
+                                            dtype), {}),
+                         (functools.partial(rb.make_rmsnorm_weight_sum, slices, cols, dtype),
+                          {})]
+    built = compile_many(jobs, str(device_target()))
+    return {k: b for k, b in zip(keys, [b for b, (f, _) in zip(built, jobs)
+                                        if f.func.__name__ in ("make_softmax_backward",
+                                                               "make_rmsnorm_backward")])}
+
+
+@pytest.mark.parametrize("cols", BWD_WIDTHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_backward_kernels_match_torch(torch, backward_kernels, cols, dtype):
+    """The torch ops' gradients at every kind of width (odd ones, vocabularies walked in
+    chunks) and row count, against torch's in float64; outputs poisoned with NaN."""
+    import pickle
+
+    rb = load_example("rmsnorm_backward")
+    F = torch.nn.functional
+    ksm = pickle.loads(backward_kernels[("softmax", cols, dtype)].blob)
+    krn = pickle.loads(backward_kernels[("rmsnorm", cols, dtype)].blob)
+    for rows in (r for r in BWD_ROWS if r * cols <= 1 << 27):
+        x, w, dx = _inputs(torch, rows, cols, dtype)
+        y = torch.softmax(x.float(), -1).to(x.dtype)
+        dy = torch.randn_like(x)
+        ksm(y, dy, dx)
+        yd, gd = y.double(), dy.double()
+        ref = yd * (gd - (yd * gd).sum(-1, keepdim=True))
+        assert float((dx.double() - ref).abs().max() / ref.abs().max()) <= 2.0 ** -7, rows
+        dx.fill_(float("nan"))
+        rs = torch.full((rows, 1), float("nan"), device="cuda")
+        dw = torch.full_like(w, float("nan"))
+        krn(x, w, dy, dx, rs)
+        rb.make_rmsnorm_weight_grad(rows, cols, dtype)(x, dy, rs, dw)
+        xd, wd = x.double().requires_grad_(), w.double().requires_grad_()
+        gx, gw = torch.autograd.grad(F.rms_norm(xd, (cols,), wd, 1e-6), (xd, wd), gd)
+        assert float((dx.double() - gx).abs().max() / gx.abs().max()) <= 2.0 ** -7, rows
+        assert float((dw.double() - gw).abs().max() / gw.abs().max()) <= 2.0 ** -7, rows
+        dx.fill_(float("nan"))
+        dw.fill_(float("nan"))
+        k = rb.make_rmsnorm_grads(rows, cols, dtype)  # the fused form where it applies
+        k(x, w, dy, dx, dw)
+        assert k.fused == (rb.fused_plan(rows, cols, dtype) is not None)
+        assert float((dx.double() - gx).abs().max() / gx.abs().max()) <= 2.0 ** -7, rows
+        assert float((dw.double() - gw).abs().max() / gw.abs().max()) <= 2.0 ** -7, rows
+
+
 @pytest.mark.parametrize("rows,cols", [(4096, 3000), (65536, 64), (3, 50257), (2, 262144)])
 def test_float32_rows(torch, rows, cols):
     x, w, y = _inputs(torch, rows, cols, "float32")

@@ -139,3 +139,29 @@ def test_the_launch_benchmark_runs(torch):
                          env=dict(os.environ, PYTHONPATH=os.path.join(root, "src")))
     assert out.returncode == 0, out.stderr
     assert "tilewise / bare" in out.stdout and "bare cuLaunchKernel" in out.stdout
+
+
+@pytest.mark.parametrize("rows,cols", [(4096, 4096), (65536, 64), (7, 3000), (300, 50257),
+                                       (2048, 5120), (64, 128256)])
+def test_the_row_ops_gradients_match_torch_on_every_path(torch, torch_ops, ops, rows, cols):
+    """The rmsnorm op's backward on each of its paths (the fused kernel and the sum of its
+    partial rows at 4096 x 4096 and 65536 x 64; dX, r and the two-kernel weight gradient at
+    few rows, odd widths and rows walked in chunks), and the softmax op's (rows walked in
+    chunks at 50257, a cluster split at 128256), against torch's autograd in float64."""
+    import torch.nn.functional as F
+
+    fused = torch_ops.fused_plan(rows, cols, "bfloat16") is not None
+    assert fused == ((rows, cols) in ((4096, 4096), (65536, 64)))
+    g = torch.Generator(device="cuda").manual_seed(rows + cols)
+    x = torch.randn(rows, cols, device="cuda", generator=g).to(torch.bfloat16)
+    w = (1 + 0.5 * torch.randn(cols, device="cuda", generator=g)).to(torch.bfloat16)
+    dy = torch.randn(rows, cols, device="cuda", generator=g).to(torch.bfloat16)
+    for op, ref, args in ((lambda a, b: ops.rmsnorm(a, b, 1e-6),
+                           lambda a, b: F.rms_norm(a, (cols,), b, 1e-6), (x, w)),
+                          (ops.softmax, lambda a: torch.softmax(a, -1), (x,))):
+        mine = [a.clone().requires_grad_() for a in args]
+        got = torch.autograd.grad(op(*mine), mine, dy)
+        exact = [a.double().requires_grad_() for a in args]
+        want = torch.autograd.grad(ref(*exact), exact, dy.double())
+        for a, b in zip(got, want):
+            assert float((a.double() - b).abs().max() / b.abs().max()) <= 2.0 ** -7
