@@ -28,6 +28,31 @@ H200_SMS = 132  # the persistent grid where no GPU answers (the simulator)
 BWD_ELEMS = 16  # of a row per thread at 1024 threads: X, dY, W and four float32 tiles live
 
 
+@T.inline
+def row_rstd(r, pf, xf, cols, eps):
+    """``r = 1 / sqrt(mean(X^2) + eps)`` of each row of the float32 tile ``xf`` (``pf``: a
+    scratch tile of its shape)."""
+    Tx.cta.mul(pf, xf, xf)
+    Tx.cta.sum(r, pf, axes=-1)
+    Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)
+
+
+@T.inline
+def grad_x(gf, xf, wf, pf, r, c, cols):
+    """``gf`` <- ``dX = r * (dY * W - X * c)``, ``c = r^2 * mean(dY * W * X)``, from ``gf =
+    dY``, ``xf = X`` (overwritten), ``wf = W`` and each row's ``r``; ``pf`` a scratch tile,
+    ``c`` per row."""
+    Tx.cta.mul(gf, gf, wf)  # dY * W
+    Tx.cta.mul(pf, gf, xf)
+    Tx.cta.sum(c, pf, axes=-1)
+    Tx.cta.mul(c, c, r)
+    Tx.cta.mul(c, c, r)
+    Tx.cta.mul(c, c, 1.0 / cols)  # r^2 * mean(dY * W * X)
+    Tx.cta.mul(xf, xf, c)
+    Tx.cta.sub(gf, gf, xf)
+    Tx.cta.mul(gf, gf, r)
+
+
 def make_rmsnorm_backward(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6,
                           threads: int | None = None, vectors: int | None = None,
                           chunk: int | None = None):
@@ -76,18 +101,8 @@ def make_rmsnorm_backward(rows: int, cols: int, dtype: str = "float16", eps: flo
         Tx.cta.cast(xf, x)
         Tx.cta.cast(gf, g)
         Tx.cta.cast(wf, w)
-        Tx.cta.mul(pf, xf, xf)
-        Tx.cta.sum(r, pf, axes=-1)
-        Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)  # r
-        Tx.cta.mul(gf, gf, wf)  # dY * W
-        Tx.cta.mul(pf, gf, xf)
-        Tx.cta.sum(c, pf, axes=-1)
-        Tx.cta.mul(c, c, r)
-        Tx.cta.mul(c, c, r)
-        Tx.cta.mul(c, c, 1.0 / cols)  # r^2 * mean(dY * W * X)
-        Tx.cta.mul(xf, xf, c)
-        Tx.cta.sub(gf, gf, xf)
-        Tx.cta.mul(gf, gf, r)
+        row_rstd(r, pf, xf, cols, eps)
+        grad_x(gf, xf, wf, pf, r, c, cols)
         Tx.cta.cast(g, gf)
         Tx.cta.copy(dX[bx * R_:bx * R_ + R_, 0:W_], g)  # the columns and rows inside only
         row = bx * R_ + tid // G_
@@ -192,22 +207,12 @@ def make_rmsnorm_backward_fused(rows: int, cols: int, dtype: str = "float16",
                 Tx.cta.copy(gn, dY[r0 + R_:r0 + 2 * R_, 0:W_], fill=0.0)
             Tx.cta.cast(xf, x)
             Tx.cta.cast(gf, g)
-            Tx.cta.mul(pf, xf, xf)
-            Tx.cta.sum(r, pf, axes=-1)
-            Tx.cta.rsqrt(r, r, scale=1.0 / cols, bias=eps)  # r
+            row_rstd(r, pf, xf, cols, eps)
             Tx.cta.mul(pf, gf, xf)
             Tx.cta.mul(pf, pf, r)
             Tx.cta.add(acc, acc, pf)  # dY * X * r, this thread's columns
             Tx.cta.cast(wf, w)  # (cast in the loop: w, half the registers, lives across)
-            Tx.cta.mul(gf, gf, wf)  # dY * W
-            Tx.cta.mul(pf, gf, xf)
-            Tx.cta.sum(c, pf, axes=-1)
-            Tx.cta.mul(c, c, r)
-            Tx.cta.mul(c, c, r)
-            Tx.cta.mul(c, c, 1.0 / cols)  # r^2 * mean(dY * W * X)
-            Tx.cta.mul(xf, xf, c)
-            Tx.cta.sub(gf, gf, xf)
-            Tx.cta.mul(gf, gf, r)
+            grad_x(gf, xf, wf, pf, r, c, cols)
             Tx.cta.cast(g, gf)
             Tx.cta.copy(dX[r0:r0 + R_, 0:W_], g)  # the columns and rows inside only
             if prefetch and i < B - 1:
