@@ -99,6 +99,30 @@ def test_a_factory_is_called_once_per_argument_set(torch, opname):
     assert twt.kernel_for(op, torch.randn(70)).name == "scale"
 
 
+def test_repeated_calls_find_their_kernel_by_what_specialize_returned(torch, opname):
+    """A call's kernel is looked up by specialize's result as it is (torch dtypes, a dict);
+    a result that cannot be a key (a list) takes the general path; either way the factory
+    runs once per argument set and each call gets its own outputs."""
+    calls = []
+
+    def factory(n, dtype):
+        calls.append((n, dtype))
+        return K.make_scale(n, dtype)
+
+    by_dict = twt.custom_op(opname("scale_d"), factory, outputs=("Y",),
+                            specialize=lambda X: {"n": X.shape[0], "dtype": X.dtype})
+    by_list = twt.custom_op(opname("scale_l"), factory, outputs=("Y",),
+                            specialize=lambda X: [X.shape[0], X.dtype])
+    for op in (by_dict, by_list):
+        x = torch.randn(70)
+        ys = [op(x) for _ in range(3)]
+        assert all(torch.equal(y, 2 * x) for y in ys)
+        assert len({y.data_ptr() for y in ys}) == 3
+        z = torch.randn(40, dtype=torch.float64)
+        assert torch.equal(op(z), 2 * z)
+    assert calls == [(70, "float32"), (40, "float64")] * 2
+
+
 def test_dtype_names_both_ways(torch):
     assert twt.dtype_name(torch.bfloat16) == "bfloat16"
     assert twt.torch_dtype("float8_e4m3") is torch.float8_e4m3fn

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..errors import LaunchError
 from .kernels import func_of as _func_of
 from .kernels import is_compiled as _is_compiled
-from .kernels import is_tuned, kernel_params, result
+from .kernels import is_tuned, result
 
 _COMPILED: dict = {}  # (id(kernel), device ordinal) -> (kernel, Launcher)
 _LOWERED: dict = {}  # (id(kernel), target) -> (kernel, Lowered)
@@ -24,13 +24,12 @@ def run(spec, values):
     import torch
 
     k = spec.kernel(values)
-    func = _func_of(k)
-    tensors = [v for v in values.values() if isinstance(v, torch.Tensor)]
-    if not tensors:
+    plan = spec.plan(k)
+    device = next((v.device for v in values.values() if isinstance(v, torch.Tensor)), None)
+    if device is None:
         raise LaunchError(f"{spec.name}: no tensor among the inputs tells the device")
-    device = tensors[0].device
-    outs = spec.outputs_for(func, values, device)
-    args = [outs[n] if n in outs else values[n] for n, _, _ in kernel_params(func)]
+    outs = plan.outputs(spec, values, device)
+    args = [outs[n] if n in outs else values[n] for n in plan.names]
     if device.type == "cuda":
         _launcher(k, device.index or 0)(args, None)
     elif device.type == "cpu":

@@ -75,8 +75,11 @@ class Spec:
         self.name, self.outputs, self.mutates = name, tuple(outputs), tuple(mutates)
         self.specialize, self.target = specialize, target
         self.kernels: dict = {}  # factory arguments -> PrimFunc / Kernel
+        self._by_raw: dict = {}  # specialize's result, as it returned it -> the same kernel
+        self._plans: dict = {}  # id(kernel) -> (kernel, _Plan): what a call reads of it
         self.source = source
-        if _is_kernel(source):
+        self.fixed = _is_kernel(source)
+        if self.fixed:
             if specialize is not None:
                 raise TilewiseError(f"custom_op {name!r}: specialize= chooses a factory's "
                                     "arguments, but a kernel was given",
@@ -135,10 +138,22 @@ class Spec:
 
     def kernel(self, values):
         """The kernel (PrimFunc or compiled Kernel) for a call with these inputs."""
-        if _is_kernel(self.source):
+        if self.fixed:
             return self.source
-        args = self.specialize(*(values[p.name] for p in self.params))
-        args = _concrete(args)
+        raw = self.specialize(*(values[p.name] for p in self.params))
+        try:  # the repeated call's fast path: specialize's result as it is (ints, names,
+            # torch dtypes); a SymInt is not hashable and takes the path below
+            return self._by_raw[_raw_key(raw)]
+        except (KeyError, TypeError):
+            pass
+        k = self._kernel_for(_concrete(raw))
+        try:
+            self._by_raw[_raw_key(raw)] = k
+        except TypeError:
+            pass
+        return k
+
+    def _kernel_for(self, args):
         key = _key(args)
         k = self.kernels.get(key)
         if k is None:
@@ -166,24 +181,17 @@ class Spec:
                                 f"({', '.join(sorted(have))}) do not name",
                                 hint="name specialize's parameters after the kernel's buffers")
 
+    def plan(self, k) -> _Plan:
+        """What a call reads of kernel ``k`` (its function, parameters, output shapes), made
+        once per kernel."""
+        got = self._plans.get(id(k))
+        if got is None:
+            got = self._plans[id(k)] = (k, _Plan(self, _func_of(k)))
+        return got[1]
+
     def outputs_for(self, func, values, device) -> dict:
         """The output tensors of a call (empty; fake tensors under torch.compile)."""
-        import torch
-
-        params = kernel_params(func)
-        sizes = shapes.bind(func, [(buf, values[n]) for n, _, buf in params
-                                   if buf is not None and n not in self.outputs])
-        outs = {}
-        for n, _, buf in params:
-            if n in self.outputs:
-                shape = [shapes.evaluate(e, sizes, self.name, buf) for e in buf.shape]
-                dtype = torch_dtype(buf.dtype.name)
-                if buf.strides is None:
-                    outs[n] = torch.empty(shape, dtype=dtype, device=device)
-                else:
-                    strides = [shapes.evaluate(e, sizes, self.name, buf) for e in buf.strides]
-                    outs[n] = torch.empty_strided(shape, strides, dtype=dtype, device=device)
-        return outs
+        return _Plan(self, func).outputs(self, values, device)
 
     def check_inputs(self, func, values):
         """Dtype and rank of each input tensor against its buffer (what the fake
@@ -203,6 +211,75 @@ class Spec:
             if t.dim() != len(buf.shape):
                 raise LaunchError(f"{what} got a tensor of shape {tuple(t.shape)}",
                                   hint=f"pass a {len(buf.shape)}-D tensor")
+
+
+class _Plan:
+    """What a call of an op reads of its kernel's function, worked out once: the
+    parameters' names in order, the inputs that bind its symbolic sizes, and each output's
+    torch dtype and shape (a tuple where every extent is a number, else the expressions)."""
+
+    def __init__(self, spec, func):
+        params = kernel_params(func)
+        self.func, self.names = func, [n for n, _, _ in params]
+        self.sources = shapes.sources([(n, buf) for n, _, buf in params
+                                       if buf is not None and n not in spec.outputs])
+        self.outs = []
+        for n, _, buf in params:
+            if n in spec.outputs:
+                exprs = (tuple(buf.shape), None if buf.strides is None else tuple(buf.strides))
+                static = all(_number(e) is not None for e in exprs[0] + (exprs[1] or ()))
+                self.outs.append((n, buf, torch_dtype(buf.dtype.name), exprs,
+                                  tuple(_number(e) for e in exprs[0]) if static else None))
+
+    def outputs(self, spec, values, device) -> dict:
+        import torch
+
+        sizes = None
+        outs = {}
+        for n, buf, dtype, (shape, strides), static in self.outs:
+            if static is not None and strides is None:
+                outs[n] = torch.empty(static, dtype=dtype, device=device)
+                continue
+            if sizes is None:
+                sizes = shapes.bind(self.sources, values)
+            dims = [shapes.evaluate(e, sizes, spec.name, buf) for e in shape]
+            if strides is None:
+                outs[n] = torch.empty(dims, dtype=dtype, device=device)
+            else:
+                steps = [shapes.evaluate(e, sizes, spec.name, buf) for e in strides]
+                outs[n] = torch.empty_strided(dims, steps, dtype=dtype, device=device)
+        return outs
+
+
+def _number(e):
+    """The value of a size expression that is a number (an int or an IntImm), else None."""
+    from ..ir.expr import IntImm
+
+    if isinstance(e, int):
+        return e
+    return e.value if isinstance(e, IntImm) else None
+
+
+def _raw_key(raw):
+    """A dict key for specialize's result as it returned it; a TypeError where it holds a
+    symbolic size (torch.compile's SymInt: :func:`_concrete` makes it an int, on which
+    torch guards) or is not hashable."""
+    key = tuple(sorted(raw.items())) if isinstance(raw, dict) else raw
+    _no_symbols(key if isinstance(key, (tuple, list)) else (key,))
+    hash(key)
+    return (type(raw).__name__, key)
+
+
+def _no_symbols(v):
+    for x in v:
+        t = type(x)
+        if t is tuple or t is list:
+            _no_symbols(x)
+        elif t.__name__ in _SYMBOLIC:
+            raise TypeError("a symbolic value")
+
+
+_SYMBOLIC = frozenset(("SymInt", "SymFloat", "SymBool"))
 
 
 def _specialize_inputs(name, specialize) -> list[Param]:

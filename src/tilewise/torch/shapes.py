@@ -13,18 +13,24 @@ _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * 
         "min": lambda a, b: a if a <= b else b, "max": lambda a, b: a if a >= b else b}
 
 
-def bind(func, inputs) -> dict:
-    """``{id(SizeVar): size}`` from ``(buffer, tensor)`` pairs: the first tensor that shows
-    a size (as an extent or a stride) gives it; the launch checks that the others agree."""
-    sizes: dict = {}
-    for buf, t in inputs:
-        if not hasattr(t, "shape"):
-            continue
-        for exprs, got in ((buf.shape, t.shape), (buf.strides or (), t.stride())):
-            for e, v in zip(exprs, got):
+def sources(inputs) -> dict:
+    """``{id(SizeVar): (input name, 0: an extent / 1: a stride, axis)}`` from ``(name,
+    buffer)`` pairs: the first input that shows a size (as an extent or a stride) gives
+    it; the launch checks that the others agree. Worked out once per kernel."""
+    out: dict = {}
+    for name, buf in inputs:
+        for kind, exprs in ((0, buf.shape), (1, buf.strides or ())):
+            for axis, e in enumerate(exprs):
                 if isinstance(e, SizeVar):
-                    sizes.setdefault(id(e), v)
-    return sizes
+                    out.setdefault(id(e), (name, kind, axis))
+    return out
+
+
+def bind(srcs: dict, values: dict) -> dict:
+    """``{id(SizeVar): size}`` read off a call's inputs (ints, or ``SymInt`` under
+    ``torch.compile``) at the places :func:`sources` found."""
+    return {v: (values[n].shape[a] if kind == 0 else values[n].stride(a))
+            for v, (n, kind, a) in srcs.items() if hasattr(values[n], "shape")}
 
 
 def evaluate(e, sizes: dict, op: str, buf):
