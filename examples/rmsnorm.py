@@ -41,7 +41,7 @@ import tilewise
 from tilewise import T, Tx
 from tilewise.dsmem import cluster_sum
 from tilewise.layout import RowTiling
-from tilewise.layout.rows import row_configs
+from tilewise.layout.rows import check_row_args, row_configs
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
@@ -58,6 +58,7 @@ def make_rmsnorm(rows: int, cols: int, dtype: str = "float16", eps: float = 1e-6
     Without ``threads``/``vectors`` the kernel is tuned on its first
     launch (``tilewise.autotune`` over :func:`configs`); in ``tw.simulate`` and
     ``tw.compile`` it is the planned configuration."""
+    check_row_args(rows, cols, dtype, threads=threads, vectors=vectors)
     if threads is not None or vectors is not None:
         return rmsnorm_kernel(rows, cols, dtype, eps, threads, vectors)
     rows = RowTiling.plan_rows(rows)  # the kernel takes any row count: share it
@@ -87,6 +88,7 @@ def rmsnorm_kernel(rows: int, cols: int, dtype: str = "float16", eps: float = 1e
     """The kernel for one configuration (:meth:`RowTiling.plan`; ``ctas=1``: no cluster).
     ``prefetch`` (a row walked in chunks): pass 2 reads each chunk's weights one chunk
     ahead, the first while the parts' sums are exchanged (a second register buffer)."""
+    check_row_args(rows, cols, dtype, threads=threads, vectors=vectors, chunk=chunk, ctas=ctas)
     t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors, chunk, MAX_ELEMS, ctas,
                        MAX_CTAS, SPLIT_ELEMS)
     if t.chunks > 1:

@@ -19,6 +19,7 @@ import numpy as np
 
 from tilewise import T, Tx, config_error, runtime
 from tilewise.layout import RowTiling
+from tilewise.layout.rows import check_row_args
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
@@ -63,6 +64,7 @@ def make_rmsnorm_backward(rows: int, cols: int, dtype: str = "float16", eps: flo
     a thread would hold several in the shared-memory form, longer ones (or any, with
     ``chunk=``: chunks of about that many columns) by one CTA walking the row in chunks
     twice (:func:`_chunked`)."""
+    check_row_args(rows, cols, dtype, threads=threads, vectors=vectors, chunk=chunk)
     t = RowTiling.plan(RowTiling.plan_rows(rows), cols, ITEMSIZE[dtype], threads, vectors,
                        chunk=chunk, max_elems=BWD_ELEMS)
     if t.chunks > 1:
@@ -160,6 +162,7 @@ def make_rmsnorm_backward_fused(rows: int, cols: int, dtype: str = "float16",
     plan takes this kernel, so an option only: benchmarks/RESULTS.md). For the shapes
     :func:`fused_plan` takes (many rows that fit the registers); its rows are a size of
     the kernel."""
+    check_row_args(rows, cols, dtype, threads=threads, vectors=vectors, num_sms=num_sms)
     plan = fused_plan(rows, cols, dtype, threads, vectors, num_sms)
     if plan is None:
         raise config_error(f"a fused RMSNorm backward takes at least {FUSED_MIN_ROWS} rows a "
@@ -386,6 +389,7 @@ def make_rmsnorm_weight_partial(rows: int, cols: int, dtype: str = "float16"):
     column tile of one slice, 8 rows at a time (16-byte vector loads, a warp reading 512
     contiguous bytes of a row; partial tiles past the last row and column read as 0), then
     adds its 8 row lanes in shared memory, in order."""
+    check_row_args(rows, cols, dtype)
     t, S, SL = weight_grad_plan(rows, cols, ITEMSIZE[dtype])
     L, CW, n, G = t.rows, t.cols, t.regs, t.threads_per_row
     layout, per_row = t.tile(), t.per_row()
@@ -444,6 +448,7 @@ def make_rmsnorm_weight_sum(slices: int, cols: int, dtype: str = "float16"):
     once to ``dtype``, in a fixed order (the same bits every run): 32 columns a CTA; lane
     ``l`` of 8 adds the runs of :data:`SUM_UNROLL` slices starting at ``8 l``, ``8 (l + 8)``,
     ... (each run's loads issued together), then the lanes are added in order."""
+    check_row_args(slices, cols, dtype, "slice")
     CT = -(-cols // 32)
     U = SUM_UNROLL
 
@@ -513,6 +518,7 @@ def make_rmsnorm_weight_grad(rows: int, cols: int, dtype: str = "float16") -> We
     accumulated in float32 and rounded once to ``dtype``, the same bits every run: the rows
     cut into slices over about :data:`WG_CTAS` CTAs (:func:`make_rmsnorm_weight_partial`),
     then the slices' sums added in order (:func:`make_rmsnorm_weight_sum`)."""
+    check_row_args(rows, cols, dtype)
     return WeightGrad(rows, cols, dtype)
 
 
@@ -569,6 +575,7 @@ def make_rmsnorm_grads(rows: int, cols: int, dtype: str = "float16", eps: float 
                        fused: bool | None = None, prefetch: bool = False) -> Grads:
     """A kernel ``k(X, W, dY, dX, dW)``: both gradients of RMSNorm (:class:`Grads`; the fused
     form where the row fits it, unless ``fused=False``)."""
+    check_row_args(rows, cols, dtype)
     return Grads(rows, cols, dtype, eps, fused, prefetch)
 
 

@@ -58,7 +58,7 @@ import tilewise
 from tilewise import T, Tx
 from tilewise.dsmem import cluster_sync_sent
 from tilewise.layout import RowTiling
-from tilewise.layout.rows import row_configs
+from tilewise.layout.rows import check_row_args, row_configs
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
@@ -76,6 +76,7 @@ def make_softmax(rows: int, cols: int, dtype: str = "float16", threads: int | No
     Without ``threads``/``vectors`` the kernel is tuned on its first launch
     (``tilewise.autotune`` over :func:`configs`, the winner cached on disk); in
     ``tw.simulate`` and ``tw.compile`` it is the planned configuration (the first)."""
+    check_row_args(rows, cols, dtype, threads=threads, vectors=vectors)
     if threads is not None or vectors is not None:
         return softmax_kernel(rows, cols, dtype, threads, vectors)
     rows = RowTiling.plan_rows(rows)  # the kernel takes any row count: share it
@@ -94,6 +95,7 @@ def softmax_kernel(rows: int, cols: int, dtype: str = "float16", threads: int | 
                    ctas: int | None = None):
     """The kernel for one configuration (:meth:`RowTiling.plan` with ``threads``,
     ``vectors``, ``chunk`` and ``ctas``; ``ctas=1``: no cluster)."""
+    check_row_args(rows, cols, dtype, threads=threads, vectors=vectors, chunk=chunk, ctas=ctas)
     t = RowTiling.plan(rows, cols, ITEMSIZE[dtype], threads, vectors, chunk, ctas=ctas,
                        max_ctas=MAX_CTAS)
     if t.chunks > 1:

@@ -26,6 +26,7 @@ import numpy as np
 from tilewise import T, Tx
 from tilewise.dsmem import cluster_sum
 from tilewise.layout import RowTiling
+from tilewise.layout.rows import check_row_args
 
 TARGET = "sm_90a"
 ITEMSIZE = {"float16": 2, "bfloat16": 2, "float32": 4}
@@ -63,6 +64,7 @@ def make_softmax_backward(rows: int, cols: int, dtype: str = "float16",
     16384 halves) where its vectors are 8 bytes or more; a longer one still, one of an odd
     width (2-byte vectors), or any with ``split=False`` (or with ``chunk=``: chunks of about
     that many columns) by one CTA walking it in chunks twice (:func:`_chunked`)."""
+    check_row_args(rows, cols, dtype, threads=threads, vectors=vectors, chunk=chunk)
     t = RowTiling.plan(RowTiling.plan_rows(rows), cols, ITEMSIZE[dtype], threads, vectors,
                        chunk=chunk, max_elems=BWD_ELEMS)
     if t.chunks > 1 and split and chunk is None and t.vec * ITEMSIZE[dtype] >= 8:

@@ -168,12 +168,13 @@ class ConfigError(TilewiseError, ValueError):
     kind = "config error"
 
 
-def config_error(message: str, hint: str | None = None) -> ConfigError:
+def config_error(message: str, hint: str | None = None, depth: int = 1) -> ConfigError:
     """The :class:`ConfigError` a kernel factory raises (``raise config_error(...)``),
     located at the first frame outside the factory's own file and tilewise: the user's
-    call. Called from inside tilewise (a compile worker building a tuner's candidate) it
-    has no location."""
-    frame = sys._getframe(1)
+    call. ``depth``: how many frames up the factory is (2 from a helper of tilewise's that
+    checks a factory's arguments for it). Called from inside tilewise (a compile worker
+    building a tuner's candidate) it has no location."""
+    frame = sys._getframe(depth)
     own, pkg = frame.f_code.co_filename, os.path.dirname(os.path.abspath(__file__))
     while frame is not None and (frame.f_code.co_filename == own or os.path.abspath(
             frame.f_code.co_filename).startswith(pkg + os.sep)):

@@ -248,6 +248,35 @@ class RowTiling:
         return out + R[self.groups:g @ tx] if self.groups > 1 else out
 
 
+ROW_DTYPES = ("float16", "bfloat16", "float32")
+
+
+def check_row_args(rows: int, cols: int, dtype: str, what: str = "row", **counts) -> None:
+    """A row kernel factory's check of its arguments: a ``ConfigError`` at the line that
+    called the factory (the factory calls this first) for a dtype other than
+    :data:`ROW_DTYPES`, fewer than one row (``what``) or column, or a count (``threads=``,
+    ``vectors=``, ``chunk=``, ...; None: not given) below one or, for ``threads``, above
+    1024."""
+    why = _row_args_problem(rows, cols, dtype, what, counts)
+    if why is not None:
+        from tilewise.errors import config_error
+
+        raise config_error(why, depth=2)
+
+
+def _row_args_problem(rows, cols, dtype, what, counts) -> str | None:
+    if dtype not in ROW_DTYPES:
+        return f"dtype {dtype!r}: the row kernels take {', '.join(ROW_DTYPES)}"
+    if not (isinstance(rows, int) and isinstance(cols, int)) or rows < 1 or cols < 1:
+        return f"{rows} x {cols}: a row kernel needs at least one {what} and one column"
+    for name, v in counts.items():
+        if v is not None and (not isinstance(v, int) or v < 1):
+            return f"{name}={v!r}: a count, at least 1"
+    if (counts.get("threads") or 0) > MAX_THREADS:
+        return f"threads={counts['threads']}: at most {MAX_THREADS} a CTA"
+    return None
+
+
 def row_configs(rows: int, cols: int, elem_bytes: int, max_elems: int = MAX_ELEMS,
                 max_ctas: int = 1, split_elems: int | None = None) -> list[dict]:
     """Candidate configurations (keyword arguments ``threads``, ``vectors``, ``chunk``,
