@@ -133,11 +133,10 @@ def fused_plan(rows: int, cols: int, dtype: str, threads: int | None = None,
     threads' vectors do not come out even, or a row of more than 512 threads: measured
     slower than the two passes, their registers leaving one CTA an SM)."""
     eb = ITEMSIZE[dtype]
+    if vectors is None:  # 32 bytes of a row a thread
+        vectors = max(1, 32 // (RowTiling.vector(cols, eb) * eb))
     t = RowTiling.plan(RowTiling.plan_rows(rows), cols, eb, threads, vectors,
                        max_elems=BWD_ELEMS)
-    if vectors is None:
-        t = RowTiling.plan(RowTiling.plan_rows(rows), cols, eb, threads,
-                           max(1, 32 // (t.vec * eb)), max_elems=BWD_ELEMS)
     if t.chunks > 1 or t.rows_per_thread > 1 or t.threads > 512 or t.regs > FUSED_ELEMS:
         return None
     blocks = -(-rows // t.rows)
@@ -373,7 +372,7 @@ def weight_grad_plan(rows: int, cols: int, elem_bytes: int) -> tuple[RowTiling, 
     several narrower ones a thread otherwise), the rows cut into ``slices`` of ``rows per
     slice`` (a multiple of 8) so that the column tiles x slices make about
     :data:`WG_CTAS` CTAs, each slice at least :data:`WG_MIN_ROWS` rows."""
-    vec = max(v for v in (8, 4, 2, 1) if v * elem_bytes <= 16 and cols % v == 0)
+    vec = RowTiling.vector(cols, elem_bytes)
     t = RowTiling(WG_ROWS, 32, 8 // vec if vec < 8 else 1, vec)
     col_tiles = -(-cols // t.cols)
     slices = max(1, min(-(-rows // WG_MIN_ROWS), -(-WG_CTAS // col_tiles)))

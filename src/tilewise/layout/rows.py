@@ -117,9 +117,7 @@ class RowTiling:
         if rows < 1 or cols < 1:
             raise ValueError(f"a row tiling needs at least one row and column, got "
                              f"{rows} x {cols}")
-        vec = max(16 // elem_bytes, 1)
-        while cols % vec:
-            vec //= 2
+        vec = cls.vector(cols, elem_bytes)
         n = cols // vec
         want = vectors or max(1, 64 // (vec * elem_bytes))
         split_elems = split_elems or max_elems
@@ -147,6 +145,15 @@ class RowTiling:
         while rb * 2 * g <= per_cta and rb * 2 * rt <= _pow2_at_least(rows):
             rb *= 2
         return cls(rt * rb, g, k, vec, rt)
+
+    @staticmethod
+    def vector(cols: int, elem_bytes: int) -> int:
+        """Elements a vector of a row of ``cols`` takes (rule 1 of the module doc): the
+        widest, up to 16 bytes, that divides the row."""
+        vec = max(16 // elem_bytes, 1)
+        while cols % vec:
+            vec //= 2
+        return vec
 
     @staticmethod
     def plan_rows(rows: int) -> int:
