@@ -129,7 +129,7 @@ def err(got, want) -> float:
     return float((got.double() - want).abs().max() / want.abs().max())
 
 
-def bench_softmax(torch, tri, rows, cols, dtype, samples):
+def bench_softmax(torch, tri, rows, cols, dtype):
     import softmax_backward as SB
 
     td = getattr(torch, dtype)
@@ -169,7 +169,7 @@ def fused_variant(torch, RB, x, w, dy, rows, cols, dtype, vectors, plan):
     return run, dx, dw
 
 
-def bench_rmsnorm(torch, tri, sms, rows, cols, dtype, samples):
+def bench_rmsnorm(torch, tri, sms, rows, cols, dtype):
     import rmsnorm_backward as RB
 
     F = torch.nn.functional
@@ -258,10 +258,10 @@ def main():
                 try:
                     if op == "softmax":
                         runs, errors, plain, cfg = bench_softmax(torch, tri_sm, rows, cols,
-                                                                 dtype, a.samples)
+                                                                 dtype)
                     else:
                         runs, errors, plain, cfg = bench_rmsnorm(torch, tri_rms, sms, rows,
-                                                                 cols, dtype, a.samples)
+                                                                 cols, dtype)
                 except Exception as e:  # noqa: BLE001 - a benchmark reports and goes on
                     print(f"| {op} | {dtype} | {shape} | FAILED: {type(e).__name__}: "
                           f"{str(e).splitlines()[0][:200]} |", flush=True)

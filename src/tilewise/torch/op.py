@@ -220,16 +220,16 @@ class _Plan:
 
     def __init__(self, spec, func):
         params = kernel_params(func)
-        self.func, self.names = func, [n for n, _, _ in params]
+        self.names = [n for n, _, _ in params]
         self.sources = shapes.sources([(n, buf) for n, _, buf in params
                                        if buf is not None and n not in spec.outputs])
-        self.outs = []
+        self.outs = []  # (name, buffer, torch dtype, (shape, strides), static shape or None)
         for n, _, buf in params:
             if n in spec.outputs:
                 exprs = (tuple(buf.shape), None if buf.strides is None else tuple(buf.strides))
-                static = all(_number(e) is not None for e in exprs[0] + (exprs[1] or ()))
-                self.outs.append((n, buf, torch_dtype(buf.dtype.name), exprs,
-                                  tuple(_number(e) for e in exprs[0]) if static else None))
+                dims = tuple(_number(e) for e in exprs[0])
+                static = dims if exprs[1] is None and None not in dims else None
+                self.outs.append((n, buf, torch_dtype(buf.dtype.name), exprs, static))
 
     def outputs(self, spec, values, device) -> dict:
         import torch
@@ -237,7 +237,7 @@ class _Plan:
         sizes = None
         outs = {}
         for n, buf, dtype, (shape, strides), static in self.outs:
-            if static is not None and strides is None:
+            if static is not None:
                 outs[n] = torch.empty(static, dtype=dtype, device=device)
                 continue
             if sizes is None:
